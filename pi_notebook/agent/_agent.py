@@ -1,0 +1,485 @@
+"""``Agent``: the stateful shell around the loop (Pi's ``Agent``): transcript, queues, listeners, abort, idle.
+
+One run at a time. Each run gets a new :class:`~pi_notebook.ai.AbortController`; ``abort()`` aborts it (a no-op
+when idle) and everything that received the signal — stream function, tools, hooks, listeners — is expected to
+stop promptly. ``state.is_streaming`` stays true until the awaited ``agent_end`` listeners have finished, and
+``wait_for_idle()`` returns at that same moment.
+
+If the loop raises (a stream function, hook or listener breaking its contract), the run still ends with Pi's
+event sequence: a synthetic assistant message (``stop_reason`` ``error``, or ``aborted`` if the signal was
+aborted) carrying the exception text, then ``turn_end`` and ``agent_end``; ``prompt()`` returns normally. If the
+task awaiting ``prompt()``/``continue_()`` is cancelled (a kernel interrupt, say), the run is aborted, gets the
+same synthetic ending, and the cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeAlias
+
+import anyio
+
+from ..ai import (
+    AbortController,
+    AbortSignal,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    StreamFn,
+    StreamOptions,
+    TextContent,
+    ThinkingLevel,
+    UserMessage,
+)
+from ._config import LoopConfig, adapt_hook
+from ._loop import check_continuable, run_agent_loop, run_agent_loop_continue
+from ._types import (
+    AgentContext,
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    AgentTool,
+    MessageEndEvent,
+    MessageStartEvent,
+    TurnEndEvent,
+)
+
+__all__ = ["Agent", "AgentState", "Listener", "QueueMode", "set_default_stream_fn"]
+
+QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+Listener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
+
+_default_stream_fn: StreamFn | None = None
+
+UNKNOWN_MODEL = Model(
+    id="unknown", name="unknown", api="unknown", provider="unknown", input=(), context_window=0, max_tokens=0
+)
+
+
+def set_default_stream_fn(stream_fn: StreamFn | None) -> None:
+    """The stream function used by agents created without ``stream_fn``."""
+    global _default_stream_fn
+    _default_stream_fn = stream_fn
+
+
+class AgentState:
+    """The agent's observable state. Assigning ``messages`` or ``tools`` stores a copy of the list."""
+
+    __slots__ = (
+        "_messages",
+        "_tools",
+        "error_message",
+        "is_streaming",
+        "model",
+        "pending_tool_calls",
+        "streaming_message",
+        "system_prompt",
+        "thinking_level",
+    )
+
+    def __init__(
+        self,
+        system_prompt: str,
+        model: Model,
+        thinking_level: ThinkingLevel,
+        tools: Iterable[AgentTool],
+        messages: Iterable[AgentMessage],
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.model = model
+        self.thinking_level: ThinkingLevel = thinking_level
+        self._tools = list(tools)
+        self._messages = list(messages)
+        self.is_streaming = False
+        self.streaming_message: AgentMessage | None = None
+        self.pending_tool_calls: set[str] = set()
+        self.error_message: str | None = None
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: Iterable[AgentMessage]) -> None:
+        self._messages = list(value)
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, value: Iterable[AgentTool]) -> None:
+        self._tools = list(value)
+
+
+class _Queue:
+    __slots__ = ("items", "mode")
+
+    def __init__(self, mode: QueueMode) -> None:
+        _check_mode(mode)
+        self.mode: QueueMode = mode
+        self.items: deque[AgentMessage] = deque()
+
+    def drain(self) -> list[AgentMessage]:
+        if not self.items:
+            return []
+        if self.mode == "all":
+            drained = list(self.items)
+            self.items.clear()
+            return drained
+        return [self.items.popleft()]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in ("all", "one-at-a-time"):
+        raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', got {mode!r}")
+
+
+@dataclass(slots=True)
+class _Run:
+    controller: AbortController
+    idle: asyncio.Future[None]
+
+
+class Agent:
+    """A stateful agent. See the module docstring for the run lifecycle.
+
+    Every hook is a keyword argument taking ``(context, signal)`` (the signal may be left out of the hook's
+    parameters) and may be sync or async. Hooks must not raise; see ``LoopConfig``.
+    """
+
+    def __init__(
+        self,
+        *,
+        stream_fn: StreamFn | None = None,
+        model: Model | None = None,
+        tools: Iterable[AgentTool] = (),
+        system_prompt: str = "",
+        messages: Iterable[AgentMessage] = (),
+        thinking_level: ThinkingLevel = "off",
+        tool_execution: Literal["parallel", "sequential"] = "parallel",
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        convert_to_llm: Callable[..., Any] | None = None,
+        transform_context: Callable[..., Any] | None = None,
+        get_api_key: Callable[[str], Any] | None = None,
+        api_key: str | None = None,
+        before_tool_call: Callable[..., Any] | None = None,
+        after_tool_call: Callable[..., Any] | None = None,
+        finish_turn: Callable[..., Any] | None = None,
+        prepare_request: Callable[..., Any] | None = None,
+        prepare_next_turn: Callable[..., Any] | None = None,
+        should_stop_after_turn: Callable[..., Any] | None = None,
+        session_id: str | None = None,
+        stream_options: StreamOptions | None = None,
+    ) -> None:
+        if tool_execution not in ("parallel", "sequential"):
+            raise ValueError(f"tool_execution must be 'parallel' or 'sequential', got {tool_execution!r}")
+        self._state = AgentState(system_prompt, model or UNKNOWN_MODEL, thinking_level, tools, messages)
+        self.stream_fn = stream_fn
+        self.tool_execution: Literal["parallel", "sequential"] = tool_execution
+        self._steering = _Queue(steering_mode)
+        self._follow_up = _Queue(follow_up_mode)
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = adapt_hook(transform_context, "transform_context", 2)
+        self.get_api_key = get_api_key
+        self.api_key = api_key
+        self.before_tool_call = adapt_hook(before_tool_call, "before_tool_call", 2)
+        self.after_tool_call = adapt_hook(after_tool_call, "after_tool_call", 2)
+        self.finish_turn = adapt_hook(finish_turn, "finish_turn", 2)
+        self.prepare_request = adapt_hook(prepare_request, "prepare_request", 2)
+        self.prepare_next_turn = adapt_hook(prepare_next_turn, "prepare_next_turn", 2)
+        self.should_stop_after_turn = adapt_hook(should_stop_after_turn, "should_stop_after_turn", 2)
+        self.session_id = session_id
+        self.stream_options = stream_options or StreamOptions()
+        self._listeners: tuple[Listener, ...] = ()
+        self._run: _Run | None = None
+
+    # -- state and listeners --------------------------------------------------------------------------
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The active run's abort signal (``None`` when idle)."""
+        return self._run.controller.signal if self._run else None
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event, signal)`` for every event; returns an unsubscribe function.
+
+        Listeners are awaited in subscription order before the loop goes on, and the run is not idle until
+        the ``agent_end`` listeners have finished.
+        """
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return unsubscribe
+
+    # -- queues ---------------------------------------------------------------------------------------
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        _check_mode(mode)
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_up.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        _check_mode(mode)
+        self._follow_up.mode = mode
+
+    def steer(self, message: AgentMessage | str) -> None:
+        """Queue a message to inject after the current turn (after its whole tool batch)."""
+        self._steering.items.append(_as_message(message))
+
+    def follow_up(self, message: AgentMessage | str) -> None:
+        """Queue a message to run once the agent would otherwise stop."""
+        self._follow_up.items.append(_as_message(message))
+
+    def clear_steering_queue(self) -> None:
+        self._steering.items.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_up.items.clear()
+
+    def clear_all_queues(self) -> None:
+        self.clear_steering_queue()
+        self.clear_follow_up_queue()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering.items or self._follow_up.items)
+
+    @property
+    def steering_queue(self) -> tuple[AgentMessage, ...]:
+        return tuple(self._steering.items)
+
+    @property
+    def follow_up_queue(self) -> tuple[AgentMessage, ...]:
+        return tuple(self._follow_up.items)
+
+    # -- runs -----------------------------------------------------------------------------------------
+    async def prompt(
+        self,
+        input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] = (),
+    ) -> None:
+        """Run from new message(s). Text becomes one user message (with ``images`` after the text)."""
+        if self._run is not None:
+            raise RuntimeError(
+                "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
+                "or wait for completion."
+            )
+        await self._run_prompts(_normalize(input, images))
+
+    async def continue_(self) -> None:
+        """Continue from the current transcript (a new run, not a resumed one).
+
+        From a user or tool-result tail the loop simply runs. From an assistant tail, queued steering (or
+        else follow-up) messages are run as the prompt; with nothing queued this raises.
+        """
+        if self._run is not None:
+            raise RuntimeError("Agent is already processing. Wait for completion before continuing.")
+        messages = self._state.messages
+        if not messages:
+            raise RuntimeError("No messages to continue from")
+        if messages[-1].role == "assistant":
+            steering = self._steering.drain()
+            if steering:
+                await self._run_prompts(steering, skip_initial_steering_poll=True)
+                return
+            follow_ups = self._follow_up.drain()
+            if follow_ups:
+                await self._run_prompts(follow_ups)
+                return
+            raise RuntimeError("Cannot continue from message role: assistant")
+        check_continuable(messages)
+
+        async def executor(signal: AbortSignal) -> None:
+            await run_agent_loop_continue(self._snapshot(), self._config(), self._process, signal, self._stream())
+
+        await self._lifecycle(executor)
+
+    async def _run_prompts(self, messages: list[AgentMessage], skip_initial_steering_poll: bool = False) -> None:
+        async def executor(signal: AbortSignal) -> None:
+            config = self._config(skip_initial_steering_poll)
+            await run_agent_loop(messages, self._snapshot(), config, self._process, signal, self._stream())
+
+        await self._lifecycle(executor)
+
+    def abort(self, reason: object = "aborted") -> None:
+        """Abort the active run's signal. Does nothing when idle; never raises; leaves the queues alone."""
+        if self._run is not None:
+            self._run.controller.abort(reason)
+
+    async def wait_for_idle(self) -> None:
+        """Return once the active run, including its awaited listeners, has finished (at once if idle)."""
+        run = self._run
+        if run is not None:
+            await asyncio.shield(run.idle)
+
+    def reset(self) -> None:
+        """Clear the transcript, runtime state and both queues."""
+        if self._run is not None:
+            raise RuntimeError("Agent is already processing. Wait for completion before resetting.")
+        state = self._state
+        state.messages = []
+        state.is_streaming = False
+        state.streaming_message = None
+        state.pending_tool_calls = set()
+        state.error_message = None
+        self.clear_all_queues()
+
+    # -- internals ------------------------------------------------------------------------------------
+    def _stream(self) -> StreamFn:
+        stream_fn = self.stream_fn or _default_stream_fn
+        if stream_fn is None:
+            raise RuntimeError(
+                "No default stream function configured. Pass stream_fn explicitly or call set_default_stream_fn()."
+            )
+        return stream_fn
+
+    def _snapshot(self) -> AgentContext:
+        state = self._state
+        return AgentContext(state.system_prompt, list(state.messages), tuple(state.tools))
+
+    def _config(self, skip_initial_steering_poll: bool = False) -> LoopConfig:
+        skip = skip_initial_steering_poll
+
+        def steering() -> list[AgentMessage]:
+            nonlocal skip
+            if skip:
+                skip = False
+                return []
+            return self._steering.drain()
+
+        options = self.stream_options
+        if self.session_id is not None and options.session_id != self.session_id:
+            options = replace(options, session_id=self.session_id)
+        return LoopConfig(
+            model=self._state.model,
+            thinking_level=self._state.thinking_level,
+            tool_execution=self.tool_execution,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            api_key=self.api_key,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            finish_turn=self.finish_turn,
+            prepare_request=self.prepare_request,
+            prepare_next_turn=self.prepare_next_turn,
+            should_stop_after_turn=self.should_stop_after_turn,
+            get_steering_messages=steering,
+            get_follow_up_messages=self._follow_up.drain,
+            stream_options=options,
+        )
+
+    async def _lifecycle(self, executor: Callable[[AbortSignal], Awaitable[None]]) -> None:
+        if self._run is not None:
+            raise RuntimeError("Agent is already processing.")
+        run = _Run(AbortController(), asyncio.get_running_loop().create_future())
+        self._run = run
+        state = self._state
+        state.is_streaming = True
+        state.streaming_message = None
+        state.error_message = None
+        signal = run.controller.signal
+        try:
+            await executor(signal)
+        except Exception as exc:
+            await self._fail(exc, signal.aborted)
+        except BaseException as exc:
+            if not isinstance(exc, anyio.get_cancelled_exc_class()):
+                raise
+            # The awaiting task was cancelled (e.g. a kernel interrupt): treat it as an abort, still end the
+            # run with its events, then let the cancellation go on.
+            run.controller.abort("cancelled")
+            with anyio.CancelScope(shield=True):
+                await self._fail(RuntimeError("Run cancelled"), aborted=True)
+            raise
+        finally:
+            self._finish(run)
+
+    async def _fail(self, error: BaseException, aborted: bool) -> None:
+        model = self._state.model
+        failure = AssistantMessage(
+            content=[TextContent(text="")],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="aborted" if aborted else "error",
+            error_message=str(error) or type(error).__name__,
+        )
+        await self._process(MessageStartEvent(failure))
+        await self._process(MessageEndEvent(failure))
+        await self._process(TurnEndEvent(failure, []))
+        await self._process(AgentEndEvent([failure]))
+
+    def _finish(self, run: _Run) -> None:
+        state = self._state
+        state.is_streaming = False
+        state.streaming_message = None
+        state.pending_tool_calls = set()
+        if not run.idle.done():
+            run.idle.set_result(None)
+        if self._run is run:
+            self._run = None
+
+    async def _process(self, event: AgentEvent) -> None:
+        """Reduce the event into state, then await every listener in order."""
+        state = self._state
+        kind = event.type
+        if kind == "message_update":
+            state.streaming_message = event.message  # type: ignore[union-attr]
+        elif kind == "message_start":
+            state.streaming_message = event.message  # type: ignore[union-attr]
+        elif kind == "message_end":
+            state.streaming_message = None
+            state.messages.append(event.message)  # type: ignore[union-attr]
+        elif kind == "tool_execution_start":
+            state.pending_tool_calls.add(event.tool_call_id)  # type: ignore[union-attr]
+        elif kind == "tool_execution_end":
+            state.pending_tool_calls.discard(event.tool_call_id)  # type: ignore[union-attr]
+        elif kind == "turn_end":
+            message = event.message  # type: ignore[union-attr]
+            if message.role == "assistant" and message.error_message:
+                state.error_message = message.error_message
+        elif kind == "agent_end":
+            state.streaming_message = None
+        run = self._run
+        if run is None:
+            raise RuntimeError("Agent listener invoked outside active run")
+        signal = run.controller.signal
+        for listener in self._listeners:
+            outcome = listener(event, signal)
+            if outcome is not None and inspect.isawaitable(outcome):
+                await outcome
+
+
+def _as_message(message: AgentMessage | str) -> AgentMessage:
+    if isinstance(message, str):
+        return UserMessage(content=[TextContent(text=message)])
+    return message
+
+
+def _normalize(
+    input: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent]
+) -> list[AgentMessage]:
+    if isinstance(input, str):
+        return [UserMessage(content=[TextContent(text=input), *images])]
+    if isinstance(input, Sequence):
+        return list(input)
+    return [input]

@@ -1,0 +1,143 @@
+"""The loop's configuration and the small helpers that call user hooks."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from pydantic import SecretStr
+
+from ..ai import AbortSignal, Model, StreamOptions, ThinkingLevel
+from ._types import (
+    AfterToolCallResult,
+    AgentMessage,
+    BeforeToolCallResult,
+    FinishTurnResult,
+    TurnUpdate,
+)
+
+__all__ = ["LoopConfig", "adapt_hook", "maybe_await"]
+
+T = TypeVar("T")
+Hook = Callable[..., Any]
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def adapt_hook(hook: Hook | None, name: str, arity: int) -> Hook | None:
+    """Let a hook omit trailing parameters (typically the abort signal): ``lambda turn: True`` is fine."""
+    if hook is None:
+        return None
+    if not callable(hook):
+        raise TypeError(f"{name} must be callable, got {type(hook).__name__}")
+    try:
+        parameters = inspect.signature(hook).parameters.values()
+    except (TypeError, ValueError):
+        return hook
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return hook
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) >= arity:
+        return hook
+    keep = len(positional)
+    return lambda *args: hook(*args[:keep])
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    """Everything the stateless loop needs besides the context. ``Agent`` builds one per run.
+
+    Hooks take ``(context, signal)`` and may be sync or async. They must not raise: an exception leaves the
+    loop, and the ``Agent`` turns it into a synthetic failure message (``run_agent_loop`` used directly
+    does not).
+    """
+
+    model: Model
+    thinking_level: ThinkingLevel = "off"
+    tool_execution: Literal["parallel", "sequential"] = "parallel"
+    convert_to_llm: Hook | None = None
+    transform_context: Hook | None = None
+    get_api_key: Hook | None = None
+    api_key: SecretStr | str | None = None
+    before_tool_call: Hook | None = None
+    after_tool_call: Hook | None = None
+    finish_turn: Hook | None = None
+    prepare_request: Hook | None = None
+    prepare_next_turn: Hook | None = None
+    should_stop_after_turn: Hook | None = None
+    get_steering_messages: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None = None
+    get_follow_up_messages: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None = None
+    stream_options: StreamOptions = field(default_factory=StreamOptions)
+
+    def options_for(self, api_key: SecretStr | str | None, signal: AbortSignal) -> StreamOptions:
+        base = self.stream_options
+        return StreamOptions(
+            api_key=api_key,
+            signal=signal,
+            max_retries=base.max_retries,
+            max_retry_delay_ms=base.max_retry_delay_ms,
+            timeout_ms=base.timeout_ms,
+            idle_timeout_ms=base.idle_timeout_ms,
+            headers=base.headers,
+            reasoning=None if self.thinking_level == "off" else self.thinking_level,
+            session_id=base.session_id,
+            max_tokens=base.max_tokens,
+            temperature=base.temperature,
+            on_response=base.on_response,
+            extra=base.extra,
+        )
+
+
+def before_result(value: Any) -> BeforeToolCallResult | None:
+    if value is None or isinstance(value, BeforeToolCallResult):
+        return value
+    if isinstance(value, dict):
+        return BeforeToolCallResult(
+            block=bool(value.get("block")), reason=value.get("reason"), terminate=value.get("terminate") is True
+        )
+    raise TypeError(f"before_tool_call must return None, a dict or BeforeToolCallResult, got {value!r}")
+
+
+def after_result(value: Any) -> AfterToolCallResult | None:
+    if value is None or isinstance(value, AfterToolCallResult):
+        return value
+    if isinstance(value, dict):
+        known = {"content", "details", "usage", "terminate", "is_error", "isError"}
+        unknown = set(value) - known
+        if unknown:
+            raise TypeError(f"after_tool_call returned unknown fields: {sorted(unknown)}")
+        fields = dict(value)
+        if "isError" in fields:
+            fields["is_error"] = fields.pop("isError")
+        return AfterToolCallResult(**fields)
+    raise TypeError(f"after_tool_call must return None, a dict or AfterToolCallResult, got {value!r}")
+
+
+def turn_update(value: Any, hook: str) -> TurnUpdate | None:
+    if value is None or isinstance(value, TurnUpdate):
+        return value
+    if isinstance(value, dict):
+        fields = dict(value)
+        if "thinkingLevel" in fields:
+            fields["thinking_level"] = fields.pop("thinkingLevel")
+        return TurnUpdate(**fields)
+    raise TypeError(f"{hook} must return None, a dict or TurnUpdate, got {value!r}")
+
+
+def finish_action(value: Any) -> Literal["end", "continue"] | None:
+    if value is None:
+        return None
+    action = value.action if isinstance(value, FinishTurnResult) else None
+    if isinstance(value, dict):
+        action = value.get("action")
+    elif isinstance(value, str):
+        action = value  # type: ignore[assignment]
+    if action in ("end", "continue"):
+        return action  # type: ignore[return-value]
+    raise ValueError(f'finish_turn must return None or {{"action": "end" | "continue"}}, got {value!r}')

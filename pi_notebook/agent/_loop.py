@@ -1,0 +1,327 @@
+"""The stateless agent loop (Pi's ``agent-loop``): two nested loops, event for event like Pi 0.83.
+
+``run_agent_loop`` and ``run_agent_loop_continue`` take an ``emit`` coroutine function and an abort signal and
+return the messages the run added. Every ``emit`` is awaited, so a slow listener back-pressures the loop.
+
+Inner loop: one turn per assistant response. Pending steering messages are injected at the start of a turn;
+tool calls run after the response; the turn ends with ``turn_end``. Outer loop: when nothing is left to do,
+queued follow-ups start another round. An ``error`` or ``aborted`` response ends the run at once, without
+polling the queues (queued messages stay queued).
+
+Later-Pi hooks (seed 002, Pi 1.6 behaviour): ``finish_turn`` runs before ``turn_end`` and may end the run or
+ask for one more request; ``prepare_request`` runs before every provider request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from itertools import islice
+from typing import Any
+
+from ..ai import (
+    AbortSignal,
+    AssistantMessage,
+    AssistantMessageEventStream,
+    Context,
+    StreamFn,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._config import LoopConfig, finish_action, maybe_await, turn_update
+from ._tools import execute_tool_calls, fail_truncated_tool_calls
+from ._types import (
+    AgentContext,
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    RequestContext,
+    TurnContext,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+__all__ = ["ABORTED_TEXT", "run_agent_loop", "run_agent_loop_continue"]
+
+Emit = Callable[[AgentEvent], Awaitable[None]]
+ABORTED_TEXT = "Request was aborted"
+_LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+
+
+async def run_agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: LoopConfig,
+    emit: Emit,
+    signal: AbortSignal,
+    stream_fn: StreamFn,
+) -> list[AgentMessage]:
+    """Run from new prompt messages; their ``message_start``/``message_end`` come right after ``turn_start``."""
+    new_messages: list[AgentMessage] = list(prompts)
+    current = AgentContext(context.system_prompt, [*context.messages, *prompts], context.tools)
+    await emit(AgentStartEvent())
+    await emit(TurnStartEvent())
+    for prompt in prompts:
+        await emit(MessageStartEvent(prompt))
+        await emit(MessageEndEvent(prompt))
+    await _Loop(current, new_messages, config, signal, emit, stream_fn).run()
+    return new_messages
+
+
+def check_continuable(messages: Sequence[AgentMessage]) -> None:
+    if not messages:
+        raise ValueError("Cannot continue: no messages in context")
+    if messages[-1].role == "assistant":
+        raise ValueError("Cannot continue from message role: assistant")
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: LoopConfig,
+    emit: Emit,
+    signal: AbortSignal,
+    stream_fn: StreamFn,
+) -> list[AgentMessage]:
+    """Run from the existing transcript, whose last message must not be an assistant message."""
+    check_continuable(context.messages)
+    new_messages: list[AgentMessage] = []
+    await emit(AgentStartEvent())
+    await emit(TurnStartEvent())
+    await _Loop(context, new_messages, config, signal, emit, stream_fn).run()
+    return new_messages
+
+
+class _Loop:
+    __slots__ = ("config", "context", "emit", "llm", "new_messages", "signal", "stream_fn")
+
+    def __init__(
+        self,
+        context: AgentContext,
+        new_messages: list[AgentMessage],
+        config: LoopConfig,
+        signal: AbortSignal,
+        emit: Emit,
+        stream_fn: StreamFn,
+    ) -> None:
+        self.context = context
+        self.new_messages = new_messages
+        self.config = config
+        self.signal = signal
+        self.emit = emit
+        self.stream_fn = stream_fn
+        self.llm = _LlmView()
+
+    async def run(self) -> None:
+        config, emit, signal = self.config, self.emit, self.signal
+        first_turn = True
+        explicit_continuation = False
+        pending = await _poll(config.get_steering_messages)
+        while True:
+            has_more_tool_calls = True
+            while has_more_tool_calls or pending:
+                if first_turn:
+                    first_turn = False
+                else:
+                    await emit(TurnStartEvent())
+                for queued in pending:
+                    await emit(MessageStartEvent(queued))
+                    await emit(MessageEndEvent(queued))
+                    self.context.messages.append(queued)
+                    self.new_messages.append(queued)
+                pending = []
+                if config.prepare_request is not None:
+                    await self._prepare_request()
+                message = await self._stream_response()
+                self.new_messages.append(message)
+                if message.stop_reason in ("error", "aborted"):
+                    if config.finish_turn is not None:  # told, but its answer cannot revive a failed turn
+                        await maybe_await(config.finish_turn(self._turn(message, []), signal))
+                    await emit(TurnEndEvent(message, []))
+                    await emit(AgentEndEvent(self.new_messages))
+                    return
+                tool_results, has_more_tool_calls = await self._run_tools(message)
+                action = None
+                if config.finish_turn is not None:
+                    action = finish_action(await maybe_await(config.finish_turn(self._turn(message, tool_results), signal)))
+                await emit(TurnEndEvent(message, tool_results))
+                if action == "end":
+                    await emit(AgentEndEvent(self.new_messages))
+                    return
+                explicit_continuation = action == "continue"
+                if config.prepare_next_turn is not None:
+                    update = await maybe_await(config.prepare_next_turn(self._turn(message, tool_results), signal))
+                    self._apply(turn_update(update, "prepare_next_turn"))
+                if config.should_stop_after_turn is not None and await maybe_await(
+                    config.should_stop_after_turn(self._turn(message, tool_results), signal)
+                ):
+                    await emit(AgentEndEvent(self.new_messages))
+                    return
+                pending = await _poll(config.get_steering_messages)
+                if has_more_tool_calls or pending:
+                    explicit_continuation = False
+            follow_ups = await _poll(config.get_follow_up_messages)
+            if follow_ups:
+                explicit_continuation = False
+                pending = follow_ups
+                continue
+            if explicit_continuation:  # finish_turn asked for one more request and nothing else supplied it
+                explicit_continuation = False
+                continue
+            break
+        await emit(AgentEndEvent(self.new_messages))
+
+    def _turn(self, message: AssistantMessage, tool_results: list[ToolResultMessage]) -> TurnContext:
+        return TurnContext(message, tool_results, self.context, self.new_messages)
+
+    def _apply(self, update: Any) -> None:
+        if update is None:
+            return
+        if update.context is not None:
+            self.context = update.context
+        config = self.config
+        if update.model is not None or update.thinking_level is not None:
+            # Hooks see the config object; give this run its own copy before changing it.
+            self.config = config = replace(config)
+            if update.model is not None:
+                config.model = update.model
+            if update.thinking_level is not None:
+                config.thinking_level = update.thinking_level
+
+    async def _prepare_request(self) -> None:
+        config = self.config
+        assert config.prepare_request is not None
+        request = RequestContext(self.context, config.model, config.thinking_level)
+        update = await maybe_await(config.prepare_request(request, self.signal))
+        self._apply(turn_update(update, "prepare_request"))
+
+    async def _run_tools(self, message: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
+        tool_calls = [block for block in message.content if isinstance(block, ToolCall)]
+        if not tool_calls:
+            return [], False
+        if message.stop_reason == "length":  # arguments may be cut off: never execute them
+            batch = await fail_truncated_tool_calls(tool_calls, self.emit)
+        else:
+            batch = await execute_tool_calls(self.context, message, tool_calls, self.config, self.signal, self.emit)
+        self.context.messages.extend(batch.messages)
+        self.new_messages.extend(batch.messages)
+        return batch.messages, not batch.terminate
+
+    async def _stream_response(self) -> AssistantMessage:
+        config, emit, context = self.config, self.emit, self.context
+        if self.signal.aborted:
+            return await self._record_aborted()
+        messages: Sequence[AgentMessage] = context.messages
+        if config.transform_context is not None:
+            messages = await maybe_await(config.transform_context(messages, self.signal))
+        if config.convert_to_llm is not None:
+            llm = list(await maybe_await(config.convert_to_llm(messages)))
+        else:
+            llm = self.llm.convert(messages)
+        request = Context(context.system_prompt, llm, _tool_specs(context.tools))
+        api_key = None
+        if config.get_api_key is not None:
+            api_key = await maybe_await(config.get_api_key(config.model.provider))
+        response = self.stream_fn(config.model, request, config.options_for(api_key or config.api_key, self.signal))
+        if not isinstance(response, AssistantMessageEventStream):
+            response = await response
+        transcript = context.messages
+        partial: AssistantMessage | None = None
+        async for event in response:
+            kind = event.type
+            if kind == "start":
+                partial = event.partial
+                transcript.append(partial)
+                await emit(MessageStartEvent(partial))
+            elif kind == "done" or kind == "error":
+                break
+            elif partial is not None:
+                current = event.partial
+                if current is not partial:
+                    transcript[-1] = partial = current
+                await emit(MessageUpdateEvent(current, event))
+        final = await response.result()
+        if partial is None:
+            transcript.append(final)
+            await emit(MessageStartEvent(final))
+        else:
+            transcript[-1] = final
+        await emit(MessageEndEvent(final))
+        return final
+
+    async def _record_aborted(self) -> AssistantMessage:
+        """The signal is already aborted: record the aborted response Pi's providers would return, without
+        sending a request that can only be thrown away."""
+        model = self.config.model
+        message = AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="aborted",
+            error_message=ABORTED_TEXT,
+        )
+        self.context.messages.append(message)
+        await self.emit(MessageStartEvent(message))
+        await self.emit(MessageEndEvent(message))
+        return message
+
+
+async def _poll(
+    source: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None,
+) -> list[AgentMessage]:
+    if source is None:
+        return []
+    return list(await maybe_await(source()) or ())
+
+
+_specs_cache: dict[int, tuple[object, list[Tool]]] = {}
+
+
+def _tool_specs(tools: Sequence[Any]) -> list[Tool] | None:
+    if not tools:
+        return None
+    cached = _specs_cache.get(id(tools))
+    if cached is not None and cached[0] is tools:
+        return cached[1]
+    specs = [tool.to_tool() for tool in tools]
+    if len(_specs_cache) > 64:
+        _specs_cache.clear()
+    _specs_cache[id(tools)] = (tools, specs)
+    return specs
+
+
+class _LlmView:
+    """The default ``convert_to_llm`` (keep user, assistant and tool-result messages), done incrementally.
+
+    The loop's transcript only grows between requests, so filtering it again each turn would make a turn
+    cost O(transcript). Only the messages added since the last request are filtered; a replaced list or
+    message falls back to a full pass. The result is a fresh list per request (a cheap pointer copy), so a
+    stream function may keep it.
+    """
+
+    __slots__ = ("_count", "_kept", "_last", "_source")
+
+    def __init__(self) -> None:
+        self._source: Sequence[AgentMessage] | None = None
+        self._count = 0
+        self._last: object = None
+        self._kept: list[AgentMessage] = []
+
+    def convert(self, messages: Sequence[AgentMessage]) -> list[Any]:
+        count = self._count
+        if not (
+            messages is self._source and len(messages) >= count and (count == 0 or messages[count - 1] is self._last)
+        ):
+            self._source, self._kept, count = messages, [], 0
+        kept = self._kept
+        for message in islice(messages, count, None):
+            if isinstance(message, _LLM_TYPES):
+                kept.append(message)
+        self._count = len(messages)
+        self._last = messages[-1] if messages else None
+        return kept.copy()

@@ -1,0 +1,152 @@
+"""One abort signal per run, as in Pi (and the web's AbortController).
+
+Abort is cooperative: whoever holds the signal checks ``signal.aborted`` or registers a listener. To make a
+pending await stop at once, enter :func:`abort_scope` around it: the scope is cancelled when the signal
+fires, so an HTTP read, a backoff sleep or a subprocess wait ends within milliseconds instead of at the
+next chunk.
+
+All methods must be called on the event loop's thread. From another thread, use
+``loop.call_soon_threadsafe(controller.abort)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import anyio
+
+__all__ = ["AbortController", "AbortSignal", "abort_scope", "abortable_sleep"]
+
+Listener = Callable[[], object]
+
+
+class AbortSignal:
+    """Read side of an :class:`AbortController`."""
+
+    __slots__ = ("_aborted", "_listeners", "_reason", "_waiter")
+
+    def __init__(self) -> None:
+        self._aborted = False
+        self._reason: object = None
+        self._listeners: list[Listener] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    @property
+    def reason(self) -> object:
+        """What was passed to ``abort()``; ``None`` while not aborted."""
+        return self._reason
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener()`` once when the signal aborts (at once if it already has).
+
+        Listeners run synchronously inside ``abort()`` and must not raise; an exception from one is
+        reported through the loop's exception handler and does not stop the others.
+        """
+        if self._aborted:
+            _call(listener)
+        else:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        try:
+            self._listeners.remove(listener)
+        except ValueError:
+            pass
+
+    async def wait(self) -> None:
+        """Return once the signal has aborted."""
+        if self._aborted:
+            return
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._waiter)
+
+    def _fire(self, reason: object) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        self._reason = reason
+        listeners, self._listeners = self._listeners, []
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        for listener in listeners:
+            _call(listener)
+
+    def __repr__(self) -> str:
+        return f"AbortSignal(aborted={self._aborted})"
+
+
+class AbortController:
+    """Owns an :class:`AbortSignal`. Make a new one per run: a signal never un-aborts."""
+
+    __slots__ = ("signal",)
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self, reason: object = "aborted") -> None:
+        """Abort the signal. Idempotent: later calls do nothing and keep the first reason."""
+        self.signal._fire(reason)
+
+
+def _call(listener: Listener) -> None:
+    try:
+        listener()
+    except Exception as exc:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise exc from None
+        loop.call_exception_handler(
+            {"message": "AbortSignal listener raised", "exception": exc, "listener": listener}
+        )
+
+
+@contextmanager
+def abort_scope(signal: AbortSignal | None) -> Iterator[anyio.CancelScope]:
+    """A cancel scope cancelled when ``signal`` aborts (or at once, if it already has).
+
+    Use it around awaits that must stop promptly; afterwards ``scope.cancelled_caught`` tells whether the
+    abort interrupted the block. Must be entered and exited in the same task.
+    """
+    with anyio.CancelScope() as scope:
+        if signal is None:
+            yield scope
+            return
+        signal.add_listener(scope.cancel)
+        try:
+            yield scope
+        finally:
+            signal.remove_listener(scope.cancel)
+
+
+async def abortable_sleep(seconds: float, signal: AbortSignal | None) -> bool:
+    """Sleep up to ``seconds``; return ``False`` early if ``signal`` aborts, else ``True``."""
+    if signal is not None and signal.aborted:
+        return False
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bool] = loop.create_future()
+
+    def finish(value: bool) -> None:
+        if not done.done():
+            done.set_result(value)
+
+    handle = loop.call_later(max(0.0, seconds), finish, True)
+
+    def on_abort() -> None:
+        finish(False)
+
+    if signal is not None:
+        signal.add_listener(on_abort)
+    try:
+        return await done
+    finally:
+        handle.cancel()
+        if signal is not None:
+            signal.remove_listener(on_abort)

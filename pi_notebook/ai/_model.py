@@ -1,0 +1,129 @@
+"""Model descriptions, request context and stream options: the inputs of a stream function."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic.alias_generators import to_camel
+
+from ._abort import AbortSignal
+from ._stream import AssistantMessageEventStream
+from .messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+
+__all__ = [
+    "Context",
+    "LlmMessage",
+    "Model",
+    "ModelCost",
+    "StreamFn",
+    "StreamOptions",
+    "ThinkingLevel",
+    "Tool",
+]
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class ModelCost(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class Model(BaseModel):
+    """Which model to call and how: ``api`` picks the wire format, ``provider`` names the vendor."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    id: str
+    name: str = ""
+    api: str
+    provider: str
+    base_url: str = ""
+    reasoning: bool = False
+    input: tuple[Literal["text", "image"], ...] = ("text",)
+    cost: ModelCost = Field(default_factory=ModelCost)
+    context_window: int = 128_000
+    max_tokens: int = 16_384
+    headers: Mapping[str, str] | None = None
+
+    @property
+    def supports_images(self) -> bool:
+        return "image" in self.input
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool as the model sees it: name, description and a JSON schema for the arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class Context:
+    """What one request sends. Not validated or copied: the agent loop builds it per request."""
+
+    system_prompt: str = ""
+    messages: Sequence[Message] = ()
+    tools: Sequence[Tool] | None = None
+
+
+@dataclass(slots=True, repr=False)
+class StreamOptions:
+    """Per-request options. ``api_key`` is held as a secret and never printed.
+
+    Timeouts: ``timeout_ms`` bounds the whole HTTP request (connect to last byte); ``idle_timeout_ms``
+    bounds each gap between received bytes. Neither covers time spent in tools or between turns.
+    ``max_retries`` is layer-1 retry of the initial HTTP request only (0 = none, Pi's default); it never
+    replays a request once streaming has begun.
+    """
+
+    api_key: SecretStr | str | None = None
+    signal: AbortSignal | None = None
+    max_retries: int = 0
+    max_retry_delay_ms: int = 60_000
+    timeout_ms: int | None = None
+    idle_timeout_ms: int | None = 300_000
+    headers: Mapping[str, str] | None = None
+    reasoning: ThinkingLevel | None = None
+    session_id: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    on_response: Callable[[int, Mapping[str, str]], object] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.api_key, str):
+            self.api_key = SecretStr(self.api_key)
+
+    def api_key_value(self) -> str | None:
+        key = self.api_key
+        return key.get_secret_value() if isinstance(key, SecretStr) else key
+
+    def __repr__(self) -> str:
+        key = "'**********'" if self.api_key else None
+        return (
+            f"StreamOptions(api_key={key}, max_retries={self.max_retries}, "
+            f"timeout_ms={self.timeout_ms}, idle_timeout_ms={self.idle_timeout_ms})"
+        )
+
+
+class StreamFn(Protocol):
+    """``stream_fn(model, context, options)`` returns a stream (or an awaitable of one).
+
+    It must not raise for request, model or runtime failures: those end the stream with an ``error`` or
+    ``aborted`` message (see :class:`AssistantMessageEventStream`).
+    """
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions, /
+    ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]: ...

@@ -1,0 +1,137 @@
+"""``AssistantMessageEventStream``: the async iterable a stream function returns.
+
+Contract (Pi's): a stream function never raises for request, model or runtime failures. It ends the stream
+with one terminal event whose message has ``stop_reason`` ``error`` or ``aborted`` and an ``error_message``.
+
+Two ways to feed a stream:
+
+* push: ``stream.push(event)`` from a producer task, ``stream.end()`` when finished (Pi's ``EventStream``);
+* pull: ``AssistantMessageEventStream(source)`` wraps an async iterator that is driven by whoever iterates
+  the stream, so there is no task switch per event (the faux provider uses this).
+
+Either way a source that stops without a terminal event, or (pull) raises, still ends the stream with an
+``error`` message, so consumers always get a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+
+from ._events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from .messages import AssistantMessage
+
+__all__ = ["AssistantMessageEventStream"]
+
+_TERMINAL = ("done", "error")
+
+
+class AssistantMessageEventStream:
+    __slots__ = ("_ended", "_last", "_queue", "_result", "_source", "_waiter")
+
+    def __init__(self, source: AsyncIterator[AssistantMessageEvent] | None = None) -> None:
+        self._source = source
+        self._queue: deque[AssistantMessageEvent] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._ended = False
+        self._result: AssistantMessage | None = None
+        self._last: AssistantMessage | None = None
+
+    # -- producer side (push mode) -------------------------------------------------------------------
+    def push(self, event: AssistantMessageEvent) -> None:
+        """Queue an event. Ignored once the stream has ended (after a terminal event or ``end()``)."""
+        if self._ended:
+            return
+        self._queue.append(event)
+        if event.type in _TERMINAL:
+            self._finish(event)
+        else:
+            self._last = event.partial
+        self._wake()
+
+    def end(self, result: AssistantMessage | None = None) -> None:
+        """Mark the stream finished; ``result`` (if given and none yet) becomes ``result()``."""
+        if self._ended:
+            return
+        self._ended = True
+        if result is not None and self._result is None:
+            self._result = result
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _finish(self, event: DoneEvent | ErrorEvent) -> None:
+        self._ended = True
+        self._result = event.message if event.type == "done" else event.error
+
+    # -- consumer side -------------------------------------------------------------------------------
+    def __aiter__(self) -> AssistantMessageEventStream:
+        return self
+
+    async def __anext__(self) -> AssistantMessageEvent:
+        if self._source is not None:
+            return await self._pull()
+        while not self._queue:
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        return self._queue.popleft()
+
+    async def _pull(self) -> AssistantMessageEvent:
+        if self._ended:
+            raise StopAsyncIteration
+        source = self._source
+        assert source is not None
+        try:
+            event = await source.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            raise
+        except Exception as exc:  # a source breaking the contract still ends as data
+            event = ErrorEvent("error", _failed(self._last, f"{type(exc).__name__}: {exc}"))
+        if event.type in _TERMINAL:
+            self._finish(event)
+            await _aclose(source)
+        else:
+            self._last = event.partial
+        return event
+
+    async def result(self) -> AssistantMessage:
+        """The final message: that of the terminal event. Drains the stream if it has not been read."""
+        if self._source is not None:
+            while not self._ended:
+                try:
+                    await self._pull()
+                except StopAsyncIteration:
+                    break
+        else:
+            while not self._ended:
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+        if self._result is None:
+            self._result = _failed(self._last, "Stream ended without a terminal event")
+        return self._result
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+
+def _failed(partial: AssistantMessage | None, text: str) -> AssistantMessage:
+    message = partial if partial is not None else AssistantMessage()
+    message.stop_reason = "error"
+    message.error_message = text
+    return message
+
+
+async def _aclose(source: AsyncIterator[AssistantMessageEvent]) -> None:
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -1,0 +1,167 @@
+"""Messages exchanged with models: content blocks, user/assistant/tool-result messages, usage.
+
+Wire (JSON) names are Pi's (``role: "toolResult"``, ``stopReason``, ``toolCallId``, ``errorMessage``) so
+transcripts and session files can be exchanged with Pi; Python attributes are snake_case. Dump with
+:func:`message_to_dict` / :func:`message_to_json` (or ``model_dump(by_alias=True, exclude_none=True)``) and
+load with :func:`message_from_dict`. Fields Pi has and we do not model are kept (``extra="allow"``) and
+written back unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "Cost",
+    "ImageContent",
+    "Message",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCall",
+    "ToolResultContent",
+    "ToolResultMessage",
+    "Usage",
+    "UserContent",
+    "UserMessage",
+    "message_from_dict",
+    "message_to_dict",
+    "message_to_json",
+    "now_ms",
+    "text_of",
+]
+
+StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
+"""Why an assistant message ended. ``pending`` only appears on partial (still streaming) messages;
+``error`` and ``aborted`` are terminal failures and carry ``error_message``."""
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch, Pi's timestamp unit."""
+    return time.time_ns() // 1_000_000
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        ser_json_inf_nan="constants",
+    )
+
+
+class TextContent(_Wire):
+    type: Literal["text"] = "text"
+    text: str = ""
+    text_signature: str | None = None
+
+
+class ThinkingContent(_Wire):
+    type: Literal["thinking"] = "thinking"
+    thinking: str = ""
+    thinking_signature: str | None = None
+    redacted: bool | None = None
+
+
+class ImageContent(_Wire):
+    type: Literal["image"] = "image"
+    data: str
+    """Base64-encoded image bytes."""
+    mime_type: str
+
+
+class ToolCall(_Wire):
+    type: Literal["toolCall"] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    thought_signature: str | None = None
+
+
+class Cost(_Wire):
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(_Wire):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = Field(default_factory=Cost)
+
+
+UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+AssistantContent: TypeAlias = Annotated[
+    TextContent | ThinkingContent | ToolCall, Field(discriminator="type")
+]
+ToolResultContent: TypeAlias = UserContent
+
+
+class UserMessage(_Wire):
+    role: Literal["user"] = "user"
+    content: str | list[UserContent]
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class AssistantMessage(_Wire):
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantContent] = Field(default_factory=list)
+    api: str = "unknown"
+    provider: str = "unknown"
+    model: str = "unknown"
+    response_id: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class ToolResultMessage(_Wire):
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: list[ToolResultContent] = Field(default_factory=list)
+    details: Any = None
+    usage: Usage | None = None
+    added_tool_names: list[str] | None = None
+    is_error: bool = False
+    timestamp: int = Field(default_factory=now_ms)
+
+
+Message: TypeAlias = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")]
+"""What models see. The agent layer also carries app-defined messages; see ``pi_notebook.agent``."""
+
+_MESSAGE = TypeAdapter[Message](Message)
+
+
+def message_from_dict(data: dict[str, Any]) -> UserMessage | AssistantMessage | ToolResultMessage:
+    """Validate one Pi-format message (camelCase or snake_case keys)."""
+    return _MESSAGE.validate_python(data)
+
+
+def message_to_dict(message: BaseModel) -> dict[str, Any]:
+    """Pi's wire form: camelCase keys, unset optional fields left out."""
+    return message.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def message_to_json(message: BaseModel) -> str:
+    return message.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def text_of(message: UserMessage | AssistantMessage | ToolResultMessage) -> str:
+    """The concatenated text blocks of a message (thinking and tool calls left out)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(block.text for block in content if isinstance(block, TextContent))

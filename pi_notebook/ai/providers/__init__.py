@@ -1,0 +1,1 @@
+"""Stream functions for concrete model APIs. ``faux`` is the scripted default."""

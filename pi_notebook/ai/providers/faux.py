@@ -1,0 +1,388 @@
+"""A scripted model: works with no key and no network. Tests, benchmarks and the teaching notebooks use it.
+
+Queue replies with :meth:`FauxProvider.set_responses` / :meth:`FauxProvider.append_responses`, then pass
+``faux.stream`` as the stream function and ``faux.model`` as the model. Each request takes the next reply
+(a message, or a sync/async factory ``(context, options, state, model) -> AssistantMessage``) and streams it
+in chunks of ``token_size`` tokens of 4 characters, paced at ``tokens_per_second`` if given. Behaviour is
+Pi's faux provider (PI-SPEC §9.7): abort is checked before the first chunk and between chunks and gives the
+partial so far with ``stop_reason="aborted"`` and "Request was aborted"; an empty queue gives an ``error``
+message "No more faux responses queued"; usage is estimated as ceil(characters / 4).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, TypeAlias
+
+from .._abort import AbortSignal, abortable_sleep
+from .._builder import MessageBuilder
+from .._events import AssistantMessageEvent, ErrorEvent
+from .._model import Context, Model, StreamOptions
+from .._stream import AssistantMessageEventStream
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+
+__all__ = [
+    "FauxProvider",
+    "FauxResponse",
+    "FauxState",
+    "faux_assistant_message",
+    "faux_text",
+    "faux_thinking",
+    "faux_tool_call",
+]
+
+FAUX_API = "faux"
+FAUX_PROVIDER = "faux"
+_counter = 0
+
+
+@dataclass
+class FauxState:
+    call_count: int = 0
+
+
+FauxFactory: TypeAlias = Callable[
+    [Context, StreamOptions, FauxState, Model], "AssistantMessage | Awaitable[AssistantMessage]"
+]
+FauxResponse: TypeAlias = AssistantMessage | FauxFactory
+
+
+def faux_text(text: str) -> TextContent:
+    return TextContent(text=text)
+
+
+def faux_thinking(thinking: str) -> ThinkingContent:
+    return ThinkingContent(thinking=thinking)
+
+
+def faux_tool_call(name: str, arguments: dict[str, Any] | None = None, id: str | None = None) -> ToolCall:
+    global _counter
+    if id is None:
+        _counter += 1
+        id = f"faux_call_{_counter}"
+    return ToolCall(id=id, name=name, arguments=dict(arguments or {}))
+
+
+def faux_assistant_message(
+    content: str | TextContent | ThinkingContent | ToolCall | Iterable[str | TextContent | ThinkingContent | ToolCall],
+    stop_reason: StopReason = "stop",
+    error_message: str | None = None,
+    *,
+    response_id: str | None = None,
+) -> AssistantMessage:
+    """A scripted reply. ``content`` is text, one block, or a list of blocks (strings become text blocks)."""
+    if isinstance(content, str):
+        blocks: list[TextContent | ThinkingContent | ToolCall] = [faux_text(content)]
+    elif isinstance(content, TextContent | ThinkingContent | ToolCall):
+        blocks = [content]
+    else:
+        blocks = [faux_text(b) if isinstance(b, str) else b for b in content]
+    return AssistantMessage(
+        content=blocks,
+        api=FAUX_API,
+        provider=FAUX_PROVIDER,
+        model="faux-1",
+        stop_reason=stop_reason,
+        error_message=error_message,
+        response_id=response_id,
+    )
+
+
+def _default_model(api: str, provider: str) -> Model:
+    return Model(
+        id="faux-1",
+        name="Faux Model",
+        api=api,
+        provider=provider,
+        base_url="http://localhost:0",
+        input=("text", "image"),
+        context_window=128_000,
+        max_tokens=16_384,
+    )
+
+
+class FauxProvider:
+    """A scripted stream function plus the models it serves."""
+
+    def __init__(
+        self,
+        tokens_per_second: float | None = None,
+        token_size: tuple[int, int] = (3, 5),
+        models: Sequence[Model | dict[str, Any]] | None = None,
+        *,
+        api: str = FAUX_API,
+        provider: str = FAUX_PROVIDER,
+        seed: int | None = None,
+    ) -> None:
+        low = max(1, min(token_size[0], token_size[1]))
+        self._token_size = (low, max(low, token_size[1]))
+        self.tokens_per_second = tokens_per_second
+        self.api = api
+        self.provider = provider
+        self.state = FauxState()
+        self._pending: list[FauxResponse] = []
+        self._random = random.Random(seed)
+        self._meter = _PromptMeter()
+        self._prompt_cache: dict[str, list[int]] = {}
+        if models:
+            self.models: tuple[Model, ...] = tuple(self._model(m) for m in models)
+        else:
+            self.models = (_default_model(api, provider),)
+
+    def _model(self, definition: Model | dict[str, Any]) -> Model:
+        if isinstance(definition, Model):
+            return definition.model_copy(update={"api": self.api, "provider": self.provider})
+        fields = {"input": ("text", "image"), **definition, "api": self.api, "provider": self.provider}
+        return Model.model_validate(fields)
+
+    @property
+    def model(self) -> Model:
+        return self.models[0]
+
+    def get_model(self, model_id: str | None = None) -> Model | None:
+        if model_id is None:
+            return self.models[0]
+        return next((m for m in self.models if m.id == model_id), None)
+
+    # -- the queue ------------------------------------------------------------------------------------
+    def set_responses(self, responses: Iterable[FauxResponse]) -> None:
+        self._pending = list(responses)
+
+    def append_responses(self, responses: Iterable[FauxResponse]) -> None:
+        self._pending.extend(responses)
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # -- the stream function --------------------------------------------------------------------------
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AssistantMessageEventStream:
+        """Take the next queued reply and stream it. Never raises."""
+        step = self._pending.pop(0) if self._pending else None
+        self.state.call_count += 1
+        return AssistantMessageEventStream(self._run(step, model, context, options or StreamOptions()))
+
+    async def _run(
+        self, step: FauxResponse | None, model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        builder = MessageBuilder(self.api, self.provider, model.id)
+        try:
+            if options.on_response is not None:
+                outcome = options.on_response(200, {})
+                if inspect.isawaitable(outcome):
+                    await outcome
+            if step is None:
+                builder.message.usage = self._usage(context, options, [])
+                yield builder.error("error", "No more faux responses queued")
+                return
+            script = step(context, options, self.state, model) if callable(step) else step
+            if inspect.isawaitable(script):
+                script = await script
+            builder.message.usage = self._usage(context, options, script.content)
+            async for event in self._deltas(builder, script, options.signal):
+                yield event
+        except Exception as exc:
+            failed = MessageBuilder(self.api, self.provider, model.id)
+            yield failed.error("error", str(exc) or type(exc).__name__)
+
+    async def _deltas(
+        self, builder: MessageBuilder, script: AssistantMessage, signal: AbortSignal | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        if signal is not None and signal.aborted:
+            yield _aborted(builder)
+            return
+        yield builder.start()
+        for block in script.content:
+            if signal is not None and signal.aborted:
+                yield _aborted(builder)
+                return
+            if isinstance(block, ToolCall):
+                event = builder.toolcall_start(block.id, block.name)
+                index = event.content_index
+                yield event
+                for chunk in self._chunks(json.dumps(block.arguments)):
+                    if not await self._pace(chunk, signal):
+                        yield _aborted(builder)
+                        return
+                    yield builder.toolcall_delta(index, chunk)
+                yield builder.toolcall_end(index)
+                continue
+            if isinstance(block, ThinkingContent):
+                start = builder.thinking_start()
+                index = start.content_index
+                yield start
+                for chunk in self._chunks(block.thinking):
+                    if not await self._pace(chunk, signal):
+                        yield _aborted(builder)
+                        return
+                    yield builder.thinking_delta(index, chunk)
+                yield builder.thinking_end(index, block.thinking_signature)
+                continue
+            text_start = builder.text_start()
+            index = text_start.content_index
+            yield text_start
+            delta = builder.text_delta
+            for chunk in self._chunks(block.text):
+                if not await self._pace(chunk, signal):
+                    yield _aborted(builder)
+                    return
+                yield delta(index, chunk)
+            if block.text_signature:
+                builder.message.content[index].text_signature = block.text_signature  # type: ignore[union-attr]
+            yield builder.text_end(index)
+        yield _finish(builder, script)
+
+    def _chunks(self, text: str) -> Iterable[str]:
+        low, high = self._token_size
+        if not text:
+            return ("",)
+        if low == high:
+            size = low * 4
+            return (text[i : i + size] for i in range(0, len(text), size))
+        return self._random_chunks(text, low, high)
+
+    def _random_chunks(self, text: str, low: int, high: int) -> Iterable[str]:
+        index = 0
+        randint = self._random.randint
+        while index < len(text):
+            size = randint(low, high) * 4
+            yield text[index : index + size]
+            index += size
+
+    async def _pace(self, chunk: str, signal: AbortSignal | None) -> bool:
+        """Wait the chunk's share of time (if paced); False if the signal aborted."""
+        if self.tokens_per_second and self.tokens_per_second > 0:
+            delay = math.ceil(len(chunk) / 4) / self.tokens_per_second
+            return await abortable_sleep(delay, signal)
+        return signal is None or not signal.aborted
+
+    # -- usage ----------------------------------------------------------------------------------------
+    def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any]) -> Usage:
+        prompt_chars = self._meter.chars(context)
+        prompt = math.ceil(prompt_chars / 4)
+        out = math.ceil(sum(_block_chars(b) for b in output) / 4)
+        cache_read = cache_write = 0
+        session = options.session_id
+        if session and options.extra.get("cache_retention") != "none":
+            previous = self._prompt_cache.get(session)
+            current = self._meter.sizes(context)
+            if previous is None:
+                cache_write = prompt
+            else:
+                same = 0
+                for before, now in zip(previous, current, strict=False):
+                    if before != now:
+                        break
+                    same += now
+                cache_read = math.ceil(same / 4)
+                cache_write = math.ceil(max(0, prompt_chars - same) / 4)
+                prompt = max(0, prompt - cache_read)
+            self._prompt_cache[session] = current
+        return Usage(
+            input=prompt,
+            output=out,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            total_tokens=prompt + out + cache_read + cache_write,
+        )
+
+
+def _aborted(builder: MessageBuilder) -> ErrorEvent:
+    return builder.error("aborted", "Request was aborted")
+
+
+def _finish(builder: MessageBuilder, script: AssistantMessage) -> AssistantMessageEvent:
+    message = builder.message
+    message.response_id = script.response_id
+    reason = script.stop_reason
+    if reason == "pending":
+        return builder.error("error", "Faux response ended without a stop reason")
+    if reason in ("error", "aborted"):
+        return builder.error(reason, script.error_message or "")
+    return builder.done(reason)
+
+
+def _block_chars(block: Any) -> int:
+    if isinstance(block, TextContent):
+        return len(block.text)
+    if isinstance(block, ThinkingContent):
+        return len(block.thinking)
+    if isinstance(block, ToolCall):
+        return len(block.name) + 1 + len(json.dumps(block.arguments))
+    if isinstance(block, ImageContent):
+        return len(block.mime_type) + 16
+    return 0
+
+
+def _message_chars(message: Any) -> int:
+    role = getattr(message, "role", "")
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        size = len(content)
+    else:
+        size = sum(_block_chars(block) for block in content) + max(0, len(content) - 1)
+    if role == "toolResult":
+        size += len(message.tool_name) + 1
+    return len(role) + 1 + size + 2
+
+
+class _PromptMeter:
+    """Characters of a request's prompt, counted incrementally.
+
+    The agent loop sends the same growing list on every turn; re-serialising it each time would make a turn
+    cost O(transcript). Only messages added since the last request are measured; anything else (a new list,
+    a replaced message) falls back to a full count.
+    """
+
+    def __init__(self) -> None:
+        self._messages: Sequence[Any] | None = None
+        self._sizes: list[int] = []
+        self._last: Any = None
+        self._total = 0
+        self._tools: tuple[object, int] | None = None
+
+    def chars(self, context: Context) -> int:
+        messages = context.messages
+        count = len(self._sizes)
+        if not (
+            messages is self._messages
+            and len(messages) >= count
+            and (count == 0 or messages[count - 1] is self._last)
+        ):
+            self._messages, self._sizes, self._total, count = messages, [], 0, 0
+        for message in islice(messages, count, None):
+            size = _message_chars(message)
+            self._sizes.append(size)
+            self._total += size
+        self._last = messages[-1] if messages else None
+        system = len(context.system_prompt) + 9 if context.system_prompt else 0
+        return self._total + system + self._tool_chars(context)
+
+    def sizes(self, context: Context) -> list[int]:
+        self.chars(context)
+        return list(self._sizes)
+
+    def _tool_chars(self, context: Context) -> int:
+        tools = context.tools
+        if not tools:
+            return 0
+        if self._tools is None or self._tools[0] is not tools:
+            size = len(json.dumps([{"name": t.name, "description": t.description} for t in tools]))
+            self._tools = (tools, size)
+        return self._tools[1]

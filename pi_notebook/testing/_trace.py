@@ -1,0 +1,84 @@
+"""Record events and label them the way ``pi-traces`` does, so runs can be compared with Pi event for event."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["EventRecorder", "trace_label"]
+
+
+def trace_label(event: Any, style: str = "agent") -> str:
+    """Pi's trace notation: ``message_end:assistant:stop``, ``tool_execution_end:echo:ok``, ``agent_end:willRetry=false``.
+
+    A message's stop reason is read at the time of the event (``pending`` while streaming). ``style="agent"``
+    labels messages on ``message_*`` events only (``traces.mjs``); ``style="session"`` labels every event
+    carrying a message, ``turn_end`` included (``session-traces.mjs``).
+    """
+    kind: str = event.type
+    label = kind
+    message = getattr(event, "message", None)
+    if message is not None and (style == "session" or kind in ("message_start", "message_end")):
+        label += f":{message.role}"
+        stop_reason = getattr(message, "stop_reason", None)
+        if stop_reason:
+            label += f":{stop_reason}"
+    if kind == "tool_execution_end":
+        label += f":{event.tool_name}:{'error' if event.is_error else 'ok'}"
+    elif kind == "agent_end" and hasattr(event, "will_retry"):
+        label += f":willRetry={str(event.will_retry).lower()}"
+    elif kind == "agent_settled":
+        label += f":aborted={str(event.aborted).lower()}"
+    elif kind == "auto_retry_start":
+        label += f":attempt={event.attempt}/{event.max_attempts}"
+    elif kind == "auto_retry_end":
+        label += f":success={str(event.success).lower()}"
+    elif kind == "queue_update":
+        label += f":steer={len(event.steering)}:follow={len(event.follow_up)}"
+    return label
+
+
+class EventRecorder:
+    """A listener that keeps every event and lets a test wait for one (never sleep to "wait long enough").
+
+    ``recorder.labels`` leaves out ``message_update`` (its count depends on chunking), as Pi's traces do.
+    """
+
+    def __init__(self, style: str = "agent") -> None:
+        self.style = style
+        self.events: list[Any] = []
+        self.labels: list[str] = []
+        self._waiters: list[tuple[Callable[[Any], bool], asyncio.Future[Any]]] = []
+
+    def __call__(self, event: Any, signal: Any = None) -> None:
+        self.events.append(event)
+        if event.type != "message_update":
+            self.labels.append(trace_label(event, self.style))
+        if self._waiters:
+            still = []
+            for predicate, future in self._waiters:
+                if future.done():
+                    continue
+                if predicate(event):
+                    future.set_result(event)
+                else:
+                    still.append((predicate, future))
+            self._waiters = still
+
+    def types(self) -> list[str]:
+        return [event.type for event in self.events]
+
+    async def wait_for(self, predicate: Callable[[Any], bool] | str, *, count: int = 1) -> Any:
+        """Return the ``count``-th event (counting those already seen) matching ``predicate`` or type name."""
+        test = (lambda e: e.type == predicate) if isinstance(predicate, str) else predicate
+        seen = [event for event in self.events if test(event)]
+        if len(seen) >= count:
+            return seen[count - 1]
+        remaining = count - len(seen)
+        event = None
+        for _ in range(remaining):
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._waiters.append((test, future))
+            event = await future
+        return event
