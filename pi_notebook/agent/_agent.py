@@ -45,6 +45,9 @@ from ._types import (
     AgentTool,
     MessageEndEvent,
     MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
     TurnEndEvent,
 )
 
@@ -441,23 +444,20 @@ class Agent:
     async def _process(self, event: AgentEvent) -> None:
         """Reduce the event into state, then await every listener in order."""
         state = self._state
-        kind = event.type
-        if kind == "message_update":
-            state.streaming_message = event.message  # type: ignore[union-attr]
-        elif kind == "message_start":
-            state.streaming_message = event.message  # type: ignore[union-attr]
-        elif kind == "message_end":
+        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+            state.streaming_message = event.message
+        elif isinstance(event, MessageEndEvent):
             state.streaming_message = None
-            state.messages.append(event.message)  # type: ignore[union-attr]
-        elif kind == "tool_execution_start":
-            state.pending_tool_calls.add(event.tool_call_id)  # type: ignore[union-attr]
-        elif kind == "tool_execution_end":
-            state.pending_tool_calls.discard(event.tool_call_id)  # type: ignore[union-attr]
-        elif kind == "turn_end":
-            message = event.message  # type: ignore[union-attr]
-            if message.role == "assistant" and message.error_message:
+            state.messages.append(event.message)
+        elif isinstance(event, ToolExecutionStartEvent):
+            state.pending_tool_calls.add(event.tool_call_id)
+        elif isinstance(event, ToolExecutionEndEvent):
+            state.pending_tool_calls.discard(event.tool_call_id)
+        elif isinstance(event, TurnEndEvent):
+            message = event.message
+            if isinstance(message, AssistantMessage) and message.error_message:
                 state.error_message = message.error_message
-        elif kind == "agent_end":
+        elif isinstance(event, AgentEndEvent):
             state.streaming_message = None
         run = self._run
         if run is None:
@@ -480,6 +480,6 @@ def _normalize(
 ) -> list[AgentMessage]:
     if isinstance(input, str):
         return [UserMessage(content=[TextContent(text=input), *images])]
-    if isinstance(input, Sequence):
+    if isinstance(input, list | tuple):
         return list(input)
-    return [input]
+    return [input]  # type: ignore[list-item]

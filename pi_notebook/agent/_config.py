@@ -133,11 +133,11 @@ def turn_update(value: Any, hook: str) -> TurnUpdate | None:
 def finish_action(value: Any) -> Literal["end", "continue"] | None:
     if value is None:
         return None
-    action = value.action if isinstance(value, FinishTurnResult) else None
-    if isinstance(value, dict):
+    action = value
+    if isinstance(value, FinishTurnResult):
+        action = value.action
+    elif isinstance(value, dict):
         action = value.get("action")
-    elif isinstance(value, str):
-        action = value  # type: ignore[assignment]
-    if action in ("end", "continue"):
-        return action  # type: ignore[return-value]
+    if action == "end" or action == "continue":
+        return action  # type: ignore[no-any-return]
     raise ValueError(f'finish_turn must return None or {{"action": "end" | "continue"}}, got {value!r}')

@@ -148,7 +148,9 @@ class _Loop:
                 tool_results, has_more_tool_calls = await self._run_tools(message)
                 action = None
                 if config.finish_turn is not None:
-                    action = finish_action(await maybe_await(config.finish_turn(self._turn(message, tool_results), signal)))
+                    action = finish_action(
+                        await maybe_await(config.finish_turn(self._turn(message, tool_results), signal))
+                    )
                 await emit(TurnEndEvent(message, tool_results))
                 if action == "end":
                     await emit(AgentEndEvent(self.new_messages))

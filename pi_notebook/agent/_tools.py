@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,10 +152,11 @@ async def _finish_parallel(batch: _Batch, prepared: _Prepared) -> _Done:
     return done
 
 
-async def _gather(coroutines: list[Awaitable[_Done]]) -> list[_Done]:
+async def _gather(coroutines: list[Coroutine[Any, Any, _Done]]) -> list[_Done]:
+    tasks: list[asyncio.Task[_Done]] = []
     try:
         async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(c) for c in coroutines]  # type: ignore[arg-type]
+            tasks.extend(group.create_task(c) for c in coroutines)
     except BaseExceptionGroup as group_error:
         # A hook or listener raised: surface the first error as the run's failure, as Pi would.
         raise group_error.exceptions[0] from None

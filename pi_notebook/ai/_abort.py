@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import anyio
 
@@ -54,10 +54,8 @@ class AbortSignal:
             self._listeners.append(listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        try:
+        with suppress(ValueError):
             self._listeners.remove(listener)
-        except ValueError:
-            pass
 
     async def wait(self) -> None:
         """Return once the signal has aborted."""
@@ -103,9 +101,7 @@ def _call(listener: Listener) -> None:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise exc from None
-        loop.call_exception_handler(
-            {"message": "AbortSignal listener raised", "exception": exc, "listener": listener}
-        )
+        loop.call_exception_handler({"message": "AbortSignal listener raised", "exception": exc, "listener": listener})
 
 
 @contextmanager

@@ -24,8 +24,6 @@ from .messages import AssistantMessage
 
 __all__ = ["AssistantMessageEventStream"]
 
-_TERMINAL = ("done", "error")
-
 
 class AssistantMessageEventStream:
     __slots__ = ("_ended", "_last", "_queue", "_result", "_source", "_waiter")
@@ -44,7 +42,7 @@ class AssistantMessageEventStream:
         if self._ended:
             return
         self._queue.append(event)
-        if event.type in _TERMINAL:
+        if isinstance(event, DoneEvent | ErrorEvent):
             self._finish(event)
         else:
             self._last = event.partial
@@ -75,20 +73,16 @@ class AssistantMessageEventStream:
         return self
 
     async def __anext__(self) -> AssistantMessageEvent:
-        if self._source is not None:
-            return await self._pull()
-        while not self._queue:
-            if self._ended:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        return self._queue.popleft()
-
-    async def _pull(self) -> AssistantMessageEvent:
+        source = self._source
+        if source is None:
+            while not self._queue:
+                if self._ended:
+                    raise StopAsyncIteration
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+            return self._queue.popleft()
         if self._ended:
             raise StopAsyncIteration
-        source = self._source
-        assert source is not None
         try:
             event = await source.__anext__()
         except StopAsyncIteration:
@@ -96,7 +90,7 @@ class AssistantMessageEventStream:
             raise
         except Exception as exc:  # a source breaking the contract still ends as data
             event = ErrorEvent("error", _failed(self._last, f"{type(exc).__name__}: {exc}"))
-        if event.type in _TERMINAL:
+        if isinstance(event, DoneEvent | ErrorEvent):
             self._finish(event)
             await _aclose(source)
         else:
@@ -108,7 +102,7 @@ class AssistantMessageEventStream:
         if self._source is not None:
             while not self._ended:
                 try:
-                    await self._pull()
+                    await self.__anext__()
                 except StopAsyncIteration:
                     break
         else:

@@ -102,9 +102,7 @@ class Usage(_Wire):
 
 
 UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
-AssistantContent: TypeAlias = Annotated[
-    TextContent | ThinkingContent | ToolCall, Field(discriminator="type")
-]
+AssistantContent: TypeAlias = Annotated[TextContent | ThinkingContent | ToolCall, Field(discriminator="type")]
 ToolResultContent: TypeAlias = UserContent
 
 

@@ -10,7 +10,7 @@ __all__ = ["EventRecorder", "trace_label"]
 
 
 def trace_label(event: Any, style: str = "agent") -> str:
-    """Pi's trace notation: ``message_end:assistant:stop``, ``tool_execution_end:echo:ok``, ``agent_end:willRetry=false``.
+    """Label ``event`` in Pi's trace notation (``message_end:assistant:stop``, ``tool_execution_end:echo:ok``).
 
     A message's stop reason is read at the time of the event (``pending`` while streaming). ``style="agent"``
     labels messages on ``message_*`` events only (``traces.mjs``); ``style="session"`` labels every event

@@ -31,12 +31,14 @@ def tool(name: str, *, terminate: bool = False, throws: bool = False, gate: asyn
             raise RuntimeError("tool failed")
         return AgentToolResult(content=f"{name} ok", details={}, terminate=terminate)
 
-    return AgentTool(name=name, label=name, description=name, parameters={"type": "object", "properties": {}},
-                     execute=execute)
+    return AgentTool(
+        name=name, label=name, description=name, parameters={"type": "object", "properties": {}}, execute=execute
+    )
 
 
-def make(responses: list[Any], *, tools: list[AgentTool] | None = None, tps: float | None = None,
-         **options: Any) -> tuple[Agent, EventRecorder, FauxProvider]:
+def make(
+    responses: list[Any], *, tools: list[AgentTool] | None = None, tps: float | None = None, **options: Any
+) -> tuple[Agent, EventRecorder, FauxProvider]:
     faux = FauxProvider(tokens_per_second=tps, token_size=(1, 1))
     faux.set_responses(responses)
     agent = Agent(stream_fn=faux.stream, model=faux.model, tools=tools or [], **options)
@@ -67,7 +69,9 @@ async def test_tool_then_text() -> None:
 async def test_terminate_all() -> None:
     agent, rec, faux = make(
         [
-            faux_assistant_message([faux_tool_call("stop", {}, id="t1"), faux_tool_call("stop", {}, id="t2")], "toolUse"),
+            faux_assistant_message(
+                [faux_tool_call("stop", {}, id="t1"), faux_tool_call("stop", {}, id="t2")], "toolUse"
+            ),
             faux_assistant_message("should not be requested"),
         ],
         tools=[tool("stop", terminate=True)],
@@ -115,7 +119,10 @@ async def test_abort_mid_stream() -> None:
 async def test_steering_during_tool() -> None:
     gate = asyncio.Event()
     agent, rec, _ = make(
-        [faux_assistant_message([faux_tool_call("slow", {}, id="t1")], "toolUse"), faux_assistant_message("saw steering")],
+        [
+            faux_assistant_message([faux_tool_call("slow", {}, id="t1")], "toolUse"),
+            faux_assistant_message("saw steering"),
+        ],
         tools=[tool("slow", gate=gate)],
     )
     run = asyncio.create_task(agent.prompt("go"))
@@ -172,7 +179,9 @@ async def test_finish_turn_continue() -> None:
         calls += 1
         return {"action": "continue"} if calls == 1 else None
 
-    agent, rec, faux = make([faux_assistant_message("first"), faux_assistant_message("second")], finish_turn=finish_turn)
+    agent, rec, faux = make(
+        [faux_assistant_message("first"), faux_assistant_message("second")], finish_turn=finish_turn
+    )
     await agent.prompt("go")
     expected = HOOKS["finish_turn_continue"]
     assert [*rec.labels, f"requests={faux.state.call_count}", f"finishTurn_calls={calls}"] == expected

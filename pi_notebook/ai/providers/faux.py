@@ -182,6 +182,8 @@ class FauxProvider:
         self, step: FauxResponse | None, model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
         builder = MessageBuilder(self.api, self.provider, model.id)
+        signal = options.signal
+        paced = bool(self.tokens_per_second and self.tokens_per_second > 0)
         try:
             if options.on_response is not None:
                 outcome = options.on_response(200, {})
@@ -195,58 +197,31 @@ class FauxProvider:
             if inspect.isawaitable(script):
                 script = await script
             builder.message.usage = self._usage(context, options, script.content)
-            async for event in self._deltas(builder, script, options.signal):
-                yield event
-        except Exception as exc:
-            failed = MessageBuilder(self.api, self.provider, model.id)
-            yield failed.error("error", str(exc) or type(exc).__name__)
-
-    async def _deltas(
-        self, builder: MessageBuilder, script: AssistantMessage, signal: AbortSignal | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        if signal is not None and signal.aborted:
-            yield _aborted(builder)
-            return
-        yield builder.start()
-        for block in script.content:
             if signal is not None and signal.aborted:
                 yield _aborted(builder)
                 return
-            if isinstance(block, ToolCall):
-                event = builder.toolcall_start(block.id, block.name)
-                index = event.content_index
-                yield event
-                for chunk in self._chunks(json.dumps(block.arguments)):
-                    if not await self._pace(chunk, signal):
-                        yield _aborted(builder)
-                        return
-                    yield builder.toolcall_delta(index, chunk)
-                yield builder.toolcall_end(index)
-                continue
-            if isinstance(block, ThinkingContent):
-                start = builder.thinking_start()
-                index = start.content_index
-                yield start
-                for chunk in self._chunks(block.thinking):
-                    if not await self._pace(chunk, signal):
-                        yield _aborted(builder)
-                        return
-                    yield builder.thinking_delta(index, chunk)
-                yield builder.thinking_end(index, block.thinking_signature)
-                continue
-            text_start = builder.text_start()
-            index = text_start.content_index
-            yield text_start
-            delta = builder.text_delta
-            for chunk in self._chunks(block.text):
-                if not await self._pace(chunk, signal):
+            yield builder.start()
+            for block in script.content:
+                if signal is not None and signal.aborted:
                     yield _aborted(builder)
                     return
-                yield delta(index, chunk)
-            if block.text_signature:
-                builder.message.content[index].text_signature = block.text_signature  # type: ignore[union-attr]
-            yield builder.text_end(index)
-        yield _finish(builder, script)
+                opened, body, delta, close = _streamer(builder, block)
+                index = opened.content_index
+                yield opened
+                for chunk in self._chunks(body):
+                    if paced:
+                        if not await self._pace(chunk, signal):
+                            yield _aborted(builder)
+                            return
+                    elif signal is not None and signal.aborted:
+                        yield _aborted(builder)
+                        return
+                    yield delta(index, chunk)
+                yield close(index)
+            yield _finish(builder, script)
+        except Exception as exc:
+            failed = MessageBuilder(self.api, self.provider, model.id)
+            yield failed.error("error", str(exc) or type(exc).__name__)
 
     def _chunks(self, text: str) -> Iterable[str]:
         low, high = self._token_size
@@ -266,11 +241,9 @@ class FauxProvider:
             index += size
 
     async def _pace(self, chunk: str, signal: AbortSignal | None) -> bool:
-        """Wait the chunk's share of time (if paced); False if the signal aborted."""
-        if self.tokens_per_second and self.tokens_per_second > 0:
-            delay = math.ceil(len(chunk) / 4) / self.tokens_per_second
-            return await abortable_sleep(delay, signal)
-        return signal is None or not signal.aborted
+        """Wait the chunk's share of time; False if the signal aborted meanwhile."""
+        assert self.tokens_per_second
+        return await abortable_sleep(math.ceil(len(chunk) / 4) / self.tokens_per_second, signal)
 
     # -- usage ----------------------------------------------------------------------------------------
     def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any]) -> Usage:
@@ -303,6 +276,35 @@ class FauxProvider:
         )
 
 
+def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[int, str], Any], Callable[[int], Any]]:
+    """Open a content block on the builder; return its start event, the text to stream and the
+    delta and end steps."""
+    if isinstance(block, ToolCall):
+        return (
+            builder.toolcall_start(block.id, block.name),
+            json.dumps(block.arguments),
+            builder.toolcall_delta,
+            builder.toolcall_end,
+        )
+    if isinstance(block, ThinkingContent):
+        signature = block.thinking_signature
+        return (
+            builder.thinking_start(),
+            block.thinking,
+            builder.thinking_delta,
+            lambda index: builder.thinking_end(index, signature),
+        )
+    signature = block.text_signature
+
+    def text_end(index: int) -> Any:
+        event = builder.text_end(index)
+        if signature:
+            event.content.text_signature = signature
+        return event
+
+    return builder.text_start(), block.text, builder.text_delta, text_end
+
+
 def _aborted(builder: MessageBuilder) -> ErrorEvent:
     return builder.error("aborted", "Request was aborted")
 
@@ -313,7 +315,7 @@ def _finish(builder: MessageBuilder, script: AssistantMessage) -> AssistantMessa
     reason = script.stop_reason
     if reason == "pending":
         return builder.error("error", "Faux response ended without a stop reason")
-    if reason in ("error", "aborted"):
+    if reason == "error" or reason == "aborted":
         return builder.error(reason, script.error_message or "")
     return builder.done(reason)
 
@@ -345,14 +347,14 @@ def _message_chars(message: Any) -> int:
 class _PromptMeter:
     """Characters of a request's prompt, counted incrementally.
 
-    The agent loop sends the same growing list on every turn; re-serialising it each time would make a turn
-    cost O(transcript). Only messages added since the last request are measured; anything else (a new list,
-    a replaced message) falls back to a full count.
+    The agent loop sends the same growing transcript on every turn; re-serialising it each time would make a
+    turn cost O(transcript). When the new request starts with the messages seen last time (same objects at
+    the first and last seen positions), only the added messages are measured; otherwise it counts afresh.
     """
 
     def __init__(self) -> None:
-        self._messages: Sequence[Any] | None = None
         self._sizes: list[int] = []
+        self._first: Any = None
         self._last: Any = None
         self._total = 0
         self._tools: tuple[object, int] | None = None
@@ -361,15 +363,15 @@ class _PromptMeter:
         messages = context.messages
         count = len(self._sizes)
         if not (
-            messages is self._messages
-            and len(messages) >= count
-            and (count == 0 or messages[count - 1] is self._last)
+            len(messages) >= count
+            and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
         ):
-            self._messages, self._sizes, self._total, count = messages, [], 0, 0
+            self._sizes, self._total, count = [], 0, 0
         for message in islice(messages, count, None):
             size = _message_chars(message)
             self._sizes.append(size)
             self._total += size
+        self._first = messages[0] if messages else None
         self._last = messages[-1] if messages else None
         system = len(context.system_prompt) + 9 if context.system_prompt else 0
         return self._total + system + self._tool_chars(context)
