@@ -295,6 +295,7 @@ class Agent:
         """
         if self._run is not None:
             raise RuntimeError("Agent is already processing. Wait for completion before continuing.")
+        stream_fn = self._stream()
         messages = self._state.messages
         if not messages:
             raise RuntimeError("No messages to continue from")
@@ -311,14 +312,16 @@ class Agent:
         check_continuable(messages)
 
         async def executor(signal: AbortSignal) -> None:
-            await run_agent_loop_continue(self._snapshot(), self._config(), self._process, signal, self._stream())
+            await run_agent_loop_continue(self._snapshot(), self._config(), self._process, signal, stream_fn)
 
         await self._lifecycle(executor)
 
     async def _run_prompts(self, messages: list[AgentMessage], skip_initial_steering_poll: bool = False) -> None:
+        stream_fn = self._stream()
+
         async def executor(signal: AbortSignal) -> None:
             config = self._config(skip_initial_steering_poll)
-            await run_agent_loop(messages, self._snapshot(), config, self._process, signal, self._stream())
+            await run_agent_loop(messages, self._snapshot(), config, self._process, signal, stream_fn)
 
         await self._lifecycle(executor)
 

@@ -8,6 +8,12 @@ tool calls run after the response; the turn ends with ``turn_end``. Outer loop: 
 queued follow-ups start another round. An ``error`` or ``aborted`` response ends the run at once, without
 polling the queues (queued messages stay queued).
 
+An abort during a tool batch ends the batch (sequential: after the running call; parallel: calls not yet
+started finish as "Operation aborted"), then, as in Pi, one more turn records the aborted assistant message
+(without sending a request: the loop never calls a stream function with an aborted signal). Unlike Pi 0.83,
+queues are not polled once the signal has aborted, so steering queued in that window stays queued instead of
+being written into the transcript unseen (later upstream, issue #9340).
+
 Later-Pi hooks (seed 002, Pi 1.6 behaviour): ``finish_turn`` runs before ``turn_end`` and may end the run or
 ask for one more request; ``prepare_request`` runs before every provider request.
 """
@@ -164,10 +170,11 @@ class _Loop:
                 ):
                     await emit(AgentEndEvent(self.new_messages))
                     return
-                pending = await _poll(config.get_steering_messages)
+                # After an abort the queues are not drained: what is queued stays queued (Pi issue #9340).
+                pending = [] if signal.aborted else await _poll(config.get_steering_messages)
                 if has_more_tool_calls or pending:
                     explicit_continuation = False
-            follow_ups = await _poll(config.get_follow_up_messages)
+            follow_ups = [] if signal.aborted else await _poll(config.get_follow_up_messages)
             if follow_ups:
                 explicit_continuation = False
                 pending = follow_ups

@@ -49,22 +49,14 @@ class EventRecorder:
         self.style = style
         self.events: list[Any] = []
         self.labels: list[str] = []
-        self._waiters: list[tuple[Callable[[Any], bool], asyncio.Future[Any]]] = []
+        self._waiters: list[_Waiter] = []
 
     def __call__(self, event: Any, signal: Any = None) -> None:
         self.events.append(event)
         if event.type != "message_update":
             self.labels.append(trace_label(event, self.style))
         if self._waiters:
-            still = []
-            for predicate, future in self._waiters:
-                if future.done():
-                    continue
-                if predicate(event):
-                    future.set_result(event)
-                else:
-                    still.append((predicate, future))
-            self._waiters = still
+            self._waiters = [waiter for waiter in self._waiters if not waiter.offer(event)]
 
     def types(self) -> list[str]:
         return [event.type for event in self.events]
@@ -75,10 +67,26 @@ class EventRecorder:
         seen = [event for event in self.events if test(event)]
         if len(seen) >= count:
             return seen[count - 1]
-        remaining = count - len(seen)
-        event = None
-        for _ in range(remaining):
-            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._waiters.append((test, future))
-            event = await future
-        return event
+        waiter = _Waiter(test, count - len(seen), asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        return await waiter.future
+
+
+class _Waiter:
+    __slots__ = ("future", "remaining", "test")
+
+    def __init__(self, test: Callable[[Any], bool], remaining: int, future: asyncio.Future[Any]) -> None:
+        self.test = test
+        self.remaining = remaining
+        self.future = future
+
+    def offer(self, event: Any) -> bool:
+        """Count a matching event; True once this waiter is finished."""
+        if self.future.done():
+            return True
+        if self.test(event):
+            self.remaining -= 1
+            if self.remaining == 0:
+                self.future.set_result(event)
+                return True
+        return False
