@@ -390,8 +390,13 @@ class Agent:
             should_stop_after_turn=self.should_stop_after_turn,
             get_steering_messages=steering,
             get_follow_up_messages=self._follow_up.drain,
+            requeue=self._requeue,
             stream_options=options,
         )
+
+    def _requeue(self, messages: list[AgentMessage], source: str) -> None:
+        queue = self._steering if source == "steering" else self._follow_up
+        queue.items.extendleft(reversed(messages))
 
     async def _lifecycle(self, executor: Callable[[AbortSignal], Awaitable[None]]) -> None:
         if self._run is not None:

@@ -73,6 +73,9 @@ class LoopConfig:
     should_stop_after_turn: Hook | None = None
     get_steering_messages: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None = None
     get_follow_up_messages: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None = None
+    requeue: Callable[[list[AgentMessage], str], None] | None = None
+    """Given queue messages that were drained but not delivered because the run aborted first, with the
+    queue they came from (``"steering"`` or ``"follow_up"``), to put them back at its front."""
     stream_options: StreamOptions = field(default_factory=StreamOptions)
 
     def options_for(self, api_key: SecretStr | str | None, signal: AbortSignal) -> StreamOptions:
@@ -87,6 +90,7 @@ class LoopConfig:
             headers=base.headers,
             reasoning=None if self.thinking_level == "off" else self.thinking_level,
             session_id=base.session_id,
+            cache_retention=base.cache_retention,
             max_tokens=base.max_tokens,
             temperature=base.temperature,
             on_response=base.on_response,

@@ -128,6 +128,7 @@ class _Loop:
         first_turn = True
         explicit_continuation = False
         pending = await _poll(config.get_steering_messages)
+        pending_from = "steering"
         while True:
             has_more_tool_calls = True
             while has_more_tool_calls or pending:
@@ -135,6 +136,10 @@ class _Loop:
                     first_turn = False
                 else:
                     await emit(TurnStartEvent())
+                if pending and signal.aborted and config.requeue is not None:
+                    # Drained but not delivered when the abort landed: hand them back (Pi issue #9340).
+                    config.requeue(pending, pending_from)
+                    pending = []
                 for queued in pending:
                     await emit(MessageStartEvent(queued))
                     await emit(MessageEndEvent(queued))
@@ -172,12 +177,13 @@ class _Loop:
                     return
                 # After an abort the queues are not drained: what is queued stays queued (Pi issue #9340).
                 pending = [] if signal.aborted else await _poll(config.get_steering_messages)
+                pending_from = "steering"
                 if has_more_tool_calls or pending:
                     explicit_continuation = False
             follow_ups = [] if signal.aborted else await _poll(config.get_follow_up_messages)
             if follow_ups:
                 explicit_continuation = False
-                pending = follow_ups
+                pending, pending_from = follow_ups, "follow_up"
                 continue
             if explicit_continuation:  # finish_turn asked for one more request and nothing else supplied it
                 explicit_continuation = False

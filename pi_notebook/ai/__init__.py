@@ -23,6 +23,7 @@ from ._events import (
     ToolCallStartEvent,
 )
 from ._model import Context, LlmMessage, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
+from ._registry import complete, register_api, registered_apis, stream
 from ._stream import AssistantMessageEventStream
 from .messages import (
     AssistantMessage,
@@ -77,4 +78,8 @@ __all__ = [
     "UserMessage",
     "abort_scope",
     "abortable_sleep",
+    "complete",
+    "register_api",
+    "registered_apis",
+    "stream",
 ]

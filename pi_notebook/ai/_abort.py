@@ -6,18 +6,22 @@ fires, so an HTTP read, a backoff sleep or a subprocess wait ends within millise
 next chunk.
 
 All methods must be called on the event loop's thread. From another thread, use
-``loop.call_soon_threadsafe(controller.abort)``.
+``loop.call_soon_threadsafe(controller.abort)``. ``wait()`` and ``abortable_sleep`` need an asyncio loop (the
+Jupyter kernel's); anyio is used for cancel scopes, on its asyncio backend.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 import anyio
 
 __all__ = ["AbortController", "AbortSignal", "abort_scope", "abortable_sleep"]
+
+_log = logging.getLogger(__name__)
 
 Listener = Callable[[], object]
 
@@ -100,7 +104,8 @@ def _call(listener: Listener) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            raise exc from None
+            _log.exception("AbortSignal listener %r raised", listener)
+            return
         loop.call_exception_handler({"message": "AbortSignal listener raised", "exception": exc, "listener": listener})
 
 

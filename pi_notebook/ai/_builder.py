@@ -114,7 +114,7 @@ class MessageBuilder:
         return "".join(self._args.get(index, ()))
 
     # -- end ------------------------------------------------------------------------------------------
-    def done(self, reason: Literal["stop", "length", "toolUse"], usage: Usage | None = None) -> DoneEvent:
+    def done(self, reason: Literal["stop", "length", "toolUse", "deferred"], usage: Usage | None = None) -> DoneEvent:
         message = self.message
         message.stop_reason = reason
         if usage is not None:

@@ -110,7 +110,7 @@ class ToolCallEndEvent:
 
 @dataclass(slots=True)
 class DoneEvent:
-    reason: Literal["stop", "length", "toolUse"]
+    reason: Literal["stop", "length", "toolUse", "deferred"]
     message: AssistantMessage
     type: Literal["done"] = field(default="done", init=False)
 

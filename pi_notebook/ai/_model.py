@@ -96,6 +96,7 @@ class StreamOptions:
     headers: Mapping[str, str] | None = None
     reasoning: ThinkingLevel | None = None
     session_id: str | None = None
+    cache_retention: Literal["none", "short", "long"] | None = None
     max_tokens: int | None = None
     temperature: float | None = None
     on_response: Callable[[int, Mapping[str, str]], object] | None = None

@@ -37,9 +37,10 @@ __all__ = [
     "text_of",
 ]
 
-StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
+StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted", "deferred"]
 """Why an assistant message ended. ``pending`` only appears on partial (still streaming) messages;
-``error`` and ``aborted`` are terminal failures and carry ``error_message``."""
+``error`` and ``aborted`` are terminal failures and carry ``error_message``. ``deferred`` (Pi 0.84) is
+accepted so such transcripts load; our providers never produce it."""
 
 
 def now_ms() -> int:

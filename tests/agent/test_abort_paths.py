@@ -297,3 +297,27 @@ async def test_a_tool_that_ignores_the_signal_holds_the_run_until_it_returns() -
     await run
     assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert agent.state.messages[2].content[0].text == "stubborn ok"  # type: ignore[union-attr]
+
+
+async def test_steering_drained_just_before_an_abort_goes_back_to_the_queue() -> None:
+    agent, _, faux, _ = scripted(
+        [batch(("echo", "c")), faux_assistant_message("never")], tools=[recording_tool("echo")]
+    )
+    turn_starts = 0
+
+    def steer_then_abort(event: Any, signal: Any) -> None:
+        nonlocal turn_starts
+        if event.type == "tool_execution_start":
+            agent.steer("first")
+            agent.steer("second")
+        if event.type == "turn_start":
+            turn_starts += 1
+            if turn_starts == 2:  # "first" has been drained for this turn but not yet delivered
+                agent.abort()
+
+    agent.subscribe(steer_then_abort)
+    await agent.prompt("go")
+    assert [m.content[0].text for m in agent.steering_queue] == ["first", "second"]  # type: ignore[union-attr]
+    assert roles(agent.state.messages) == ["user", "assistant", "toolResult", "assistant"]
+    assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert faux.state.call_count == 1

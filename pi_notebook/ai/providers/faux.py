@@ -12,12 +12,10 @@ message "No more faux responses queued"; usage is estimated as ceil(characters /
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, TypeAlias
 
 from .._abort import AbortSignal, abortable_sleep
@@ -27,13 +25,13 @@ from .._model import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
 from ..messages import (
     AssistantMessage,
-    ImageContent,
     StopReason,
     TextContent,
     ThinkingContent,
     ToolCall,
     Usage,
 )
+from ._faux_usage import PromptMeter, compact_json, usage_estimate
 
 __all__ = [
     "FauxProvider",
@@ -136,8 +134,8 @@ class FauxProvider:
         self.state = FauxState()
         self._pending: list[FauxResponse] = []
         self._random = random.Random(seed)
-        self._meter = _PromptMeter()
-        self._prompt_cache: dict[str, list[int]] = {}
+        self._meter = PromptMeter()
+        self._prompt_cache: dict[str, str] = {}
         if models:
             self.models: tuple[Model, ...] = tuple(self._model(m) for m in models)
         else:
@@ -146,7 +144,14 @@ class FauxProvider:
     def _model(self, definition: Model | dict[str, Any]) -> Model:
         if isinstance(definition, Model):
             return definition.model_copy(update={"api": self.api, "provider": self.provider})
-        fields = {"input": ("text", "image"), **definition, "api": self.api, "provider": self.provider}
+        fields = {
+            "input": ("text", "image"),
+            "name": definition.get("id", ""),
+            "base_url": "http://localhost:0",
+            **definition,
+            "api": self.api,
+            "provider": self.provider,
+        }
         return Model.model_validate(fields)
 
     @property
@@ -247,62 +252,51 @@ class FauxProvider:
 
     # -- usage ----------------------------------------------------------------------------------------
     def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any]) -> Usage:
-        prompt_chars = self._meter.chars(context)
-        prompt = math.ceil(prompt_chars / 4)
-        out = math.ceil(sum(_block_chars(b) for b in output) / 4)
-        cache_read = cache_write = 0
-        session = options.session_id
-        if session and options.extra.get("cache_retention") != "none":
-            previous = self._prompt_cache.get(session)
-            current = self._meter.sizes(context)
-            if previous is None:
-                cache_write = prompt
-            else:
-                same = 0
-                for before, now in zip(previous, current, strict=False):
-                    if before != now:
-                        break
-                    same += now
-                cache_read = math.ceil(same / 4)
-                cache_write = math.ceil(max(0, prompt_chars - same) / 4)
-                prompt = max(0, prompt - cache_read)
-            self._prompt_cache[session] = current
-        return Usage(
-            input=prompt,
-            output=out,
-            cache_read=cache_read,
-            cache_write=cache_write,
-            total_tokens=prompt + out + cache_read + cache_write,
+        return usage_estimate(
+            self._meter, self._prompt_cache, context, output, options.session_id, options.cache_retention
         )
 
 
 def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[int, str], Any], Callable[[int], Any]]:
-    """Open a content block on the builder; return its start event, the text to stream and the
-    delta and end steps."""
+    """Open a content block on the builder; return its start event, the text to stream, and the delta and
+    end steps. The end step copies the scripted block's other fields (signatures, redaction) over."""
+    start: Any
+    delta: Callable[[int, str], Any]
+    finish: Callable[[int], Any]
     if isinstance(block, ToolCall):
-        return (
+        start, body, delta, finish, streamed = (
             builder.toolcall_start(block.id, block.name),
-            json.dumps(block.arguments),
+            compact_json(block.arguments),
             builder.toolcall_delta,
             builder.toolcall_end,
+            "arguments",
         )
-    if isinstance(block, ThinkingContent):
-        signature = block.thinking_signature
-        return (
+    elif isinstance(block, ThinkingContent):
+        start, body, delta, finish, streamed = (
             builder.thinking_start(),
             block.thinking,
             builder.thinking_delta,
-            lambda index: builder.thinking_end(index, signature),
+            builder.thinking_end,
+            "thinking",
         )
-    signature = block.text_signature
+    else:
+        start, body, delta, finish, streamed = (
+            builder.text_start(),
+            block.text,
+            builder.text_delta,
+            builder.text_end,
+            "text",
+        )
 
-    def text_end(index: int) -> Any:
-        event = builder.text_end(index)
-        if signature:
-            event.content.text_signature = signature
+    def end(index: int) -> Any:
+        event = finish(index)
+        target = builder.message.content[index]
+        target.__dict__.update((k, v) for k, v in block.__dict__.items() if k != streamed and v is not None)
+        if block.__pydantic_extra__:
+            target.__pydantic_extra__ = {**(target.__pydantic_extra__ or {}), **block.__pydantic_extra__}
         return event
 
-    return builder.text_start(), block.text, builder.text_delta, text_end
+    return start, body, delta, end
 
 
 def _aborted(builder: MessageBuilder) -> ErrorEvent:
@@ -318,73 +312,3 @@ def _finish(builder: MessageBuilder, script: AssistantMessage) -> AssistantMessa
     if reason == "error" or reason == "aborted":
         return builder.error(reason, script.error_message or "")
     return builder.done(reason)
-
-
-def _block_chars(block: Any) -> int:
-    if isinstance(block, TextContent):
-        return len(block.text)
-    if isinstance(block, ThinkingContent):
-        return len(block.thinking)
-    if isinstance(block, ToolCall):
-        return len(block.name) + 1 + len(json.dumps(block.arguments))
-    if isinstance(block, ImageContent):
-        return len(block.mime_type) + 16
-    return 0
-
-
-def _message_chars(message: Any) -> int:
-    role = getattr(message, "role", "")
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        size = len(content)
-    else:
-        size = sum(_block_chars(block) for block in content) + max(0, len(content) - 1)
-    if role == "toolResult":
-        size += len(message.tool_name) + 1
-    return len(role) + 1 + size + 2
-
-
-class _PromptMeter:
-    """Characters of a request's prompt, counted incrementally.
-
-    The agent loop sends the same growing transcript on every turn; re-serialising it each time would make a
-    turn cost O(transcript). When the new request starts with the messages seen last time (same objects at
-    the first and last seen positions), only the added messages are measured; otherwise it counts afresh.
-    """
-
-    def __init__(self) -> None:
-        self._sizes: list[int] = []
-        self._first: Any = None
-        self._last: Any = None
-        self._total = 0
-        self._tools: tuple[object, int] | None = None
-
-    def chars(self, context: Context) -> int:
-        messages = context.messages
-        count = len(self._sizes)
-        if not (
-            len(messages) >= count
-            and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
-        ):
-            self._sizes, self._total, count = [], 0, 0
-        for message in islice(messages, count, None):
-            size = _message_chars(message)
-            self._sizes.append(size)
-            self._total += size
-        self._first = messages[0] if messages else None
-        self._last = messages[-1] if messages else None
-        system = len(context.system_prompt) + 9 if context.system_prompt else 0
-        return self._total + system + self._tool_chars(context)
-
-    def sizes(self, context: Context) -> list[int]:
-        self.chars(context)
-        return list(self._sizes)
-
-    def _tool_chars(self, context: Context) -> int:
-        tools = context.tools
-        if not tools:
-            return 0
-        if self._tools is None or self._tools[0] is not tools:
-            size = len(json.dumps([{"name": t.name, "description": t.description} for t in tools]))
-            self._tools = (tools, size)
-        return self._tools[1]

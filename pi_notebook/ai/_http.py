@@ -1,0 +1,274 @@
+"""HTTP plumbing shared by the streaming providers: one client per event loop, provider-request retry
+(Pi's layer 1), SSE reading, and the one place where transport exceptions become error text.
+
+Exceptions (httpx's and ours) never cross the stream boundary: :func:`run_provider` turns every failure into
+the terminal ``error``/``aborted`` event of the stream (PI-SPEC §1.3). The texts are chosen so the retry
+classifier (``pi_notebook.ai.retry``) recognises the transient ones, as Pi's SDK texts are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from ._abort import AbortSignal, abort_scope, abortable_sleep
+from ._builder import MessageBuilder
+from ._model import Model, StreamOptions
+from ._stream import AssistantMessageEventStream
+from .messages import Cost, Usage
+
+__all__ = [
+    "ProviderError",
+    "describe_transport_error",
+    "provider_retry_delay_ms",
+    "run_provider",
+    "send_with_retry",
+]
+
+ABORTED_TEXT = "Request was aborted"
+_MAX_ERROR_BODY = 64 * 1024
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+
+
+class ProviderError(Exception):
+    """A request failed before streaming began: an error status, or no response at all (``status is None``).
+
+    ``headers`` and ``body`` are the response's, when there was one. Raised inside providers only; it becomes
+    the text of the stream's ``error`` message.
+    """
+
+    def __init__(
+        self, message: str, status: int | None = None, headers: Mapping[str, str] | None = None, body: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.headers = headers or {}
+        self.body = body
+
+
+class _Aborted(Exception):
+    """The abort signal fired during a retry backoff."""
+
+
+def http_client() -> httpx.AsyncClient:
+    """The shared client of the running event loop (connection pool, keep-alive)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_keepalive_connections=8))
+        _clients[loop] = client
+    return client
+
+
+def describe_transport_error(exc: BaseException) -> str:
+    """Text for a failure below HTTP (connect, read, protocol). Wording matches the retry classifier."""
+    detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"Connection timed out: {detail}"
+        return f"Request timed out: no data received within the idle timeout ({detail})"
+    if isinstance(exc, httpx.ConnectError):
+        return f"Connection error: {detail}"
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError | httpx.CloseError):
+        return f"Network connection lost: {detail}"
+    if isinstance(exc, httpx.ProxyError):
+        return f"Connection error (proxy): {detail}"
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return f"Invalid request URL: {detail}"
+    if isinstance(exc, httpx.TransportError | httpx.StreamError):
+        return f"Network error: {detail}"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"Invalid response from provider: malformed JSON in stream ({detail})"
+    return f"{type(exc).__name__}: {detail}"
+
+
+def _retryable(error: ProviderError) -> bool:
+    hint = error.headers.get("x-should-retry")
+    if hint == "true":
+        return True
+    if hint == "false":
+        return False
+    status = error.status
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | None = None) -> float:
+    """Pi's layer-1 delay for retry number ``attempt`` (0-based): ``retry-after-ms``, else ``retry-after``
+    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter."""
+    headers = error.headers
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(0.0, float(raw_ms))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is not None:
+        try:
+            return max(0.0, float(raw) * 1000)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(raw).timestamp()
+            except (TypeError, ValueError):
+                return 0.0
+            return max(0.0, (when - (time.time() if now is None else now)) * 1000)
+    backoff: float = min(0.5 * 2**attempt, 8.0)
+    return backoff * (1 - random.random() * 0.25) * 1000
+
+
+async def send_with_retry(
+    request: Callable[[], httpx.Request],
+    options: StreamOptions,
+    describe_status: Callable[[int, str], str],
+) -> httpx.Response:
+    """Send ``request()`` and return the streaming response once it has a success status.
+
+    Error statuses and connection failures are retried ``options.max_retries`` times (Pi's layer 1: 408, 409,
+    429, 5xx, no response; ``x-should-retry`` overrides). A server asking to wait longer than
+    ``options.max_retry_delay_ms`` (0 = no cap) fails at once with Pi's "Server requested ..." text. Only the
+    initial request is ever retried: once a response streams, a failure is final.
+    """
+    client = http_client()
+    attempt = 0
+    while True:
+        try:
+            response = await client.send(request(), stream=True)
+        except httpx.TransportError as exc:
+            error = ProviderError(describe_transport_error(exc))
+        else:
+            if response.status_code < 400:
+                return response
+            try:
+                body = await _read_limited(response)
+            finally:
+                await response.aclose()
+            error = ProviderError(
+                describe_status(response.status_code, body), response.status_code, response.headers, body
+            )
+        if attempt >= options.max_retries or not _retryable(error):
+            raise error
+        delay = provider_retry_delay_ms(error, attempt)
+        cap = options.max_retry_delay_ms
+        if cap > 0 and delay > cap:
+            raise ProviderError(
+                f"Server requested {_ceil_s(delay)}s retry delay (max: {_ceil_s(cap)}s). {error.message}",
+                error.status,
+                error.headers,
+                error.body,
+            )
+        attempt += 1
+        if not await abortable_sleep(delay / 1000, options.signal):
+            raise _Aborted
+
+
+def _ceil_s(ms: float) -> int:
+    return -int(-ms // 1000)
+
+
+async def _read_limited(response: httpx.Response) -> str:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= _MAX_ERROR_BODY:
+            break
+    return b"".join(chunks)[:_MAX_ERROR_BODY].decode("utf-8", "replace")
+
+
+async def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    async for event in EventSource(response).aiter_sse():
+        yield event
+
+
+def timeout_for(options: StreamOptions) -> httpx.Timeout:
+    """Per-read timeout = the idle timeout (gap between bytes); connect is bounded the same way."""
+    idle = options.idle_timeout_ms
+    seconds = None if not idle else idle / 1000
+    return httpx.Timeout(seconds, connect=seconds)
+
+
+def usage_with_cost(model: Model, usage: Usage) -> Usage:
+    price = model.cost
+    cost = Cost(
+        input=usage.input * price.input / 1e6,
+        output=usage.output * price.output / 1e6,
+        cache_read=usage.cache_read * price.cache_read / 1e6,
+        cache_write=usage.cache_write * price.cache_write / 1e6,
+    )
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    usage.cost = cost
+    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+    return usage
+
+
+@dataclass(slots=True)
+class ProviderRun:
+    """What a provider's body gets: the builder, the stream to push to, and the request's options."""
+
+    model: Model
+    options: StreamOptions
+    builder: MessageBuilder
+    stream: AssistantMessageEventStream
+
+    def push(self, event: Any) -> None:
+        self.stream.push(event)
+
+
+def run_provider(
+    model: Model, options: StreamOptions, body: Callable[[ProviderRun], Awaitable[None]], *, secret: str | None
+) -> AssistantMessageEventStream:
+    """Run a provider body as the stream's producer, with the abort signal and timeouts applied.
+
+    ``body`` pushes events and ends with a ``done`` event. Whatever it raises, and an abort or timeout that
+    interrupts it, becomes the terminal ``error``/``aborted`` event here, with the partial message kept.
+    ``secret`` (the API key) is scrubbed from any error text.
+    """
+
+    async def produce(stream: AssistantMessageEventStream) -> None:
+        run = ProviderRun(model, options, MessageBuilder(model.api, model.provider, model.id), stream)
+        signal: AbortSignal | None = options.signal
+        failure: str | None = None
+        timed_out = False
+        with abort_scope(signal) as scope:
+            deadline = options.timeout_ms
+            with anyio.move_on_after(deadline / 1000 if deadline else None) as timer:
+                try:
+                    await body(run)
+                except _Aborted:
+                    pass
+                except ProviderError as exc:
+                    failure = exc.message
+                except Exception as exc:
+                    failure = describe_transport_error(exc)
+            timed_out = timer.cancelled_caught
+        if stream.ended:
+            return
+        builder = run.builder
+        if (signal is not None and signal.aborted) or scope.cancelled_caught:
+            stream.push(builder.error("aborted", ABORTED_TEXT))
+        elif timed_out:
+            stream.push(builder.error("error", f"Request timed out after {deadline} ms"))
+        else:
+            text = failure or "Stream ended without a terminal event"
+            stream.push(builder.error("error", _scrub(text, secret)))
+
+    return AssistantMessageEventStream.from_producer(produce)
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text

@@ -1,0 +1,168 @@
+"""The faux provider's token estimate: ceil(characters / 4) of Pi's serialisation of the request.
+
+Pi serialises the whole context on every request, so a turn costs O(transcript). :class:`PromptMeter` keeps
+the size of each message's part and only measures messages added since the previous request: the agent
+loop's transcript only grows during a run. It starts over whenever the new request does not begin with the
+messages it saw (first and last seen objects compared), which covers retries (the last message replaced),
+compaction and context transforms. A message replaced in the middle of an otherwise identical transcript is
+not noticed; that never happens inside the agent loop. Prompt-cache simulation (with a ``session_id``) needs
+the serialised text itself and is O(transcript).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from itertools import islice
+from typing import Any
+
+from .._model import Context
+from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
+
+__all__ = ["PromptMeter", "estimate_tokens", "output_text", "serialize_context"]
+
+_SEPARATOR = "\n\n"
+
+
+def estimate_tokens(chars: int) -> int:
+    return math.ceil(chars / 4)
+
+
+def compact_json(value: Any) -> str:
+    """``JSON.stringify``'s spelling: no spaces, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _content_text(content: str | Sequence[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        block.text if isinstance(block, TextContent) else f"[image:{block.mime_type}:{len(block.data)}]"
+        for block in content
+        if isinstance(block, TextContent | ImageContent)
+    )
+
+
+def output_text(content: Sequence[Any]) -> str:
+    """An assistant message's content as Pi's faux provider counts it."""
+    parts = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, ThinkingContent):
+            parts.append(block.thinking)
+        elif isinstance(block, ToolCall):
+            parts.append(f"{block.name}:{compact_json(block.arguments)}")
+    return "\n".join(parts)
+
+
+def _message_part(message: Any) -> str:
+    if isinstance(message, AssistantMessage):
+        text = output_text(message.content)
+    elif isinstance(message, ToolResultMessage):
+        text = "\n".join([message.tool_name, *(_content_text([block]) for block in message.content)])
+    else:
+        text = _content_text(getattr(message, "content", ""))
+    return f"{message.role}:{text}"
+
+
+def _tools_part(context: Context) -> str | None:
+    if not context.tools:
+        return None
+    tools = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in context.tools]
+    return f"tools:{compact_json(tools)}"
+
+
+def serialize_context(context: Context) -> str:
+    """Pi's ``serializeContext``: system prompt, each message and the tools, joined by blank lines."""
+    parts = [f"system:{context.system_prompt}"] if context.system_prompt else []
+    parts.extend(_message_part(m) for m in context.messages)
+    tools = _tools_part(context)
+    if tools is not None:
+        parts.append(tools)
+    return _SEPARATOR.join(parts)
+
+
+class PromptMeter:
+    """``len(serialize_context(context))``, measured incrementally (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._sizes: list[int] = []
+        self._first: Any = None
+        self._last: Any = None
+        self._total = 0
+        self._tools: tuple[object, int, int] | None = None
+
+    def chars(self, context: Context) -> int:
+        messages = context.messages
+        count = len(self._sizes)
+        if not (
+            len(messages) >= count
+            and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
+        ):
+            self._sizes, self._total, count = [], 0, 0
+        for message in islice(messages, count, None):
+            size = len(_message_part(message))
+            self._sizes.append(size)
+            self._total += size
+        self._first = messages[0] if messages else None
+        self._last = messages[-1] if messages else None
+        system = len("system:") + len(context.system_prompt) if context.system_prompt else 0
+        tools = self._tool_chars(context)
+        parts = len(messages) + (1 if system else 0) + (1 if tools else 0)
+        return self._total + system + tools + len(_SEPARATOR) * max(0, parts - 1)
+
+    def _tool_chars(self, context: Context) -> int:
+        tools = context.tools
+        if not tools:
+            return 0
+        cached = self._tools
+        if cached is None or cached[0] is not tools or cached[1] != len(tools):
+            part = _tools_part(context)
+            cached = self._tools = (tools, len(tools), len(part) if part else 0)
+        return cached[2]
+
+
+def usage_estimate(
+    meter: PromptMeter,
+    cache: dict[str, str],
+    context: Context,
+    output: Sequence[Any],
+    session_id: str | None,
+    cache_retention: str | None,
+) -> Usage:
+    """Pi's faux usage: prompt and output estimates, with prompt caching simulated per ``session_id``."""
+    prompt = estimate_tokens(meter.chars(context))
+    out = estimate_tokens(len(output_text(output)))
+    cache_read = cache_write = 0
+    if session_id and cache_retention != "none":
+        text = serialize_context(context)
+        previous = cache.get(session_id)
+        if previous is None:
+            cache_write = prompt
+        else:
+            same = _common_prefix(previous, text)
+            cache_read = estimate_tokens(same)
+            cache_write = estimate_tokens(len(text) - same)
+            prompt = max(0, prompt - cache_read)
+        cache[session_id] = text
+    return Usage(
+        input=prompt,
+        output=out,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=prompt + out + cache_read + cache_write,
+    )
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, comparing 4 KiB slices at C speed before going character by character."""
+    limit = min(len(a), len(b))
+    step = 4096
+    index = 0
+    while index + step <= limit and a[index : index + step] == b[index : index + step]:
+        index += step
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index

@@ -1,0 +1,289 @@
+"""``api="anthropic-messages"``: Anthropic's Messages API over SSE.
+
+POST ``{base_url}/v1/messages`` with ``stream: true``. Text, thinking (with signatures, and redacted thinking),
+tool use with streamed JSON input, usage with cache reads/writes, and cost. The key comes from
+``options.api_key`` or ``ANTHROPIC_API_KEY``. Error texts follow Anthropic's SDK (``529 {"type":"error",...}``;
+a mid-stream ``error`` event's data verbatim), which the retry classifier understands.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+
+from .._http import ProviderError, ProviderRun, iter_sse, run_provider, send_with_retry, timeout_for, usage_with_cost
+from .._keys import resolve_api_key
+from .._model import Context, Model, StreamOptions
+from .._stream import AssistantMessageEventStream
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ..transform import transform_messages
+
+__all__ = ["stream_anthropic_messages"]
+
+API_VERSION = "2023-06-01"
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+}
+_THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
+
+
+def stream_anthropic_messages(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AssistantMessageEventStream:
+    """Stream one assistant message from the Anthropic Messages API. Never raises."""
+    options = options or StreamOptions()
+    key = resolve_api_key(model.provider, options, required=model.provider == "anthropic")
+
+    async def body(run: ProviderRun) -> None:
+        if isinstance(key, Exception):
+            raise key
+        payload = build_payload(model, context, options)
+        headers = {"content-type": "application/json", "accept": "text/event-stream", "anthropic-version": API_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        headers.update(model.headers or {})
+        headers.update(options.headers or {})
+        url = model.base_url.rstrip("/") + "/v1/messages"
+        timeout = timeout_for(options).as_dict()
+
+        def request() -> httpx.Request:
+            return httpx.Request("POST", url, json=payload, headers=headers, extensions={"timeout": timeout})
+
+        response = await send_with_retry(request, options, describe_status)
+        try:
+            await _read(run, response)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
+    return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
+
+
+def describe_status(status: int, body: str) -> str:
+    """``529 {"type":"error","error":{...}}``, as Anthropic's SDK words it."""
+    text = body.strip()
+    if not text:
+        return f"{status} status code (no body)"
+    try:
+        return f"{status} {json.dumps(json.loads(text), separators=(',', ':'))}"
+    except ValueError:
+        return f"{status} {text}"
+
+
+async def _read(run: ProviderRun, response: httpx.Response) -> None:
+    builder = run.builder
+    message = builder.message
+    usage = message.usage
+    blocks: dict[int, int] = {}  # Anthropic's block index -> our content index
+    started = stopped = False
+    stop_reason: str | None = None
+    async for sse in iter_sse(response):
+        kind = sse.event
+        if kind == "error":
+            raise ProviderError(sse.data)
+        if kind not in _EVENTS:
+            continue
+        event = json.loads(sse.data)
+        if kind == "message_start":
+            started = True
+            info = event.get("message") or {}
+            message.response_id = info.get("id")
+            _merge_usage(usage, info.get("usage") or {})
+            run.push(builder.start())
+        elif not started:
+            raise ProviderError(f"Anthropic stream sent {kind} before message_start")
+        elif kind == "content_block_start":
+            _block_start(run, blocks, event)
+        elif kind == "content_block_delta":
+            _block_delta(run, blocks, event)
+        elif kind == "content_block_stop":
+            _block_stop(run, blocks, event)
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            stop_reason = delta.get("stop_reason") or stop_reason
+            _merge_usage(usage, event.get("usage") or {})
+        elif kind == "message_stop":
+            stopped = True
+            break
+    if not stopped:
+        raise ProviderError("Anthropic stream ended before message_stop")
+    message.usage = usage_with_cost(run.model, usage)
+    if stop_reason == "refusal":
+        raise ProviderError("The model refused to complete the request")
+    reason = _STOP_REASONS.get(stop_reason or "")
+    if reason is None:
+        raise ProviderError(f"Anthropic stream ended without a stop reason ({stop_reason})")
+    run.push(builder.done(reason))  # type: ignore[arg-type]
+
+
+_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+
+
+def _merge_usage(usage: Any, raw: dict[str, Any]) -> None:
+    if raw.get("input_tokens") is not None:
+        usage.input = raw["input_tokens"]
+    if raw.get("output_tokens") is not None:
+        usage.output = raw["output_tokens"]
+    if raw.get("cache_read_input_tokens") is not None:
+        usage.cache_read = raw["cache_read_input_tokens"]
+    if raw.get("cache_creation_input_tokens") is not None:
+        usage.cache_write = raw["cache_creation_input_tokens"]
+
+
+def _block_start(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any]) -> None:
+    builder = run.builder
+    block = event.get("content_block") or {}
+    kind = block.get("type")
+    if kind == "tool_use":
+        start = builder.toolcall_start(block.get("id", ""), block.get("name", ""))
+        blocks[event.get("index", len(blocks))] = start.content_index
+        run.push(start)
+        return
+    if kind in ("thinking", "redacted_thinking"):
+        thinking = builder.thinking_start()
+        index = blocks[event.get("index", len(blocks))] = thinking.content_index
+        target = builder.message.content[index]
+        assert isinstance(target, ThinkingContent)
+        if kind == "redacted_thinking":
+            target.redacted = True
+            target.thinking_signature = block.get("data", "")
+        run.push(thinking)
+        return
+    text = builder.text_start()
+    blocks[event.get("index", len(blocks))] = text.content_index
+    run.push(text)
+    if block.get("text"):
+        run.push(builder.text_delta(text.content_index, block["text"]))
+
+
+def _block_delta(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any]) -> None:
+    builder = run.builder
+    index = blocks.get(event.get("index", -1))
+    if index is None:
+        return
+    delta = event.get("delta") or {}
+    kind = delta.get("type")
+    if kind == "text_delta":
+        run.push(builder.text_delta(index, delta.get("text", "")))
+    elif kind == "thinking_delta":
+        run.push(builder.thinking_delta(index, delta.get("thinking", "")))
+    elif kind == "signature_delta":
+        block = builder.message.content[index]
+        if isinstance(block, ThinkingContent):
+            block.thinking_signature = (block.thinking_signature or "") + delta.get("signature", "")
+    elif kind == "input_json_delta":
+        fragment = delta.get("partial_json", "")
+        if fragment:
+            run.push(builder.toolcall_delta(index, fragment))
+
+
+def _block_stop(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any]) -> None:
+    builder = run.builder
+    index = blocks.get(event.get("index", -1))
+    if index is None:
+        return
+    block = builder.message.content[index]
+    if isinstance(block, TextContent):
+        run.push(builder.text_end(index))
+    elif isinstance(block, ThinkingContent):
+        run.push(builder.thinking_end(index))
+    else:
+        run.push(builder.toolcall_end(index))
+
+
+# -- request ---------------------------------------------------------------------------------------------
+
+
+def build_payload(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "model": model.id,
+        "max_tokens": options.max_tokens or model.max_tokens,
+        "messages": _messages(transform_messages(list(context.messages), model)),
+        "stream": True,
+    }
+    if context.system_prompt:
+        payload["system"] = context.system_prompt
+    if options.temperature is not None:
+        payload["temperature"] = options.temperature
+    if options.reasoning and model.reasoning:
+        budget = min(_THINKING_BUDGET.get(options.reasoning, 8192), max(1024, payload["max_tokens"] - 1))
+        payload["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if context.tools:
+        payload["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in context.tools
+        ]
+    return payload
+
+
+def _messages(messages: list[Any]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            content = message.content
+            parts: list[dict[str, Any]] = (
+                [{"type": "text", "text": content}] if isinstance(content, str) else [_part(b) for b in content]
+            )
+            _append(wire, "user", parts)
+        elif isinstance(message, AssistantMessage):
+            blocks = (_assistant_part(b) for b in message.content)
+            _append(wire, "assistant", [p for p in blocks if p is not None])
+        elif isinstance(message, ToolResultMessage):
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id,
+                "content": [_part(b) for b in message.content] or [{"type": "text", "text": "(no output)"}],
+                "is_error": message.is_error,
+            }
+            _append(wire, "user", [result])  # consecutive results share one user turn
+    return wire
+
+
+def _append(wire: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
+    if not parts:
+        return
+    if wire and wire[-1]["role"] == role:
+        wire[-1]["content"].extend(parts)
+    else:
+        wire.append({"role": role, "content": parts})
+
+
+def _part(block: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(block, ImageContent):
+        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+    return {"type": "text", "text": block.text}
+
+
+def _assistant_part(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+    if isinstance(block, ToolCall):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    if isinstance(block, ThinkingContent):
+        if block.redacted:
+            return {"type": "redacted_thinking", "data": block.thinking_signature or ""}
+        if not block.thinking_signature:  # unsigned thinking cannot be replayed as thinking
+            return {"type": "text", "text": block.thinking} if block.thinking.strip() else None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature}
+    return {"type": "text", "text": block.text} if block.text else None
