@@ -44,6 +44,7 @@ from ._types import (
     AgentEvent,
     AgentMessage,
     AgentStartEvent,
+    CustomMessage,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -311,7 +312,8 @@ def _tool_specs(tools: Sequence[Any]) -> list[Tool] | None:
 
 
 class _LlmView:
-    """The default ``convert_to_llm`` (keep user, assistant and tool-result messages), done incrementally.
+    """The default ``convert_to_llm`` (keep user, assistant and tool-result messages, and what custom
+    messages' ``to_llm()`` returns), done incrementally.
 
     The loop's transcript only grows between requests, so filtering it again each turn would make a turn
     cost O(transcript). Only the messages added since the last request are filtered; a replaced list or
@@ -337,6 +339,10 @@ class _LlmView:
         for message in islice(messages, count, None):
             if isinstance(message, _LLM_TYPES):
                 kept.append(message)
+            elif isinstance(message, CustomMessage):
+                converted = message.to_llm()
+                if converted is not None:
+                    kept.append(converted)
         self._count = len(messages)
         self._last = messages[-1] if messages else None
         return kept.copy()

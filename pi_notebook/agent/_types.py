@@ -60,13 +60,18 @@ __all__ = [
 class CustomMessage(BaseModel):
     """Base for app-defined transcript entries (notes, UI markers, summaries).
 
-    They travel through the loop and the transcript like any message but never reach a model unless
-    ``convert_to_llm`` turns them into one; the default conversion drops them.
+    They travel through the loop and the transcript like any message but reach a model only as what
+    :meth:`to_llm` returns (the default conversion drops entries whose ``to_llm`` gives ``None``) or what a
+    custom ``convert_to_llm`` makes of them.
     """
 
     model_config = ConfigDict(extra="allow")
     role: str
     timestamp: int = 0
+
+    def to_llm(self) -> UserMessage | AssistantMessage | ToolResultMessage | None:
+        """What the default ``convert_to_llm`` sends for this entry (``None``: nothing, the default)."""
+        return None
 
 
 AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
@@ -118,6 +123,8 @@ class AgentTool:
     label: str = ""
     execution_mode: Literal["parallel", "sequential"] | None = None
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    timeout_ms: int | None = None
+    """Per-tool execution timeout, enforced by ``AgentSession`` (overrides its ``timeouts.tool_ms``)."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

@@ -1,0 +1,60 @@
+"""The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
+overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
+
+from ._compaction import CompactionSummaryMessage
+from ._events import (
+    AgentEndEvent,
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    BudgetExceededEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    QueueUpdateEvent,
+    SessionEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
+)
+from ._guard import ToolTimeoutError
+from ._session import AgentSession, QueueSnapshot, SessionBusyError
+from ._settings import (
+    BudgetSettings,
+    CompactionSettings,
+    ProviderRetrySettings,
+    RetrySettings,
+    Settings,
+    SettingsError,
+    TimeoutSettings,
+)
+from ._store import LoadedSession, SessionStore, load_session
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentSession",
+    "AgentSettledEvent",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "BudgetExceededEvent",
+    "BudgetSettings",
+    "CompactionEndEvent",
+    "CompactionSettings",
+    "CompactionStartEvent",
+    "CompactionSummaryMessage",
+    "LoadedSession",
+    "ProviderRetrySettings",
+    "QueueSnapshot",
+    "QueueUpdateEvent",
+    "RetrySettings",
+    "SessionBusyError",
+    "SessionEvent",
+    "SessionStore",
+    "Settings",
+    "SettingsError",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
+    "TimeoutSettings",
+    "ToolTimeoutError",
+    "load_session",
+]

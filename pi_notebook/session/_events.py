@@ -1,0 +1,147 @@
+"""Session events: every agent event (``agent_end`` gains ``will_retry``) plus the host-level ones.
+
+``agent_settled`` is the one to wait for: nothing will continue automatically after it (no retry,
+compaction or queued continuation), and it comes exactly once per session operation, after the session is
+idle. ``agent_end`` only ends one low-level run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ..agent import AgentEndEvent as _AgentEnd
+from ..agent import AgentEvent
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentSettledEvent",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "BudgetExceededEvent",
+    "CompactionEndEvent",
+    "CompactionReason",
+    "CompactionStartEvent",
+    "QueueUpdateEvent",
+    "SessionEvent",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
+]
+
+CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
+
+
+@dataclass(slots=True)
+class AgentEndEvent(_AgentEnd):
+    """``agent_end`` as the session reports it: ``will_retry`` says an automatic retry follows."""
+
+    will_retry: bool = False
+
+
+@dataclass(slots=True)
+class AgentSettledEvent:
+    """Nothing continues automatically any more. ``aborted``: the operation was stopped (abort, budget or
+    turn timeout) rather than finishing on its own."""
+
+    aborted: bool
+    type: Literal["agent_settled"] = field(default="agent_settled", init=False)
+
+
+@dataclass(slots=True)
+class QueueUpdateEvent:
+    """The texts waiting in the steering and follow-up queues, after a change."""
+
+    steering: list[str]
+    follow_up: list[str]
+    type: Literal["queue_update"] = field(default="queue_update", init=False)
+
+
+@dataclass(slots=True)
+class AutoRetryStartEvent:
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error_message: str
+    type: Literal["auto_retry_start"] = field(default="auto_retry_start", init=False)
+
+
+@dataclass(slots=True)
+class AutoRetryEndEvent:
+    success: bool
+    attempt: int
+    final_error: str | None = None
+    type: Literal["auto_retry_end"] = field(default="auto_retry_end", init=False)
+
+
+@dataclass(slots=True)
+class CompactionStartEvent:
+    reason: CompactionReason
+    type: Literal["compaction_start"] = field(default="compaction_start", init=False)
+
+
+@dataclass(slots=True)
+class CompactionEndEvent:
+    reason: CompactionReason
+    result: Any = None
+    aborted: bool = False
+    will_retry: bool = False
+    error_message: str | None = None
+    type: Literal["compaction_end"] = field(default="compaction_end", init=False)
+
+
+@dataclass(slots=True)
+class SummarizationRetryScheduledEvent:
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error_message: str
+    type: Literal["summarization_retry_scheduled"] = field(default="summarization_retry_scheduled", init=False)
+
+
+@dataclass(slots=True)
+class SummarizationRetryAttemptStartEvent:
+    reason: CompactionReason
+    source: Literal["compaction"] = "compaction"
+    type: Literal["summarization_retry_attempt_start"] = field(default="summarization_retry_attempt_start", init=False)
+
+
+@dataclass(slots=True)
+class SummarizationRetryFinishedEvent:
+    type: Literal["summarization_retry_finished"] = field(default="summarization_retry_finished", init=False)
+
+
+@dataclass(slots=True)
+class BudgetExceededEvent:
+    """A run budget or the turn timeout was exceeded; the run is being aborted. ``kind`` is one of
+    ``wall_time``, ``turns``, ``input_tokens``, ``output_tokens``, ``cost_usd``, ``turn_time``."""
+
+    kind: str
+    limit: float
+    used: float
+    type: Literal["budget_exceeded"] = field(default="budget_exceeded", init=False)
+
+    @property
+    def reason(self) -> str:
+        unit = {"wall_time": " ms", "turn_time": " ms", "cost_usd": " USD"}.get(self.kind, "")
+        what = "Turn timed out" if self.kind == "turn_time" else f"Run budget exceeded ({self.kind})"
+        return f"{what}: {_num(self.used)}{unit} used, limit {_num(self.limit)}{unit}"
+
+
+def _num(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+SessionEvent: TypeAlias = (
+    AgentEvent
+    | AgentSettledEvent
+    | QueueUpdateEvent
+    | AutoRetryStartEvent
+    | AutoRetryEndEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
+    | SummarizationRetryScheduledEvent
+    | SummarizationRetryAttemptStartEvent
+    | SummarizationRetryFinishedEvent
+    | BudgetExceededEvent
+)

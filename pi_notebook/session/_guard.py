@@ -1,0 +1,133 @@
+"""Limits the session puts around a run: the tool timeout and abort grace, the run budget, the turn timer.
+
+Pi leaves these to the host ("cancellation, timeouts and budgets are the host's job"); the session builds
+them in. Each knob's docstring in ``Settings`` says what it does not cover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import anyio
+
+from ..agent import AgentTool, AgentToolResult
+from ..ai import AbortController, AbortSignal, AssistantMessage
+from ._events import BudgetExceededEvent
+from ._settings import BudgetSettings, TimeoutSettings
+
+__all__ = ["RunBudget", "ToolTimeoutError", "guard_tool"]
+
+
+class ToolTimeoutError(Exception):
+    """A tool ran longer than its timeout. Its text becomes the tool's error result."""
+
+    def __init__(self, tool_name: str, seconds: float) -> None:
+        super().__init__(f"Tool {tool_name} timed out after {seconds:g} seconds")
+        self.tool_name = tool_name
+        self.seconds = seconds
+
+
+class _Timeout:
+    """The abort reason a tool's signal carries when its timeout fires."""
+
+    def __init__(self, error: ToolTimeoutError) -> None:
+        self.error = error
+
+    def __str__(self) -> str:
+        return str(self.error)
+
+
+def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
+    """Wrap ``tool.execute`` with the tool timeout and the abort grace.
+
+    The tool gets its own signal, aborted when the run aborts or when its timeout (``tool.timeout_ms``, else
+    ``timeouts.tool_ms``) expires. If it has not returned ``timeouts.abort_grace_ms`` after that, its await is
+    cancelled: a tool that ignores its signal cannot hold a stopped run (Pi would wait for it forever).
+    """
+    inner = tool.execute
+    name = tool.name
+
+    async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+        loop = asyncio.get_running_loop()
+        child = AbortController()
+        timeout_ms = tool.timeout_ms or timeouts.tool_ms
+        grace = timeouts.abort_grace_ms / 1000
+        handles: list[asyncio.TimerHandle] = []
+        with anyio.CancelScope() as scope:
+
+            def forward() -> None:
+                child.abort(signal.reason)
+
+            def start_grace() -> None:
+                handles.append(loop.call_later(grace, scope.cancel))
+
+            signal.add_listener(forward)
+            child.signal.add_listener(start_grace)
+            if timeout_ms:
+                timeout = _Timeout(ToolTimeoutError(name, timeout_ms / 1000))
+                handles.append(loop.call_later(timeout_ms / 1000, child.abort, timeout))
+            try:
+                result = await inner(call_id, args, child.signal, on_update)
+            except Exception:
+                if isinstance(child.signal.reason, _Timeout):
+                    raise child.signal.reason.error from None
+                raise
+            finally:
+                signal.remove_listener(forward)
+                for handle in handles:
+                    handle.cancel()
+        if scope.cancelled_caught:
+            why = child.signal.reason
+            cause = str(why) if isinstance(why, _Timeout) else "the run was aborted"
+            raise RuntimeError(f"Tool {name} did not stop within {timeouts.abort_grace_ms} ms ({cause}); cancelled")
+        if isinstance(child.signal.reason, _Timeout):
+            raise child.signal.reason.error
+        return result
+
+    return replace(tool, execute=execute)
+
+
+@dataclass(slots=True)
+class RunBudget:
+    """Usage of one session operation against ``BudgetSettings``."""
+
+    limits: BudgetSettings
+    started: float = 0.0
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.turns = self.input_tokens = self.output_tokens = 0
+        self.cost_usd = 0.0
+
+    @property
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+    def record(self, message: AssistantMessage) -> None:
+        usage = message.usage
+        self.turns += 1
+        self.input_tokens += usage.input + usage.cache_read + usage.cache_write
+        self.output_tokens += usage.output
+        self.cost_usd += usage.cost.total
+
+    def check(self, *, before_request: bool) -> BudgetExceededEvent | None:
+        """The first limit exceeded, if any. Before a request, reaching ``max_turns`` already counts."""
+        limits = self.limits
+        if limits.wall_time_ms is not None and self.elapsed_ms > limits.wall_time_ms:
+            return BudgetExceededEvent("wall_time", limits.wall_time_ms, round(self.elapsed_ms))
+        if before_request and limits.max_turns is not None and self.turns >= limits.max_turns:
+            return BudgetExceededEvent("turns", limits.max_turns, self.turns)
+        if limits.max_input_tokens is not None and self.input_tokens > limits.max_input_tokens:
+            return BudgetExceededEvent("input_tokens", limits.max_input_tokens, self.input_tokens)
+        if limits.max_output_tokens is not None and self.output_tokens > limits.max_output_tokens:
+            return BudgetExceededEvent("output_tokens", limits.max_output_tokens, self.output_tokens)
+        if limits.max_cost_usd is not None and self.cost_usd > limits.max_cost_usd:
+            return BudgetExceededEvent("cost_usd", limits.max_cost_usd, round(self.cost_usd, 6))
+        return None

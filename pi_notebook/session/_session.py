@@ -1,0 +1,576 @@
+"""``AgentSession``: the host layer around an ``Agent`` (Pi's coding-agent ``AgentSession``).
+
+An *operation* (``prompt`` or ``continue_``) runs the agent, then triages each run's end: a retryable error
+is retried after a backoff (``auto_retry_start``/``auto_retry_end``), a context overflow is compacted and
+retried once, messages queued meanwhile are delivered. When nothing continues automatically, the session
+becomes idle and emits ``agent_settled`` — exactly once per operation.
+
+Where this differs from Pi 0.84, on purpose:
+
+* **Stop means stop.** After ``abort()`` (or a budget breach, or an aborted reply) no new run starts, even
+  with messages still queued: they stay queued, visible through ``queue_update``, delivered by the next
+  ``prompt``/``continue_`` or handed back by ``clear_queue()``. Pi 0.84 continues straight away to deliver
+  them. Steering drained but not yet delivered when the abort lands goes back to the queue (Pi #9340).
+* ``abort()`` also stops a running compaction and the retry backoff.
+* An aborted retried reply ends the retry with ``auto_retry_end(success=False)`` (Pi reports success).
+* Tools that ignore the abort signal are cancelled after ``timeouts.abort_grace_ms``; run budgets and a turn
+  timeout are built in (see ``Settings``).
+
+Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
+reach the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+from ..agent import Agent, AgentEvent, AgentMessage, AgentTool, RequestContext, TurnUpdate
+from ..agent._config import maybe_await
+from ..ai import (
+    AbortController,
+    AbortSignal,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    StreamFn,
+    StreamOptions,
+    TextContent,
+    UserMessage,
+    abortable_sleep,
+)
+from ..ai import stream as default_stream
+from ..ai.messages import now_ms, text_of
+from ..ai.overflow import is_context_overflow, is_recoverable_length
+from ..ai.retry import RetryPolicy, is_retryable_assistant_error
+from ._compaction import CompactionSummaryMessage, context_tokens, plan_compaction, summarize
+from ._events import (
+    AgentEndEvent,
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    BudgetExceededEvent,
+    CompactionEndEvent,
+    CompactionReason,
+    CompactionStartEvent,
+    QueueUpdateEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
+)
+from ._guard import RunBudget, guard_tool
+from ._settings import Settings
+from ._store import SessionStore
+
+__all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
+
+_log = logging.getLogger(__name__)
+SessionListener = Callable[[Any], object]
+
+OVERFLOW_FAILED = (
+    "Context overflow recovery failed after one compact-and-retry attempt. "
+    "Try reducing context or switching to a larger-context model."
+)
+
+
+class SessionBusyError(RuntimeError):
+    """``prompt()``/``continue_()`` while an operation is active: queue with ``steer``/``follow_up`` instead."""
+
+
+class QueueSnapshot(NamedTuple):
+    steering: list[str]
+    follow_up: list[str]
+
+
+class AgentSession:
+    """An agent with Pi's session behaviour plus budgets, timeouts and a session file.
+
+    ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
+    ``store`` (a :class:`SessionStore`) records every message that reaches ``message_end``; a store that
+    opened an existing file seeds the transcript with what it loaded. Other keyword arguments go to
+    :class:`~pi_notebook.agent.Agent` (``system_prompt``, hooks, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        stream_fn: StreamFn | None = None,
+        tools: Iterable[AgentTool] = (),
+        settings: Settings | None = None,
+        store: SessionStore | None = None,
+        messages: Iterable[AgentMessage] = (),
+        prepare_request: Callable[..., Any] | None = None,
+        **agent_options: Any,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.store = store
+        self._user_prepare_request = prepare_request
+        history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
+        provider = self.settings.retry.provider
+        timeouts = self.settings.timeouts
+        self.agent = Agent(
+            stream_fn=stream_fn or default_stream,
+            model=model,
+            tools=[guard_tool(tool, timeouts) for tool in tools],
+            messages=history,
+            steering_mode=self.settings.steering_mode,
+            follow_up_mode=self.settings.follow_up_mode,
+            tool_execution=self.settings.tool_execution,
+            prepare_request=self._before_request,
+            stream_options=StreamOptions(
+                max_retries=provider.max_retries,
+                max_retry_delay_ms=provider.max_retry_delay_ms,
+                timeout_ms=provider.timeout_ms,
+                idle_timeout_ms=timeouts.http_idle_ms or None,
+            ),
+            **agent_options,
+        )
+        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
+        self._listeners: tuple[SessionListener, ...] = ()
+        self._active = False
+        self._compacting = False
+        self._idle: asyncio.Event | None = None
+        self._aborted = False
+        self._abort_reason: str | None = None
+        self._retry_attempt = 0
+        self._retry_controller: AbortController | None = None
+        self._compaction_controller: AbortController | None = None
+        self._overflow_attempted = False
+        self._last_assistant: AssistantMessage | None = None
+        self._last_compaction_at = 0
+        self._steering_texts: list[str] = []
+        self._follow_up_texts: list[str] = []
+        self.budget = RunBudget(self.settings.budget)
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    # -- observation ------------------------------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        return self.agent.state.model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self.agent.state.model = model
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.agent.state.messages
+
+    @property
+    def is_idle(self) -> bool:
+        return not self._active and not self._compacting
+
+    @property
+    def is_retrying(self) -> bool:
+        return self._retry_controller is not None
+
+    @property
+    def retry_attempt(self) -> int:
+        return self._retry_attempt
+
+    @property
+    def queue(self) -> QueueSnapshot:
+        return QueueSnapshot(list(self._steering_texts), list(self._follow_up_texts))
+
+    def subscribe(self, listener: SessionListener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every session event (synchronously); returns an unsubscribe function."""
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return unsubscribe
+
+    def _emit(self, event: Any) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("session listener %r raised on %s", listener, event.type)
+
+    # -- operations -------------------------------------------------------------------------------------
+    async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> None:
+        """Run from a new user message until the session settles. Raises :class:`SessionBusyError` while an
+        operation is active (use ``steer``/``follow_up``) or a manual compaction runs."""
+        self._check_free()
+        message = UserMessage(content=[TextContent(text=text), *images])
+
+        async def start() -> None:
+            await self._pre_prompt_compaction()
+            await self.agent.prompt(message)
+
+        await self._operation(start)
+
+    async def continue_(self) -> None:
+        """Continue from the transcript (queued messages first, from an assistant tail) until settled."""
+        self._check_free()
+        await self._operation(self.agent.continue_)
+
+    def _check_free(self) -> None:
+        if self._active:
+            raise SessionBusyError(
+                "Agent is already processing. Use steer() or follow_up() to queue the message, or wait for it."
+            )
+        if self._compacting:
+            raise SessionBusyError(
+                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
+            )
+
+    async def _operation(self, start: Callable[[], Awaitable[None]]) -> None:
+        self._active = True
+        self._idle = asyncio.Event()
+        self._aborted = False
+        self._abort_reason = None
+        self._last_assistant = None
+        self.budget.start()
+        self._arm_wall_timer()
+        try:
+            await start()
+            while await self._after_run():
+                await self.agent.continue_()
+        finally:
+            self._cancel_timers()
+            last = self._last_transcript_assistant()
+            aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
+            self._active = False
+            self._emit(AgentSettledEvent(aborted))
+            self._idle.set()
+
+    async def _after_run(self) -> bool:
+        """Pi's post-run triage (§7.3): retry, report exhaustion, compact, deliver queued messages."""
+        message, self._last_assistant = self._last_assistant, None
+        if message is None:
+            return False
+        if self._aborted or message.stop_reason == "aborted":  # stop means stop: nothing continues
+            return False
+        if self._is_retryable(message) and await self._prepare_retry(message):
+            return True
+        if message.stop_reason == "error" and self._retry_attempt > 0:
+            self._emit(AutoRetryEndEvent(False, self._retry_attempt, message.error_message))
+            self._retry_attempt = 0
+        if await self._check_compaction(message):
+            return True
+        return not self._aborted and self.agent.has_queued_messages()
+
+    # -- queues -----------------------------------------------------------------------------------------
+    async def steer(self, text: str) -> None:
+        """Queue a message for the running operation, delivered after the current turn; when idle, it waits
+        for the next ``prompt``/``continue_``."""
+        self._steering_texts.append(text)
+        self._emit_queue()
+        self.agent.steer(UserMessage(content=[TextContent(text=text)]))
+
+    async def follow_up(self, text: str) -> None:
+        """Queue a message delivered once the agent would otherwise stop."""
+        self._follow_up_texts.append(text)
+        self._emit_queue()
+        self.agent.follow_up(UserMessage(content=[TextContent(text=text)]))
+
+    def clear_queue(self) -> QueueSnapshot:
+        """Take every queued message back (their texts); nothing queued is delivered afterwards."""
+        snapshot = QueueSnapshot(self._steering_texts, self._follow_up_texts)
+        self._steering_texts, self._follow_up_texts = [], []
+        self.agent.clear_all_queues()
+        self._emit_queue()
+        return snapshot
+
+    def _emit_queue(self) -> None:
+        self._emit(QueueUpdateEvent(list(self._steering_texts), list(self._follow_up_texts)))
+
+    def _forget_delivered(self, message: AgentMessage) -> None:
+        text = text_of(message) if isinstance(message, UserMessage) else ""
+        if not text:
+            return
+        for queue in (self._steering_texts, self._follow_up_texts):
+            if text in queue:
+                queue.remove(text)
+                self._emit_queue()
+                return
+
+    # -- stopping ---------------------------------------------------------------------------------------
+    async def abort(self) -> None:
+        """Stop the operation (run, retry backoff, compaction) and wait until the session is idle. Queued
+        messages stay queued (see ``clear_queue``)."""
+        if self._active or self._compacting:
+            self._aborted = True
+        self.abort_retry()
+        self.abort_compaction()
+        self.agent.abort()
+        await self.wait_for_idle()
+
+    def abort_retry(self) -> None:
+        """Cancel a retry backoff in progress (the failed reply stays the last word)."""
+        if self._retry_controller is not None:
+            self._retry_controller.abort("retry cancelled")
+
+    def abort_compaction(self) -> None:
+        if self._compaction_controller is not None:
+            self._compaction_controller.abort("compaction cancelled")
+
+    def _stop(self, event: BudgetExceededEvent) -> None:
+        """A budget or the turn timeout ran out: report it and abort with the reason."""
+        if self._aborted or not self._active:
+            return
+        self._emit(event)
+        self._aborted = True
+        self._abort_reason = event.reason
+        self.abort_retry()
+        self.abort_compaction()
+        self.agent.abort(event.reason)
+
+    async def wait_for_idle(self) -> None:
+        """Return once the session is idle (after ``agent_settled`` was emitted)."""
+        while not self.is_idle:
+            idle = self._idle
+            if idle is None:
+                return
+            await idle.wait()
+
+    def dispose(self) -> None:
+        """Abort everything without waiting, detach from the agent, drop listeners, close the store."""
+        self.abort_retry()
+        self.abort_compaction()
+        self.agent.abort()
+        self._cancel_timers()
+        self._unsubscribe_agent()
+        self._listeners = ()
+        if self.store is not None:
+            self.store.close()
+
+    # -- the agent's events -----------------------------------------------------------------------------
+    def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
+        kind = event.type
+        if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
+            self._overflow_attempted = False
+            self._forget_delivered(event.message)  # type: ignore[union-attr]
+        elif kind == "turn_start":
+            self._arm_turn_timer()
+        elif kind == "message_end":
+            message = event.message  # type: ignore[union-attr]
+            if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
+                message.error_message = self._abort_reason
+        elif kind == "turn_end":
+            self._disarm("turn")
+        if kind == "agent_end":
+            self._emit(AgentEndEvent(event.messages, will_retry=self._will_retry(event.messages)))  # type: ignore[union-attr]
+        else:
+            self._emit(event)
+        if kind == "message_end":
+            self._after_message(event.message)  # type: ignore[union-attr]
+        elif kind == "turn_end" and self._active:
+            exceeded = self.budget.check(before_request=False)
+            if exceeded is not None:
+                self._stop(exceeded)
+
+    def _after_message(self, message: AgentMessage) -> None:
+        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+            self.store.append_message(message)
+        if not isinstance(message, AssistantMessage):
+            return
+        self._last_assistant = message
+        self.budget.record(message)
+        if message.stop_reason not in ("error", "length"):
+            self._overflow_attempted = False
+        if self._retry_attempt > 0 and message.stop_reason != "error":
+            success = message.stop_reason != "aborted"
+            self._emit(AutoRetryEndEvent(success, self._retry_attempt, None if success else message.error_message))
+            self._retry_attempt = 0
+
+    async def _before_request(self, request: RequestContext, signal: AbortSignal) -> TurnUpdate | None:
+        if self._active:
+            exceeded = self.budget.check(before_request=True)
+            if exceeded is not None:
+                self._stop(exceeded)
+                return None
+        if self._user_prepare_request is not None:
+            result: TurnUpdate | None = await maybe_await(self._user_prepare_request(request, signal))
+            return result
+        return None
+
+    # -- retry (layer 3) --------------------------------------------------------------------------------
+    def _is_retryable(self, message: AssistantMessage) -> bool:
+        if is_context_overflow(message, self.model.context_window or 0):
+            return False
+        return is_retryable_assistant_error(message)
+
+    def _will_retry(self, messages: Sequence[AgentMessage]) -> bool:
+        retry = self.settings.retry
+        if not retry.enabled or self._retry_attempt >= retry.max_retries or self._aborted:
+            return False
+        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+        return last is not None and self._is_retryable(last)
+
+    async def _prepare_retry(self, message: AssistantMessage) -> bool:
+        retry = self.settings.retry
+        if not retry.enabled:
+            return False
+        self._retry_attempt += 1
+        if self._retry_attempt > retry.max_retries:
+            self._retry_attempt -= 1  # kept so the triage can report the final failure
+            return False
+        delay = retry.base_delay_ms * 2 ** (self._retry_attempt - 1)
+        self._emit(
+            AutoRetryStartEvent(self._retry_attempt, retry.max_retries, delay, message.error_message or "Unknown error")
+        )
+        messages = self.agent.state.messages
+        if messages and messages[-1].role == "assistant":
+            messages.pop()  # the failed reply stays in the session file, not in what the model sees next
+        controller = self._retry_controller = AbortController()
+        try:
+            slept = await abortable_sleep(delay / 1000, controller.signal)
+        finally:
+            self._retry_controller = None
+        if not slept:
+            attempt, self._retry_attempt = self._retry_attempt, 0
+            self._emit(AutoRetryEndEvent(False, attempt, "Retry cancelled"))
+            return False
+        return True
+
+    # -- compaction -------------------------------------------------------------------------------------
+    async def _pre_prompt_compaction(self) -> None:
+        last = self._last_transcript_assistant()
+        if last is not None:
+            await self._check_compaction(last, skip_aborted=False)
+            self._last_assistant = None
+
+    async def _check_compaction(self, message: AssistantMessage, *, skip_aborted: bool = True) -> bool:
+        """Pi's §7.5 triage: overflow -> compact (and retry once); over the threshold -> compact."""
+        settings = self.settings.compaction
+        if not settings.enabled or (skip_aborted and message.stop_reason == "aborted"):
+            return False
+        if message.timestamp <= self._last_compaction_at:
+            return False
+        model = self.model
+        same_model = message.provider == model.provider and message.model == model.id
+        window = model.context_window or 0
+        recoverable_length = same_model and is_recoverable_length(message, model.max_tokens)
+        if same_model and (is_context_overflow(message, window) or recoverable_length):
+            will_retry = message.stop_reason != "stop"
+            if not will_retry:
+                return await self._auto_compact("overflow", will_retry=False)
+            if self._overflow_attempted:
+                self._emit(CompactionEndEvent("overflow", error_message=OVERFLOW_FAILED))
+                return False
+            self._overflow_attempted = True
+            self._drop_failed_reply()
+            return await self._auto_compact("overflow", will_retry=True)
+        if not window:
+            return False
+        if context_tokens(self.agent.state.messages) > window - settings.reserve_tokens:
+            return await self._auto_compact("threshold", will_retry=False)
+        return False
+
+    def _drop_failed_reply(self) -> None:
+        messages = self.agent.state.messages
+        if messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason in ("error", "length"):
+            messages.pop()
+
+    async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool) -> bool:
+        try:
+            done = await self._compact(reason, will_retry=will_retry, instructions=None)
+        except _CompactionFailed as failure:
+            prefix = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
+            self._emit(CompactionEndEvent(reason, error_message=f"{prefix}: {failure}"))
+            return False
+        if not done:
+            return False
+        if will_retry:
+            self._drop_failed_reply()
+            return True
+        return not self._aborted and self.agent.has_queued_messages()
+
+    async def compact(self, instructions: str | None = None) -> None:
+        """Stop whatever runs, then compact the transcript now. Raises on failure ("Compaction failed: ...")
+        and ``ValueError`` when there is nothing to compact."""
+        await self.abort()
+        self._compacting = True
+        self._idle = asyncio.Event()
+        try:
+            done = await self._compact("manual", will_retry=False, instructions=instructions)
+        except _CompactionFailed as failure:
+            self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
+            raise RuntimeError(f"Compaction failed: {failure}") from None
+        finally:
+            self._compacting = False
+            self._idle.set()
+        if not done:
+            raise ValueError("Nothing to compact (session too small)")
+
+    async def _compact(self, reason: CompactionReason, *, will_retry: bool, instructions: str | None) -> bool:
+        """Summarise and replace the older transcript. False: nothing to compact or aborted (reported)."""
+        messages = self.agent.state.messages
+        plan = plan_compaction(messages, self.settings.compaction.keep_recent_tokens)
+        if plan is None:
+            return False
+        self._emit(CompactionStartEvent(reason))
+        controller = self._compaction_controller = AbortController()
+        retry = self.settings.retry
+        policy = RetryPolicy(enabled=retry.enabled, max_retries=retry.max_retries, base_delay_ms=retry.base_delay_ms)
+        callbacks = {
+            "on_retry_scheduled": lambda a, m, d, e: self._emit(SummarizationRetryScheduledEvent(a, m, d, e)),
+            "on_retry_attempt_start": lambda: self._emit(SummarizationRetryAttemptStartEvent(reason)),
+            "on_retry_finished": lambda *args: self._emit(SummarizationRetryFinishedEvent()),
+        }
+        try:
+            reply = await summarize(
+                plan,
+                model=self.model,
+                stream_fn=self.agent.stream_fn or default_stream,
+                policy=policy,
+                signal=controller.signal,
+                reserve_tokens=self.settings.compaction.reserve_tokens,
+                instructions=instructions,
+                callbacks=callbacks,
+            )
+        finally:
+            self._compaction_controller = None
+        if reply.stop_reason == "aborted" or controller.signal.aborted:
+            self._emit(CompactionEndEvent(reason, aborted=True))
+            return False
+        if reply.stop_reason == "error":
+            raise _CompactionFailed(f"Summarization failed: {reply.error_message or 'Unknown error'}")
+        summary = CompactionSummaryMessage(summary=text_of(reply), tokens_before=plan.tokens_before)
+        if self.store is not None:
+            self.store.append_compaction(summary.summary, plan.keep[0] if plan.keep else None, plan.tokens_before)
+        self.agent.state.messages = [summary, *plan.keep]
+        self._last_compaction_at = summary.timestamp = now_ms()
+        self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
+        return True
+
+    # -- timers -----------------------------------------------------------------------------------------
+    def _arm_wall_timer(self) -> None:
+        limit = self.settings.budget.wall_time_ms
+        if limit:
+            self._arm("wall", limit, lambda: BudgetExceededEvent("wall_time", limit, round(self.budget.elapsed_ms)))
+
+    def _arm_turn_timer(self) -> None:
+        limit = self.settings.timeouts.turn_ms
+        if limit:
+            self._arm("turn", limit, lambda: BudgetExceededEvent("turn_time", limit, limit))
+
+    def _arm(self, name: str, limit_ms: int, event: Callable[[], BudgetExceededEvent]) -> None:
+        self._disarm(name)
+        loop = asyncio.get_running_loop()
+        self._timers[name] = loop.call_later(limit_ms / 1000, lambda: self._stop(event()))
+
+    def _disarm(self, name: str) -> None:
+        handle = self._timers.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _cancel_timers(self) -> None:
+        for name in list(self._timers):
+            self._disarm(name)
+
+    def _last_transcript_assistant(self) -> AssistantMessage | None:
+        for message in reversed(self.agent.state.messages):
+            if isinstance(message, AssistantMessage):
+                return message
+        return None
+
+
+class _CompactionFailed(Exception):
+    pass

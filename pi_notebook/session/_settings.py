@@ -1,0 +1,161 @@
+"""Session settings with Pi's defaults, loadable from a TOML file and the environment.
+
+    settings = Settings.load("pi_notebook.toml")      # file, then PI_NOTEBOOK_* variables on top
+    settings = Settings(retry={"max_retries": 5}, budget={"max_cost_usd": 0.5})
+
+Fields are snake_case; Pi's camelCase spellings (``maxRetries``, ``baseDelayMs``) are accepted too, so a Pi
+``settings.json`` section can be pasted in. Environment variables use ``__`` between levels:
+``PI_NOTEBOOK_RETRY__MAX_RETRIES=5``. A bad value raises :class:`SettingsError` naming the field.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "BudgetSettings",
+    "CompactionSettings",
+    "ProviderRetrySettings",
+    "RetrySettings",
+    "Settings",
+    "SettingsError",
+    "TimeoutSettings",
+]
+
+ENV_PREFIX = "PI_NOTEBOOK_"
+
+
+class SettingsError(ValueError):
+    """Raised by ``Settings`` constructors when a value is invalid; the message names each bad field."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class ProviderRetrySettings(_Section):
+    """Layer 1: retry of the initial HTTP request (PI-SPEC §4.1)."""
+
+    max_retries: int = Field(0, ge=0)
+    """Retries of a failed request before streaming begins (0: none, Pi's default)."""
+    max_retry_delay_ms: int = Field(60_000, ge=0)
+    """Longest server-requested wait honoured; longer requests fail at once (0: no cap)."""
+    timeout_ms: int | None = Field(None, gt=0)
+    """Whole-request deadline (connect to last byte). Does not cover tools or retries between turns."""
+
+
+class RetrySettings(_Section):
+    """Layer 3: the session retries a failed turn (PI-SPEC §4.3); delays base·2^(n−1), no jitter."""
+
+    enabled: bool = True
+    max_retries: int = Field(3, ge=0)
+    base_delay_ms: int = Field(2000, ge=0)
+    provider: ProviderRetrySettings = ProviderRetrySettings()
+
+
+class CompactionSettings(_Section):
+    enabled: bool = True
+    reserve_tokens: int = Field(16_384, ge=0)
+    """Compact when the context exceeds the window minus this many tokens."""
+    keep_recent_tokens: int = Field(20_000, ge=0)
+    """Roughly how much recent conversation is kept verbatim."""
+
+
+class TimeoutSettings(_Section):
+    """Timeouts, each bounding one thing. None of them covers time spent waiting in a queue."""
+
+    tool_ms: int | None = Field(None, gt=0)
+    """One tool ``execute`` (default for all tools; ``AgentTool.timeout_ms`` overrides per tool). On expiry
+    the tool's signal aborts and the call becomes an error result; the run goes on."""
+    turn_ms: int | None = Field(None, gt=0)
+    """One turn: a model request plus its tool batch. On expiry the run is aborted with the reason."""
+    http_idle_ms: int | None = Field(300_000, ge=0)
+    """Longest gap between received bytes of a provider response (0 or None: no limit)."""
+    abort_grace_ms: int = Field(2000, ge=0)
+    """After an abort or tool timeout, how long a tool may take to stop before its await is cancelled."""
+
+
+class BudgetSettings(_Section):
+    """Run budget from ``prompt()`` to ``agent_settled``, checked before every provider request and at each
+    turn end (wall time also by a timer). A breach aborts the run: ``budget_exceeded`` event, reason in the
+    final message. Retries and compaction count against it; waiting for the next prompt does not."""
+
+    wall_time_ms: int | None = Field(None, gt=0)
+    max_turns: int | None = Field(None, gt=0)
+    max_input_tokens: int | None = Field(None, gt=0)
+    max_output_tokens: int | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+
+class Settings(_Section):
+    retry: RetrySettings = RetrySettings()
+    compaction: CompactionSettings = CompactionSettings()
+    timeouts: TimeoutSettings = TimeoutSettings()
+    budget: BudgetSettings = BudgetSettings()
+    steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
+    follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
+    tool_execution: Literal["parallel", "sequential"] = "parallel"
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from a TOML file (if given), with ``PI_NOTEBOOK_*`` environment variables on top."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                data = tomllib.loads(Path(path).read_text())
+            except tomllib.TOMLDecodeError as exc:
+                raise SettingsError(f"{path}: not valid TOML ({exc})") from None
+            except OSError as exc:
+                raise SettingsError(f"{path}: cannot read ({exc.strerror})") from None
+        _merge(data, _from_environ(os.environ if environ is None else environ))
+        return cls(**data)
+
+    def updated(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
+        data = self.model_dump()
+        _merge(data, changes)
+        return Settings(**data)
+
+
+def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        node = data
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = None if value.lower() in ("", "none", "null") else value
+    return data
+
+
+def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "settings"
+        got = item.get("input")
+        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        lines.append(f"settings.{field}: {item['msg']}{shown}")
+    return "invalid settings:\n  " + "\n  ".join(lines)
