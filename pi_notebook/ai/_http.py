@@ -26,10 +26,10 @@ from ._abort import AbortSignal, abort_scope, abortable_sleep
 from ._builder import MessageBuilder
 from ._model import Model, StreamOptions
 from ._stream import AssistantMessageEventStream
-from .messages import Cost, Usage
 
 __all__ = [
     "ProviderError",
+    "ProviderRun",
     "describe_transport_error",
     "provider_retry_delay_ms",
     "run_provider",
@@ -198,20 +198,6 @@ def timeout_for(options: StreamOptions) -> httpx.Timeout:
     idle = options.idle_timeout_ms
     seconds = None if not idle else idle / 1000
     return httpx.Timeout(seconds, connect=seconds)
-
-
-def usage_with_cost(model: Model, usage: Usage) -> Usage:
-    price = model.cost
-    cost = Cost(
-        input=usage.input * price.input / 1e6,
-        output=usage.output * price.output / 1e6,
-        cache_read=usage.cache_read * price.cache_read / 1e6,
-        cache_write=usage.cache_write * price.cache_write / 1e6,
-    )
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
-    usage.cost = cost
-    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
-    return usage
 
 
 @dataclass(slots=True)

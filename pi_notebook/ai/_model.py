@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
 from ._stream import AssistantMessageEventStream
-from .messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
 
 __all__ = [
     "Context",
@@ -22,6 +22,7 @@ __all__ = [
     "StreamOptions",
     "ThinkingLevel",
     "Tool",
+    "usage_with_cost",
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -116,6 +117,21 @@ class StreamOptions:
             f"StreamOptions(api_key={key}, max_retries={self.max_retries}, "
             f"timeout_ms={self.timeout_ms}, idle_timeout_ms={self.idle_timeout_ms})"
         )
+
+
+def usage_with_cost(model: Model, usage: Usage) -> Usage:
+    """Fill in ``usage.cost`` from the model's prices (and ``total_tokens``); returns ``usage``."""
+    price = model.cost
+    cost = Cost(
+        input=usage.input * price.input / 1e6,
+        output=usage.output * price.output / 1e6,
+        cache_read=usage.cache_read * price.cache_read / 1e6,
+        cache_write=usage.cache_write * price.cache_write / 1e6,
+    )
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    usage.cost = cost
+    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+    return usage
 
 
 class StreamFn(Protocol):

@@ -42,7 +42,7 @@ from ..ai import (
     abortable_sleep,
 )
 from ..ai import stream as default_stream
-from ..ai.messages import now_ms, text_of
+from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow, is_recoverable_length
 from ..ai.retry import RetryPolicy, is_retryable_assistant_error
 from ._compaction import CompactionSummaryMessage, context_tokens, plan_compaction, summarize
@@ -140,7 +140,8 @@ class AgentSession:
         self._compaction_controller: AbortController | None = None
         self._overflow_attempted = False
         self._last_assistant: AssistantMessage | None = None
-        self._last_compaction_at = 0
+        self._assistant_seq: dict[int, tuple[AssistantMessage, int]] = {}
+        self._compaction_seq = -1
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self.budget = RunBudget(self.settings.budget)
@@ -352,6 +353,8 @@ class AgentSession:
             message = event.message  # type: ignore[union-attr]
             if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
                 message.error_message = self._abort_reason
+            if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+                self.store.append_message(message)  # durable before anyone is told (unlike Pi: after)
         elif kind == "turn_end":
             self._disarm("turn")
         if kind == "agent_end":
@@ -366,11 +369,10 @@ class AgentSession:
                 self._stop(exceeded)
 
     def _after_message(self, message: AgentMessage) -> None:
-        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
-            self.store.append_message(message)
         if not isinstance(message, AssistantMessage):
             return
         self._last_assistant = message
+        self._assistant_seq[id(message)] = (message, len(self._assistant_seq))
         self.budget.record(message)
         if message.stop_reason not in ("error", "length"):
             self._overflow_attempted = False
@@ -441,7 +443,7 @@ class AgentSession:
         settings = self.settings.compaction
         if not settings.enabled or (skip_aborted and message.stop_reason == "aborted"):
             return False
-        if message.timestamp <= self._last_compaction_at:
+        if self._older_than_compaction(message):
             return False
         model = self.model
         same_model = message.provider == model.provider and message.model == model.id
@@ -462,6 +464,13 @@ class AgentSession:
         if context_tokens(self.agent.state.messages) > window - settings.reserve_tokens:
             return await self._auto_compact("threshold", will_retry=False)
         return False
+
+    def _older_than_compaction(self, message: AssistantMessage) -> bool:
+        """Pi compares timestamps; replies can land within the same millisecond, so we count replies."""
+        if self._compaction_seq < 0:
+            return False
+        known = self._assistant_seq.get(id(message))
+        return known is None or known[0] is not message or known[1] < self._compaction_seq
 
     def _drop_failed_reply(self) -> None:
         messages = self.agent.state.messages
@@ -536,7 +545,7 @@ class AgentSession:
         if self.store is not None:
             self.store.append_compaction(summary.summary, plan.keep[0] if plan.keep else None, plan.tokens_before)
         self.agent.state.messages = [summary, *plan.keep]
-        self._last_compaction_at = summary.timestamp = now_ms()
+        self._compaction_seq = len(self._assistant_seq)
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
         return True
 

@@ -6,7 +6,9 @@ Queue replies with :meth:`FauxProvider.set_responses` / :meth:`FauxProvider.appe
 in chunks of ``token_size`` tokens of 4 characters, paced at ``tokens_per_second`` if given. Behaviour is
 Pi's faux provider (PI-SPEC §9.7): abort is checked before the first chunk and between chunks and gives the
 partial so far with ``stop_reason="aborted"`` and "Request was aborted"; an empty queue gives an ``error``
-message "No more faux responses queued"; usage is estimated as ceil(characters / 4).
+message "No more faux responses queued"; usage is estimated as ceil(characters / 4). Unlike Pi's, a faux model
+given prices (``models=[{"id": "pricey", "cost": {"input": 3, "output": 15}}]``, dollars per million tokens)
+reports a cost, so budgets can be shown without a paid provider.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, TypeAlias
 from .._abort import AbortSignal, abortable_sleep
 from .._builder import MessageBuilder
 from .._events import AssistantMessageEvent, ErrorEvent
-from .._model import Context, Model, StreamOptions
+from .._model import Context, Model, ModelCost, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
     AssistantMessage,
@@ -43,6 +45,7 @@ __all__ = [
     "faux_tool_call",
 ]
 
+_FREE = ModelCost()
 FAUX_API = "faux"
 FAUX_PROVIDER = "faux"
 _counter = 0
@@ -195,13 +198,13 @@ class FauxProvider:
                 if inspect.isawaitable(outcome):
                     await outcome
             if step is None:
-                builder.message.usage = self._usage(context, options, [])
+                builder.message.usage = self._usage(context, options, [], model)
                 yield builder.error("error", "No more faux responses queued")
                 return
             script = step(context, options, self.state, model) if callable(step) else step
             if inspect.isawaitable(script):
                 script = await script
-            builder.message.usage = self._usage(context, options, script.content)
+            builder.message.usage = self._usage(context, options, script.content, model)
             if signal is not None and signal.aborted:
                 yield _aborted(builder)
                 return
@@ -251,10 +254,11 @@ class FauxProvider:
         return await abortable_sleep(math.ceil(len(chunk) / 4) / self.tokens_per_second, signal)
 
     # -- usage ----------------------------------------------------------------------------------------
-    def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any]) -> Usage:
-        return usage_estimate(
+    def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any], model: Model) -> Usage:
+        usage = usage_estimate(
             self._meter, self._prompt_cache, context, output, options.session_id, options.cache_retention
         )
+        return usage_with_cost(model, usage) if model.cost != _FREE else usage
 
 
 def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[int, str], Any], Callable[[int], Any]]:

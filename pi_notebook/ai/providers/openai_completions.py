@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import httpx
 
-from .._http import ProviderError, ProviderRun, iter_sse, run_provider, send_with_retry, timeout_for, usage_with_cost
+from .._http import ProviderError, ProviderRun, iter_sse, run_provider, send_with_retry, timeout_for
 from .._keys import resolve_api_key
-from .._model import Context, Model, StreamOptions
+from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
     AssistantMessage,
