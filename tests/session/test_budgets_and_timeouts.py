@@ -110,7 +110,7 @@ async def test_turn_timeout_aborts_with_the_reason() -> None:
 
 
 async def test_a_budget_breach_is_reported_once_and_not_retried() -> None:
-    session, rec, faux = make_session(
+    session, rec, _faux = make_session(
         [*calls("echo", 4), reply()], tools=[echo_tool()], settings={"budget": {"max_turns": 1}}
     )
     await session.prompt("go")
@@ -131,7 +131,7 @@ async def test_the_budget_resets_per_operation() -> None:
 
 
 async def test_tool_timeout_gives_an_error_result_and_the_run_continues() -> None:
-    session, rec, faux = make_session(
+    session, rec, _faux = make_session(
         [calls("wait", 1)[0], reply("carried on")], tools=[waiting_tool()], settings={"timeouts": {"tool_ms": 30}}
     )
     await asyncio.wait_for(session.prompt("go"), timeout=5)
@@ -174,7 +174,7 @@ async def test_a_timed_out_tool_that_ignores_its_signal_is_cancelled_after_the_g
 
 async def test_provider_timeouts_reach_the_stream_options() -> None:
     seen: list[Any] = []
-    session, _, faux = make_session(
+    session, _, _faux = make_session(
         [reply()],
         settings={
             "retry": {"provider": {"max_retries": 2, "timeout_ms": 1234, "max_retry_delay_ms": 500}},

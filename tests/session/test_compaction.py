@@ -106,7 +106,7 @@ async def test_threshold_compaction_does_not_retry() -> None:
 
 
 async def test_a_failed_summarization_is_reported_and_the_run_settles() -> None:
-    session, rec, faux = make_session(
+    session, rec, _faux = make_session(
         [error(OVERFLOW), error("401 invalid_api_key")], messages=history(6), settings=settings()
     )
     await session.prompt("go")
@@ -116,7 +116,7 @@ async def test_a_failed_summarization_is_reported_and_the_run_settles() -> None:
 
 
 async def test_summarization_retries_transient_errors() -> None:
-    session, rec, faux = make_session(
+    session, rec, _faux = make_session(
         [error(OVERFLOW), error("terminated"), reply("summary"), reply("ok")], messages=history(6), settings=settings()
     )
     await session.prompt("go")
@@ -130,7 +130,7 @@ async def test_summarization_retries_transient_errors() -> None:
 
 
 async def test_session_abort_stops_a_running_compaction() -> None:
-    session, rec, faux = make_session(
+    session, rec, _faux = make_session(
         [error(OVERFLOW), faux_assistant_message("summary " * 2000), reply("never")],
         messages=history(6),
         settings=settings(),
@@ -156,7 +156,7 @@ async def test_manual_compaction_replaces_history_and_nothing_to_compact_raises(
 
 
 async def test_a_failed_manual_compaction_raises_with_the_reason() -> None:
-    session, rec, _ = make_session([error("401 invalid_api_key")], messages=history(6), settings=settings())
+    session, _rec, _ = make_session([error("401 invalid_api_key")], messages=history(6), settings=settings())
     with pytest.raises(RuntimeError, match="Compaction failed: Summarization failed: 401 invalid_api_key"):
         await session.compact()
     assert session.is_idle

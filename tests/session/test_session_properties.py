@@ -75,7 +75,7 @@ async def scenario(actions: list[tuple[Any, ...]], replies: list[str]) -> None:
             try:
                 await coroutine
             except RuntimeError as exc:  # continue_ from an assistant tail with nothing queued
-                assert "Cannot continue" in str(exc) or "No messages" in str(exc)
+                assert "Cannot continue" in str(exc) or "No messages" in str(exc)  # noqa: PT017
 
         operations.append(asyncio.create_task(run()))
         await asyncio.sleep(0)
