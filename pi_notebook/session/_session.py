@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from ..agent import Agent, AgentEvent, AgentMessage, AgentTool, RequestContext, TurnUpdate
@@ -105,29 +106,18 @@ class AgentSession:
         prepare_request: Callable[..., Any] | None = None,
         **agent_options: Any,
     ) -> None:
-        self.settings = settings or Settings()
         self.store = store
         self._user_prepare_request = prepare_request
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
-        provider = self.settings.retry.provider
-        timeouts = self.settings.timeouts
         self.agent = Agent(
             stream_fn=stream_fn or default_stream,
             model=model,
-            tools=[guard_tool(tool, timeouts) for tool in tools],
             messages=history,
-            steering_mode=self.settings.steering_mode,
-            follow_up_mode=self.settings.follow_up_mode,
-            tool_execution=self.settings.tool_execution,
             prepare_request=self._before_request,
-            stream_options=StreamOptions(
-                max_retries=provider.max_retries,
-                max_retry_delay_ms=provider.max_retry_delay_ms,
-                timeout_ms=provider.timeout_ms,
-                idle_timeout_ms=timeouts.http_idle_ms or None,
-            ),
             **agent_options,
         )
+        self._tools = list(tools)
+        self.settings = settings or Settings()
         self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
         self._listeners: tuple[SessionListener, ...] = ()
         self._active = False
@@ -144,8 +134,44 @@ class AgentSession:
         self._compaction_seq = -1
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
-        self.budget = RunBudget(self.settings.budget)
         self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    # -- configuration ----------------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        """Apply new settings (queue modes, tool execution and timeouts, provider options, budget).
+        Takes effect from the next operation; raises while one is active."""
+        if getattr(self, "_active", False):
+            raise SessionBusyError("Settings cannot change while an operation is active.")
+        self._settings = settings
+        agent = self.agent
+        agent.steering_mode = settings.steering_mode
+        agent.follow_up_mode = settings.follow_up_mode
+        agent.tool_execution = settings.tool_execution
+        provider = settings.retry.provider
+        agent.stream_options = replace(
+            agent.stream_options,
+            max_retries=provider.max_retries,
+            max_retry_delay_ms=provider.max_retry_delay_ms,
+            timeout_ms=provider.timeout_ms,
+            idle_timeout_ms=settings.timeouts.http_idle_ms or None,
+        )
+        agent.state.tools = [guard_tool(tool, settings.timeouts) for tool in self._tools]
+        self.budget = RunBudget(settings.budget)
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        """The tools as given (the agent holds them wrapped with the timeout guard)."""
+        return list(self._tools)
+
+    @tools.setter
+    def tools(self, tools: Iterable[AgentTool]) -> None:
+        self._tools = list(tools)
+        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts) for tool in self._tools]
 
     # -- observation ------------------------------------------------------------------------------------
     @property

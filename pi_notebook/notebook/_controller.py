@@ -1,0 +1,140 @@
+"""The notebook's one session and its runs: ``configure()``, ``get_session()``, starting runs, the SIGINT hook.
+
+The default model is the offline faux model: no key, no network; its reply explains how to connect a real
+provider (``%pi model openai:gpt-4o-mini`` with ``OPENAI_API_KEY`` set, and so on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from ..agent import AgentTool
+from ..ai import Context, Model, StreamFn, StreamOptions, UserMessage
+from ..ai.messages import text_of
+from ..ai.models import SPEC_HELP, model_from_spec
+from ..ai.providers.faux import FauxProvider, faux_assistant_message
+from ..session import AgentSession, Settings
+from ._run import Run
+
+__all__ = ["NotebookAgent", "configure", "default_faux", "get_agent", "get_session"]
+
+WELCOME = (
+    "Hello! I am **the faux model**: a scripted stand-in that works offline, with no API key.\n\n"
+    "You said: *{prompt}*\n\n"
+    "To talk to a real model, set a key and pick one:\n\n"
+    "- OpenAI: set `OPENAI_API_KEY`, then `%pi model openai:gpt-4o-mini`\n"
+    "- Anthropic: set `ANTHROPIC_API_KEY`, then `%pi model anthropic:claude-sonnet-4-5`\n"
+    "- A local server (Ollama, vLLM, llama.cpp, LM Studio): "
+    "`%pi model openai-compatible:http://127.0.0.1:11434/v1:llama3.2`\n\n"
+    "Meanwhile, try **Stop** while I stream, or queue a follow-up in the box below."
+)
+
+
+def default_faux(tokens_per_second: float = 40) -> FauxProvider:
+    """The notebook's default model: streams a short explanation of itself for any prompt."""
+    faux = FauxProvider(tokens_per_second=tokens_per_second, token_size=(1, 2), seed=0)
+
+    def answer(context: Context, options: StreamOptions, state: Any, model: Model) -> Any:
+        prompt = next((text_of(m) for m in reversed(context.messages) if isinstance(m, UserMessage)), "")
+        faux.append_responses([answer])  # always have a reply ready for the next request
+        return faux_assistant_message(WELCOME.format(prompt=prompt.strip() or "(nothing)"))
+
+    faux.set_responses([answer])
+    return faux
+
+
+@dataclass
+class NotebookAgent:
+    """What ``%pi`` drives: one session, its runs, and how it was configured."""
+
+    session: AgentSession
+    model_spec: str
+    faux: FauxProvider | None = None
+    runs: list[Run] = field(default_factory=list)
+    interrupt_hook: bool = False
+    _previous_sigint: Any = None
+
+    @property
+    def active_run(self) -> Run | None:
+        return next((run for run in reversed(self.runs) if not run.done), None)
+
+    def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
+        run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
+        self.runs.append(run)
+        return run
+
+    def abort_active(self) -> None:
+        for run in self.runs:
+            if not run.done:
+                run.abort()
+
+    # -- SIGINT while idle ------------------------------------------------------------------------------
+    def set_interrupt_hook(self, on: bool) -> None:
+        """Opt-in: SIGINT while the kernel is idle (the interrupt button) aborts active runs.
+
+        ipykernel ignores SIGINT while idle and installs its own handler while a cell executes, restoring
+        ours afterwards; so this only acts between cells, where nothing else would.
+        """
+        if on == self.interrupt_hook:
+            return
+        if on:
+            loop = asyncio.get_running_loop()
+
+            def handler(signum: int, frame: FrameType | None) -> None:
+                loop.call_soon_threadsafe(self.abort_active)
+
+            self._previous_sigint = signal.signal(signal.SIGINT, handler)
+        else:
+            signal.signal(signal.SIGINT, self._previous_sigint or signal.SIG_IGN)
+        self.interrupt_hook = on
+
+
+_agent: NotebookAgent | None = None
+
+
+def configure(
+    model: Model | str | None = None,
+    stream_fn: StreamFn | None = None,
+    tools: Iterable[AgentTool] = (),
+    settings: Settings | None = None,
+    **session_options: Any,
+) -> AgentSession:
+    """(Re)create the notebook's session. ``model`` is a :class:`~pi_notebook.ai.Model` or a spec string
+    (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. An active
+    run of the previous session is aborted."""
+    global _agent
+    if _agent is not None:
+        _agent.abort_active()
+        _agent.session.dispose()
+    faux = None
+    spec = "faux"
+    if isinstance(model, str) and model.strip() != "faux":
+        spec = model
+        model = model_from_spec(model)
+    elif isinstance(model, Model):
+        spec = f"{model.provider}:{model.id}"
+    elif stream_fn is None:
+        faux = default_faux()
+        model, stream_fn = faux.model, faux.stream
+    if not isinstance(model, Model):
+        raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
+    session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
+    _agent = NotebookAgent(session=session, model_spec=spec, faux=faux)
+    return session
+
+
+def get_agent() -> NotebookAgent:
+    if _agent is None:
+        configure()
+    assert _agent is not None
+    return _agent
+
+
+def get_session() -> AgentSession:
+    """The notebook's session (created with the faux model on first use)."""
+    return get_agent().session

@@ -1,0 +1,328 @@
+"""``%pi`` and ``%%pi``: start runs on the kernel's event loop and control them.
+
+Magics cannot be coroutines (ipython#11314), so a run is started as a task and the magic returns at once
+with its :class:`Run`. ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of the active run,
+which IPython then runs as an async cell. Every error becomes a short message; bad arguments print the
+usage. Without a running loop (plain terminal IPython) runs complete before the magic returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import Markdown, display
+
+from ..ai import stream as default_stream
+from ..ai.models import SPEC_HELP, model_from_spec
+from ..session import SettingsError
+from ._controller import NotebookAgent, default_faux, get_agent
+from ._run import Run
+
+__all__ = ["USAGE", "PiMagics", "wait_transformer"]
+
+USAGE = f"""\
+usage:
+  %pi <prompt>              start a run (while one is active: queue <prompt> as a follow-up)
+  %%pi                      the cell body is the prompt
+  %pi steer <text>          deliver <text> after the current turn
+  %pi follow <text>         deliver <text> when the agent would stop
+  %pi abort                 stop the active run (queued messages are handed back)
+  %pi continue              continue from the transcript (queued messages first)
+  %pi wait                  wait for the active run to settle and show its report
+  %pi status                session state, model, queue, budget
+  %pi events [N]            the event log and transcript of run N (default: the last)
+  %pi queue                 the queued steering and follow-up messages
+  %pi clear-queue           take every queued message back
+  %pi model [SPEC]          show or set the model ({SPEC_HELP})
+  %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
+  %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
+  %pi help                  this text
+A prompt that starts with one of these words: %pi -- steer the ship"""
+
+_WAIT = re.compile(r"^(\s*)%pi\s+wait\s*$")
+
+
+def wait_transformer(lines: list[str]) -> list[str]:
+    """Rewrite ``%pi wait`` lines into ``await`` expressions, so the cell runs async and really waits."""
+    return [
+        _WAIT.sub(r"\1await get_ipython().run_line_magic('pi', 'wait')", line.rstrip("\n")) + "\n"
+        if _WAIT.match(line)
+        else line
+        for line in lines
+    ]
+
+
+class _Ready:
+    """An awaitable that is already done, so ``await %pi wait`` works with or without an active run."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # makes this a generator function
+
+
+class UsageError(Exception):
+    """Bad arguments: print the message and the usage."""
+
+
+@magics_class
+class PiMagics(Magics):
+    @line_cell_magic
+    def pi(self, line: str, cell: str | None = None) -> Any:
+        """Run and control agent runs; ``%pi help`` lists the sub-commands."""
+        try:
+            if cell is not None:
+                if line.strip():
+                    raise UsageError("%%pi takes no arguments; the cell body is the prompt")
+                return self._prompt(cell)
+            return self._dispatch(line)
+        except UsageError as exc:
+            print(f"pi: {exc}\n\n{USAGE}")  # noqa: T201 - magics talk to the user through stdout
+        except (ValueError, SettingsError, RuntimeError) as exc:
+            print(f"pi: {exc}")  # noqa: T201
+        except Exception as exc:  # never a bare traceback from a magic
+            print(f"pi: internal error ({type(exc).__name__}): {exc}")  # noqa: T201
+        return None
+
+    def _dispatch(self, line: str) -> Any:
+        text = line.strip()
+        if not text:
+            raise UsageError("nothing to do")
+        word, _, rest = text.partition(" ")
+        rest = rest.strip()
+        if word == "--":
+            return self._prompt(rest)
+        command = self._commands().get(word)
+        if command is None:
+            return self._prompt(text)
+        return command(rest)
+
+    def _commands(self) -> dict[str, Callable[[str], Any]]:
+        return {
+            "steer": self._steer,
+            "follow": self._follow,
+            "abort": self._abort,
+            "continue": self._continue,
+            "wait": self._wait,
+            "status": self._status,
+            "events": self._events,
+            "queue": self._queue,
+            "clear-queue": self._clear_queue,
+            "model": self._model,
+            "settings": self._settings,
+            "interrupt": self._interrupt,
+            "help": lambda rest: print(USAGE),  # noqa: T201
+        }
+
+    # -- runs -------------------------------------------------------------------------------------------
+    def _prompt(self, text: str) -> Run | None:
+        text = text.strip()
+        if not text:
+            raise UsageError("empty prompt")
+        agent = get_agent()
+        if not agent.session.is_idle:
+            _await_now(agent.session.follow_up(text))
+            print(f"pi: a run is active; queued as a follow-up: {text!r}")  # noqa: T201
+            return None
+        return _start(agent, text, lambda: agent.session.prompt(text))
+
+    def _continue(self, rest: str) -> Run | None:
+        _no_args("continue", rest)
+        agent = get_agent()
+        if not agent.session.is_idle:
+            raise RuntimeError("a run is active; it continues on its own")
+        return _start(agent, "(continue)", agent.session.continue_)
+
+    def _steer(self, rest: str) -> None:
+        if not rest:
+            raise UsageError("steer needs the text to deliver")
+        _await_now(get_agent().session.steer(rest))
+        print(f"pi: steering queued: {rest!r}")  # noqa: T201
+
+    def _follow(self, rest: str) -> None:
+        if not rest:
+            raise UsageError("follow needs the text to deliver")
+        _await_now(get_agent().session.follow_up(rest))
+        print(f"pi: follow-up queued: {rest!r}")  # noqa: T201
+
+    def _abort(self, rest: str) -> None:
+        _no_args("abort", rest)
+        agent = get_agent()
+        run = agent.active_run
+        if run is None and agent.session.is_idle:
+            print("pi: nothing to abort")  # noqa: T201
+            return
+        if run is not None:
+            run.abort()
+        else:
+            _await_now(agent.session.abort())
+        print("pi: stopping")  # noqa: T201
+
+    def _wait(self, rest: str) -> Any:
+        _no_args("wait", rest)
+        agent = get_agent()
+        run = agent.active_run or (agent.runs[-1] if agent.runs else None)
+        if run is None:
+            print("pi: no run yet")  # noqa: T201
+            return _Ready(None)
+        if run.done:
+            return _Ready(run.report())
+        return run  # awaited by the cell (see wait_transformer)
+
+    # -- inspection -------------------------------------------------------------------------------------
+    def _status(self, rest: str) -> None:
+        _no_args("status", rest)
+        agent = get_agent()
+        session = agent.session
+        run = agent.active_run
+        state = "idle" if session.is_idle else ("retrying" if session.is_retrying else "running")
+        queue = session.queue
+        lines = [
+            f"state: {state}" + (f" (run {run.number})" if run else ""),
+            f"model: {agent.model_spec} ({session.model.api}, {session.model.id})",
+            f"runs: {len(agent.runs)}; transcript: {len(session.messages)} messages",
+            f"queue: {len(queue.steering)} steering, {len(queue.follow_up)} follow-up",
+            f"interrupt hook: {'on' if agent.interrupt_hook else 'off'}",
+        ]
+        if run is not None:
+            lines.append(f"usage: {run._usage_line()}")
+        print("\n".join(lines))  # noqa: T201
+
+    def _events(self, rest: str) -> None:
+        agent = get_agent()
+        if not agent.runs:
+            print("pi: no run yet")  # noqa: T201
+            return
+        if rest:
+            try:
+                number = int(rest)
+                run = agent.runs[number - 1]
+            except (ValueError, IndexError):
+                raise UsageError(f"no run {rest!r} (runs: 1..{len(agent.runs)})") from None
+        else:
+            run = agent.runs[-1]
+        _show_markdown(run.report().markdown)
+
+    def _queue(self, rest: str) -> None:
+        _no_args("queue", rest)
+        queue = get_agent().session.queue
+        if not queue.steering and not queue.follow_up:
+            print("pi: the queue is empty")  # noqa: T201
+            return
+        for text in queue.steering:
+            print(f"steer: {text}")  # noqa: T201
+        for text in queue.follow_up:
+            print(f"follow-up: {text}")  # noqa: T201
+
+    def _clear_queue(self, rest: str) -> None:
+        _no_args("clear-queue", rest)
+        snapshot = get_agent().session.clear_queue()
+        taken = [*snapshot.steering, *snapshot.follow_up]
+        print("pi: " + (f"took back {len(taken)}: " + "; ".join(map(repr, taken)) if taken else "the queue was empty"))  # noqa: T201
+
+    # -- configuration ----------------------------------------------------------------------------------
+    def _model(self, rest: str) -> None:
+        agent = get_agent()
+        if not rest:
+            print(f"pi: model {agent.model_spec} ({agent.session.model.api}, {agent.session.model.id})")  # noqa: T201
+            return
+        if not agent.session.is_idle:
+            raise RuntimeError("a run is active; wait for it (or abort) before switching models")
+        _set_model(agent, rest)
+        print(f"pi: model set to {agent.model_spec}")  # noqa: T201
+
+    def _settings(self, rest: str) -> None:
+        agent = get_agent()
+        if not rest:
+            print(agent.session.settings.model_dump_json(indent=2))  # noqa: T201
+            return
+        changes: dict[str, Any] = {}
+        for item in shlex.split(rest):
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise UsageError(f"expected KEY=VALUE, got {item!r}")
+            node = changes
+            parts = key.split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = None if value.lower() in ("none", "null") else value
+        if not agent.session.is_idle:
+            raise RuntimeError("a run is active; change settings once it has settled")
+        agent.session.settings = agent.session.settings.updated(**changes)
+        print(f"pi: settings updated: {rest}")  # noqa: T201
+
+    def _interrupt(self, rest: str) -> None:
+        if rest not in ("on", "off"):
+            raise UsageError("interrupt takes 'on' or 'off'")
+        _require_loop("%pi interrupt")
+        get_agent().set_interrupt_hook(rest == "on")
+        print(f"pi: interrupt hook {rest}")  # noqa: T201
+
+
+def _show_markdown(text: str) -> None:
+    display(Markdown(text))  # type: ignore[no-untyped-call]
+
+
+def _no_args(command: str, rest: str) -> None:
+    if rest:
+        raise UsageError(f"{command} takes no arguments")
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _require_loop(what: str) -> None:
+    if _running_loop() is None:
+        raise RuntimeError(f"{what} needs a running event loop (a Jupyter kernel)")
+
+
+def _await_now(coroutine: Any) -> None:
+    """Run a quick coroutine (queueing, abort) from a magic: scheduled on the kernel loop, or run to the end
+    when there is no loop."""
+    loop = _running_loop()
+    if loop is None:
+        asyncio.run(coroutine)
+    else:
+        task = loop.create_task(coroutine)
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _start(agent: NotebookAgent, label: str, operation: Callable[[], Any]) -> Run | None:
+    if _running_loop() is not None:
+        return agent.start(label, operation)
+
+    async def complete() -> Any:  # plain IPython: no loop outlives the cell, so run to the end here
+        run = agent.start(label, operation, with_view=False)
+        return await run
+
+    report = asyncio.run(complete())
+    _show_markdown(report.markdown)
+    return None
+
+
+def _set_model(agent: NotebookAgent, spec: str) -> None:
+    spec = spec.strip()
+    session = agent.session
+    if spec == "faux":
+        faux = agent.faux or default_faux()
+        session.model, session.agent.stream_fn = faux.model, faux.stream
+        agent.faux = faux
+    else:
+        model = model_from_spec(spec)
+        session.model, session.agent.stream_fn = model, default_stream
+    agent.model_spec = spec

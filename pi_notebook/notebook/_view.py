@@ -1,0 +1,178 @@
+"""The run widget: a Stop button, the streaming transcript with tool panels, the queue box, the event log.
+
+``RunView`` (an ipywidgets ``VBox``) holds real ipywidgets buttons (``stop_button``, ``cancel_retry_button``,
+``steer_button``, ``follow_up_button``) and the queue ``input`` box, around a ``TranscriptWidget``
+(anywidget) that renders markdown and the event log in the browser.
+
+Bytes over the comm grow linearly with the text: the transcript travels as *operations* (new message, append
+text, tool output, event-log line), batched at most every ``FLUSH_INTERVAL`` seconds (≤ 20 updates/s); a
+view that appears later (a re-render, a second output) asks for a snapshot, which is the operation log
+replayed once. Button handlers may run on a comm thread (JupyterLab ≥ 4.4 sends comm messages over
+subshells), so they only hand their work to the kernel's event loop with ``call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets as widgets
+import traitlets
+
+__all__ = ["FLUSH_INTERVAL", "RunView", "TranscriptWidget"]
+
+FLUSH_INTERVAL = 0.05
+_STATIC = Path(__file__).parent / "static"
+
+
+class TranscriptWidget(anywidget.AnyWidget):
+    """Transcript, tool panels, status line, retry countdown and event log, fed by operation batches."""
+
+    _esm = _STATIC / "run_view.js"
+    _css = _STATIC / "run_view.css"
+    title = traitlets.Unicode("").tag(sync=True)
+    state = traitlets.Unicode("starting").tag(sync=True)
+    """starting | streaming | running tool | retrying | compacting | settled | aborted"""
+    usage = traitlets.Unicode("").tag(sync=True)
+    retry_deadline = traitlets.Float(0.0).tag(sync=True)
+    """Epoch milliseconds when the automatic retry fires (0: no retry pending); the browser counts down."""
+    retry_text = traitlets.Unicode("").tag(sync=True)
+    queue = traitlets.List(traitlets.Unicode(), []).tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ops: list[dict[str, Any]] = []
+        self._pending: list[dict[str, Any]] = []
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.sent_batches = 0
+        self.on_msg(self._on_frontend_message)
+
+    def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
+
+    def add(self, op: dict[str, Any]) -> None:
+        """Queue an operation for the next batch (merging consecutive text appends)."""
+        self.ops.append(op)
+        pending = self._pending
+        last = pending[-1] if pending else None
+        if (
+            last is not None
+            and op["op"] in ("append", "thinking")
+            and last["op"] == op["op"]
+            and last["id"] == op["id"]
+        ):
+            pending[-1] = {**last, "text": last["text"] + op["text"]}
+        else:
+            pending.append(op)
+        if self._flush_handle is None and self._loop is not None:
+            self._flush_handle = self._loop.call_later(FLUSH_INTERVAL, self.flush)
+
+    def flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self.sent_batches += 1
+            self.send({"type": "batch", "ops": batch})
+
+    def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "hello":
+            self._call_in_loop(self._send_snapshot)
+
+    def _send_snapshot(self) -> None:
+        self.flush()
+        self.send({"type": "snapshot", "ops": _compact(self.ops)})
+
+    def _call_in_loop(self, callback: Callable[[], None]) -> None:
+        if self._loop is None:
+            callback()
+        else:
+            self._loop.call_soon_threadsafe(callback)
+
+
+def _compact(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The operation log with consecutive appends merged, for a snapshot."""
+    out: list[dict[str, Any]] = []
+    for op in ops:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and op["op"] in ("append", "thinking")
+            and last["op"] == op["op"]
+            and last["id"] == op["id"]
+        ):
+            out[-1] = {**last, "text": last["text"] + op["text"]}
+        else:
+            out.append(op)
+    return out
+
+
+class RunView(widgets.VBox):  # type: ignore[misc]
+    """One run's widget. Actions are callbacks given by the run; see the module docstring for threading."""
+
+    def __init__(
+        self,
+        *,
+        title: str,
+        on_stop: Callable[[], None],
+        on_cancel_retry: Callable[[], None],
+        on_steer: Callable[[str], None],
+        on_follow_up: Callable[[str], None],
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.loop = loop
+        self.transcript = TranscriptWidget(title=title)
+        self.transcript.bind(loop)
+        self.stop_button = widgets.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            tooltip="Stop this run (queued messages come back to the box below)",
+        )
+        self.cancel_retry_button = widgets.Button(
+            description="Cancel retry", icon="times", layout=widgets.Layout(display="none")
+        )
+        self.input = widgets.Textarea(
+            placeholder="Steer the running agent, or queue a follow-up…", rows=2, layout=widgets.Layout(width="100%")
+        )
+        self.steer_button = widgets.Button(description="Steer", tooltip="Deliver after the current turn")
+        self.follow_up_button = widgets.Button(description="Follow up", tooltip="Deliver when the agent would stop")
+        self.stop_button.on_click(lambda _: self._marshal(on_stop))
+        self.cancel_retry_button.on_click(lambda _: self._marshal(on_cancel_retry))
+        self.steer_button.on_click(lambda _: self._send_input(on_steer))
+        self.follow_up_button.on_click(lambda _: self._send_input(on_follow_up))
+        controls = widgets.HBox([self.stop_button, self.cancel_retry_button])
+        queue_box = widgets.HBox(
+            [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
+            layout=widgets.Layout(width="100%"),
+        )
+        self.queue_panel = queue_box
+        super().__init__([controls, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
+        self.add_class("pi-run-view")
+
+    def _marshal(self, action: Callable[[], None]) -> None:
+        if self.loop is None:
+            action()
+        else:
+            self.loop.call_soon_threadsafe(action)
+
+    def _send_input(self, action: Callable[[str], None]) -> None:
+        text = self.input.value.strip()
+        if not text:
+            return
+        self.input.value = ""
+        self._marshal(lambda: action(text))
+
+    def settle(self, aborted: bool) -> None:
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopped" if aborted else "Done"
+        self.cancel_retry_button.layout.display = "none"
+        self.transcript.flush()
+
+    def show_retry(self, visible: bool) -> None:
+        self.cancel_retry_button.layout.display = None if visible else "none"
