@@ -60,6 +60,11 @@ class NotebookAgent:
     _previous_sigint: Any = None
 
     @property
+    def busy(self) -> bool:
+        """A run was started and has not settled (its task may not have begun yet), or the session works."""
+        return self.active_run is not None or not self.session.is_idle
+
+    @property
     def active_run(self) -> Run | None:
         return next((run for run in reversed(self.runs) if not run.done), None)
 
@@ -74,11 +79,12 @@ class NotebookAgent:
                 run.abort()
 
     # -- SIGINT while idle ------------------------------------------------------------------------------
-    def set_interrupt_hook(self, on: bool) -> None:
+    def set_interrupt_hook(self, on: bool, kernel: Any = None) -> None:
         """Opt-in: SIGINT while the kernel is idle (the interrupt button) aborts active runs.
 
-        ipykernel ignores SIGINT while idle and installs its own handler while a cell executes, restoring
-        ours afterwards; so this only acts between cells, where nothing else would.
+        ipykernel ignores SIGINT while idle; around each request it installs its own handler and then restores
+        the one it saved (``kernel.saved_sigint_handler``), so the hook is installed there as well as now.
+        While a cell runs, ipykernel's handler wins: an awaiting cell is cancelled, which aborts its run too.
         """
         if on == self.interrupt_hook:
             return
@@ -88,9 +94,13 @@ class NotebookAgent:
             def handler(signum: int, frame: FrameType | None) -> None:
                 loop.call_soon_threadsafe(self.abort_active)
 
-            self._previous_sigint = signal.signal(signal.SIGINT, handler)
+            self._previous_sigint = getattr(kernel, "saved_sigint_handler", None) or signal.getsignal(signal.SIGINT)
+            installed: Any = handler
         else:
-            signal.signal(signal.SIGINT, self._previous_sigint or signal.SIG_IGN)
+            installed = self._previous_sigint or signal.SIG_IGN
+        signal.signal(signal.SIGINT, installed)
+        if kernel is not None:
+            kernel.saved_sigint_handler = installed
         self.interrupt_hook = on
 
 

@@ -127,7 +127,7 @@ class PiMagics(Magics):
         if not text:
             raise UsageError("empty prompt")
         agent = get_agent()
-        if not agent.session.is_idle:
+        if agent.busy:
             _await_now(agent.session.follow_up(text))
             print(f"pi: a run is active; queued as a follow-up: {text!r}")  # noqa: T201
             return None
@@ -136,7 +136,7 @@ class PiMagics(Magics):
     def _continue(self, rest: str) -> Run | None:
         _no_args("continue", rest)
         agent = get_agent()
-        if not agent.session.is_idle:
+        if agent.busy:
             raise RuntimeError("a run is active; it continues on its own")
         return _start(agent, "(continue)", agent.session.continue_)
 
@@ -233,7 +233,7 @@ class PiMagics(Magics):
         if not rest:
             print(f"pi: model {agent.model_spec} ({agent.session.model.api}, {agent.session.model.id})")  # noqa: T201
             return
-        if not agent.session.is_idle:
+        if agent.busy:
             raise RuntimeError("a run is active; wait for it (or abort) before switching models")
         _set_model(agent, rest)
         print(f"pi: model set to {agent.model_spec}")  # noqa: T201
@@ -253,7 +253,7 @@ class PiMagics(Magics):
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
             node[parts[-1]] = None if value.lower() in ("none", "null") else value
-        if not agent.session.is_idle:
+        if agent.busy:
             raise RuntimeError("a run is active; change settings once it has settled")
         agent.session.settings = agent.session.settings.updated(**changes)
         print(f"pi: settings updated: {rest}")  # noqa: T201
@@ -262,7 +262,7 @@ class PiMagics(Magics):
         if rest not in ("on", "off"):
             raise UsageError("interrupt takes 'on' or 'off'")
         _require_loop("%pi interrupt")
-        get_agent().set_interrupt_hook(rest == "on")
+        get_agent().set_interrupt_hook(rest == "on", kernel=getattr(self.shell, "kernel", None))
         print(f"pi: interrupt hook {rest}")  # noqa: T201
 
 

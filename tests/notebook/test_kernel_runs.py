@@ -1,0 +1,196 @@
+"""%pi in a real kernel (jupyter_client): runs on the kernel loop, Stop, queues, interrupts, bad input."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+from kernel_harness import Kernel
+
+pytestmark = pytest.mark.timeout(120)
+
+SLOW_FAUX = """
+import asyncio, time
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider(tokens_per_second={tps}, token_size=(1, 1))
+faux.set_responses([faux_assistant_message("word " * {words}), faux_assistant_message("second run ok"),
+                    faux_assistant_message("third run ok")])
+configure(model=faux.model, stream_fn=faux.stream)
+streaming = asyncio.Event()
+settled_at = []
+def _watch(event):
+    if event.type == "message_update":
+        streaming.set()
+    if event.type == "agent_settled":
+        settled_at.append(time.perf_counter())
+get_session().subscribe(_watch)
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    kernel = Kernel()
+    kernel.run("%load_ext pi_notebook")
+    yield kernel
+    kernel.shutdown()
+
+
+def setup_faux(kernel: Kernel, tps: int = 5000, words: int = 50_000) -> None:
+    kernel.run(SLOW_FAUX.format(tps=tps, words=words))
+
+
+def test_the_magic_returns_at_once_while_the_run_continues(kernel: Kernel) -> None:
+    setup_faux(kernel, tps=2000, words=2000)
+    outcome = kernel.run("run = %pi tell me a long story\nprint('returned', run.done)")
+    assert outcome.elapsed < 1.0
+    assert "returned False" in outcome.text
+    report = kernel.run("await run")
+    assert "agent_settled" in report.text
+    assert report.elapsed > 0.2  # the stream really took time after the magic returned
+    kernel.run("assert run.done and not run.aborted")
+
+
+def test_stop_button_click_settles_aborted_within_100_ms_while_streaming(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("run = %pi stream forever")
+    outcome = kernel.run(
+        textwrap.dedent(
+            """
+            await streaming.wait()
+            clicked = time.perf_counter()
+            run.view.stop_button.click()
+            report = await run
+            print(f"stop_ms={(settled_at[-1] - clicked) * 1000:.1f}")
+            print(run.labels[-3:], run.aborted, run.view.stop_button.disabled)
+            """
+        )
+    )
+    text = outcome.text
+    stop_ms = float(text.split("stop_ms=")[1].split()[0])
+    assert stop_ms < 100, text
+    assert "['turn_end', 'agent_end', 'agent_settled'] True True" in text
+
+
+def test_the_event_log_holds_agent_end_then_agent_settled(kernel: Kernel) -> None:
+    setup_faux(kernel, words=20)
+    kernel.run("run = %pi hi")
+    report = kernel.run("await run").text
+    end = report.index("`agent_end` | will_retry=false")
+    settled = report.index("`agent_settled` | aborted=false")
+    assert end < settled
+    assert "**assistant:** word word" in report
+
+
+def test_stop_restores_queued_messages_to_the_input_box(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("run = %pi stream forever")
+    outcome = kernel.run(
+        textwrap.dedent(
+            """
+            await streaming.wait()
+            %pi steer look at the tests first
+            %pi follow then write the summary
+            await asyncio.sleep(0)  # let the queueing tasks run
+            print(get_session().queue)
+            run.abort()
+            await run
+            print(repr(run.view.input.value))
+            print(get_session().queue)
+            """
+        )
+    )
+    text = outcome.text
+    assert "QueueSnapshot(steering=['look at the tests first'], follow_up=['then write the summary'])" in text
+    assert "'look at the tests first\\n\\nthen write the summary'" in text
+    assert "QueueSnapshot(steering=[], follow_up=[])" in text
+
+
+def test_a_new_run_works_after_an_abort(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("run = %pi stream forever")
+    kernel.run("await streaming.wait()\nrun.abort()\nawait run\nassert run.aborted")
+    kernel.run("run2 = %pi again")
+    report = kernel.run("await run2").text
+    assert "second run ok" in report
+    assert "`agent_settled` | aborted=false" in report
+
+
+def test_a_prompt_while_a_run_is_active_is_queued_as_a_follow_up(kernel: Kernel) -> None:
+    setup_faux(kernel, tps=2000, words=200)
+    outcome = kernel.run("run = %pi first\n%pi and then this")
+    assert "queued as a follow-up: 'and then this'" in outcome.text
+    report = kernel.run("await run").text
+    assert "and then this" in report
+    assert "second run ok" in report
+
+
+def test_percent_pi_wait_really_waits(kernel: Kernel) -> None:
+    setup_faux(kernel, tps=2000, words=300)
+    kernel.run("run = %pi go")
+    outcome = kernel.run("%pi wait")
+    assert "`agent_settled` | aborted=false" in outcome.text
+    kernel.run("assert run.done")
+
+
+def test_cell_magic_body_is_the_prompt(kernel: Kernel) -> None:
+    setup_faux(kernel, words=5)
+    kernel.run("%%pi\nfirst line\nsecond line")
+    report = kernel.run("%pi wait").text
+    assert "> **user:** first line\n> second line" in report
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("%pi", "pi: nothing to do"),
+        ("%pi steer", "pi: steer needs the text to deliver"),
+        ("%pi events 99", "pi: no run"),
+        ("%pi interrupt maybe", "pi: interrupt takes 'on' or 'off'"),
+        ("%pi settings retry.max_retries=-4", "settings.retry.max_retries"),
+        ("%pi settings nonsense", "pi: expected KEY=VALUE"),
+        ("%pi model martian:laser", "unknown model spec 'martian:laser'"),
+        ("%%pi --flag\nbody", "%%pi takes no arguments"),
+    ],
+)
+def test_bad_arguments_print_a_message_never_a_traceback(kernel: Kernel, line: str, expected: str) -> None:
+    kernel.run("from pi_notebook.notebook import configure; configure()")
+    outcome = kernel.run(line, allow_error=True)
+    assert outcome.error is None
+    assert expected in outcome.text
+
+
+def test_a_kernel_interrupt_while_awaiting_a_run_aborts_it(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("run = %pi stream forever")
+    msg_id = kernel.start("await streaming.wait()\nprint('awaiting', flush=True)\nawait run")
+    kernel.wait_for_output(msg_id, "awaiting")
+    kernel.interrupt()
+    outcome = kernel.collect(msg_id)
+    assert outcome.error is not None
+    assert outcome.error["ename"] in ("KeyboardInterrupt", "CancelledError")
+    report = kernel.run("await run").text
+    assert "`agent_settled` | aborted=true" in report
+
+
+def test_interrupt_hook_aborts_active_runs_while_the_kernel_is_idle(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("%pi interrupt on")
+    kernel.run("run = %pi stream forever\nawait streaming.wait()")
+    kernel.interrupt()  # the kernel is idle: only the hook reacts
+    report = kernel.run("await run").text
+    assert "`agent_settled` | aborted=true" in report
+    kernel.run("%pi interrupt off")
+
+
+def test_status_queue_and_clear_queue_report_the_session(kernel: Kernel) -> None:
+    setup_faux(kernel)
+    kernel.run("run = %pi stream forever\nawait streaming.wait()")
+    kernel.run("%pi steer s1\n%pi follow f1\nawait asyncio.sleep(0)")
+    assert "steer: s1\nfollow-up: f1" in kernel.run("%pi queue").text
+    status = kernel.run("%pi status").text
+    assert "state: running (run 1)" in status or "state: running" in status
+    assert "queue: 1 steering, 1 follow-up" in status
+    assert "took back 2: 's1'; 'f1'" in kernel.run("%pi clear-queue").text
+    kernel.run("%pi abort\nawait run")

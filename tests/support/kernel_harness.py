@@ -1,0 +1,105 @@
+"""A real IPython kernel driven over jupyter_client, for tests of what a notebook user does."""
+
+from __future__ import annotations
+
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@dataclass
+class Outcome:
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    elapsed: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """stdout plus text/plain and text/markdown of results and displays, in order."""
+        parts = []
+        for output in self.outputs:
+            if output["msg_type"] == "stream":
+                parts.append(output["content"]["text"])
+            elif output["msg_type"] in ("execute_result", "display_data"):
+                data = output["content"]["data"]
+                parts.append(data.get("text/markdown") or data.get("text/plain", ""))
+        return "".join(parts)
+
+    def mime_types(self) -> list[str]:
+        return [
+            key
+            for output in self.outputs
+            if output["msg_type"] in ("execute_result", "display_data")
+            for key in output["content"]["data"]
+        ]
+
+
+class Kernel:
+    """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs."""
+
+    def __init__(self) -> None:
+        self.manager: KernelManager
+        self.client: BlockingKernelClient
+        self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60)
+
+    def run(self, code: str, timeout: float = 30, *, allow_error: bool = False) -> Outcome:
+        started = time.monotonic()
+        msg_id = self.client.execute(code)
+        outcome = self.collect(msg_id, timeout)
+        outcome.elapsed = time.monotonic() - started
+        if outcome.error is not None and not allow_error:
+            raise AssertionError(f"cell failed: {outcome.error['ename']}: {outcome.error['evalue']}\n{code}")
+        return outcome
+
+    def start(self, code: str) -> str:
+        """Send a cell without waiting; collect it later with ``collect``."""
+        return self.client.execute(code)
+
+    def collect(self, msg_id: str, timeout: float = 30) -> Outcome:
+        outcome = Outcome()
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"cell {msg_id} did not finish within {timeout} s")
+            try:
+                message = self.client.get_iopub_msg(timeout=remaining)
+            except queue.Empty:
+                continue
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = message["msg_type"]
+            if kind == "status" and message["content"]["execution_state"] == "idle":
+                return outcome
+            if kind == "error":
+                outcome.error = message["content"]
+            if kind in ("stream", "execute_result", "display_data", "error"):
+                outcome.outputs.append({"msg_type": kind, "content": message["content"]})
+
+    def wait_for_output(self, msg_id: str, needle: str, timeout: float = 30) -> Outcome:
+        """Collect a running cell's outputs until one contains ``needle`` (the cell keeps running)."""
+        outcome = Outcome()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = self.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                continue
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
+                outcome.outputs.append({"msg_type": message["msg_type"], "content": message["content"]})
+                if needle in outcome.text:
+                    return outcome
+        raise TimeoutError(f"no output containing {needle!r} within {timeout} s")
+
+    def interrupt(self) -> None:
+        self.manager.interrupt_kernel()
+
+    def shutdown(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
