@@ -13,6 +13,7 @@ reports a cost, so budgets can be shown without a paid provider.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import random
@@ -191,7 +192,7 @@ class FauxProvider:
     ) -> AsyncIterator[AssistantMessageEvent]:
         builder = MessageBuilder(self.api, self.provider, model.id)
         signal = options.signal
-        paced = bool(self.tokens_per_second and self.tokens_per_second > 0)
+        pacer = _Pacer(self.tokens_per_second) if self.tokens_per_second and self.tokens_per_second > 0 else None
         try:
             if options.on_response is not None:
                 outcome = options.on_response(200, {})
@@ -217,8 +218,8 @@ class FauxProvider:
                 index = opened.content_index
                 yield opened
                 for chunk in self._chunks(body):
-                    if paced:
-                        if not await self._pace(chunk, signal):
+                    if pacer is not None:
+                        if not await pacer.wait(chunk, signal):
                             yield _aborted(builder)
                             return
                     elif signal is not None and signal.aborted:
@@ -248,17 +249,34 @@ class FauxProvider:
             yield text[index : index + size]
             index += size
 
-    async def _pace(self, chunk: str, signal: AbortSignal | None) -> bool:
-        """Wait the chunk's share of time; False if the signal aborted meanwhile."""
-        assert self.tokens_per_second
-        return await abortable_sleep(math.ceil(len(chunk) / 4) / self.tokens_per_second, signal)
-
     # -- usage ----------------------------------------------------------------------------------------
     def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any], model: Model) -> Usage:
         usage = usage_estimate(
             self._meter, self._prompt_cache, context, output, options.session_id, options.cache_retention
         )
         return usage_with_cost(model, usage) if model.cost != _FREE else usage
+
+
+class _Pacer:
+    """Keeps a stream at ``tokens_per_second`` on average. It sleeps until each chunk is due rather than for
+    each chunk's share, so fast rates (many chunks per millisecond, below the loop's timer resolution) keep
+    their average instead of being slowed to one chunk per timer tick."""
+
+    def __init__(self, tokens_per_second: float) -> None:
+        self.rate = tokens_per_second
+        self.tokens = 0
+        self.started: float | None = None
+
+    async def wait(self, chunk: str, signal: AbortSignal | None) -> bool:
+        """Wait until ``chunk`` is due; False if the signal aborted."""
+        loop = asyncio.get_running_loop()
+        if self.started is None:
+            self.started = loop.time()
+        self.tokens += math.ceil(len(chunk) / 4)
+        delay = self.started + self.tokens / self.rate - loop.time()
+        if delay > 0:
+            return await abortable_sleep(delay, signal)
+        return signal is None or not signal.aborted
 
 
 def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[int, str], Any], Callable[[int], Any]]:

@@ -1,0 +1,191 @@
+"""The run widget's logic with a dummy comm: linear bytes for streaming, ≤ 20 updates/s, snapshots, buttons."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import comm
+import ipykernel.comm
+import pytest
+
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+from pi_notebook.notebook import Run
+from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
+from pi_notebook.session import AgentSession, Settings
+
+
+class DummyComm:
+    """Records what a widget would send to the browser (ipywidgets' test double, plus byte counts)."""
+
+    comm_id = "dummy"
+    kernel = "truthy"
+    sent: list[dict[str, Any]] = []  # noqa: RUF012 - shared by every dummy comm of a test
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        DummyComm.sent.append(data)
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    DummyComm.sent = []
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: DummyComm())
+    monkeypatch.setattr(comm, "get_comm_manager", lambda **kwargs: {})
+    monkeypatch.setattr(ipykernel.comm.comm, "BaseComm", DummyComm)
+    return DummyComm.sent
+
+
+def custom_messages(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d["content"] for d in sent if isinstance(d, dict) and d.get("method") == "custom"]
+
+
+def streamed_bytes(sent: list[dict[str, Any]]) -> int:
+    return sum(len(json.dumps(message)) for message in custom_messages(sent))
+
+
+def session_for(text: str, tps: float | None = None) -> AgentSession:
+    faux = FauxProvider(tokens_per_second=tps, token_size=(1, 1))
+    faux.set_responses([faux_assistant_message(text)])
+    return AgentSession(model=faux.model, stream_fn=faux.stream, settings=Settings(compaction={"enabled": False}))
+
+
+async def stream_through_widget(chars: int, dummy: list[dict[str, Any]]) -> tuple[int, int, float]:
+    dummy.clear()
+    session = session_for("abcd" * (chars // 4), tps=20_000)
+    started = time.monotonic()
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run
+    elapsed = time.monotonic() - started
+    assert run.view is not None
+    return streamed_bytes(dummy), run.view.transcript.sent_batches, elapsed
+
+
+async def test_bytes_over_the_comm_grow_linearly_with_the_streamed_text(dummy_comm: list[dict[str, Any]]) -> None:
+    small_bytes, _, _ = await stream_through_widget(10_000, dummy_comm)
+    large_bytes, batches, elapsed = await stream_through_widget(100_000, dummy_comm)
+    ratio = large_bytes / small_bytes
+    assert 8 < ratio < 12, (small_bytes, large_bytes)
+    assert large_bytes < 100_000 * 1.2  # the text itself plus a small per-batch overhead
+    assert batches / elapsed <= 1 / FLUSH_INTERVAL + 1  # coalesced: at most ~20 updates a second
+
+
+async def test_a_new_view_gets_one_snapshot_of_everything_so_far(dummy_comm: list[dict[str, Any]]) -> None:
+    session = session_for("hello world " * 20)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    widget = run.view.transcript
+    dummy_comm.clear()
+    widget._on_frontend_message(widget, {"type": "hello"}, [])
+    await asyncio.sleep(0)  # the reply is handed to the loop like any comm-thread callback
+    [snapshot] = [m for m in custom_messages(dummy_comm) if m["type"] == "snapshot"]
+    appended = "".join(op["text"] for op in snapshot["ops"] if op["op"] == "append")
+    assert appended == "hello world " * 20
+    assert [op["label"] for op in snapshot["ops"] if op["op"] == "event"][-2:] == ["agent_end", "agent_settled"]
+
+
+def test_consecutive_appends_are_merged_in_a_batch() -> None:
+    widget = TranscriptWidget()
+    for piece in ("a", "b", "c"):
+        widget.add({"op": "append", "id": 0, "text": piece})
+    widget.add({"op": "event", "t": 1, "label": "x", "detail": ""})
+    widget.add({"op": "append", "id": 0, "text": "d"})
+    assert widget._pending == [
+        {"op": "append", "id": 0, "text": "abc"},
+        {"op": "event", "t": 1, "label": "x", "detail": ""},
+        {"op": "append", "id": 0, "text": "d"},
+    ]
+
+
+async def test_stop_clicked_on_another_thread_is_handed_to_the_loop(dummy_comm: list[dict[str, Any]]) -> None:
+    session = session_for("word " * 5000, tps=2000)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    streaming = asyncio.Event()
+    session.subscribe(lambda e: streaming.set() if e.type == "message_update" else None)
+    await streaming.wait()
+    aborts_on: list[int] = []
+    original = run.abort
+
+    def recording_abort() -> None:
+        aborts_on.append(threading.get_ident())
+        original()
+
+    assert run.view is not None
+    run.view.stop_button._click_handlers.callbacks.clear()
+    run.view.stop_button.on_click(lambda _: run.view._marshal(recording_abort))  # type: ignore[union-attr]
+    clicker = threading.Thread(target=run.view.stop_button.click)
+    clicker.start()
+    clicker.join()
+    report = await run
+    assert aborts_on == [threading.get_ident()]  # ran on the loop's thread, not the clicking one
+    assert report.aborted
+    assert run.view.stop_button.disabled
+    assert run.view.stop_button.description == "Stopped"
+
+
+async def test_stop_puts_queued_messages_back_in_the_input_box(dummy_comm: list[dict[str, Any]]) -> None:
+    session = session_for("word " * 5000, tps=2000)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    streaming = asyncio.Event()
+    session.subscribe(lambda e: streaming.set() if e.type == "message_update" else None)
+    await streaming.wait()
+    await session.steer("first")
+    await session.follow_up("second")
+    assert run.view is not None
+    assert run.view.transcript.queue == ["steer: first", "follow-up: second"]
+    run.view.input.value = "draft"
+    run.abort()
+    await run
+    assert run.view.input.value == "first\n\nsecond\n\ndraft"
+    assert run.view.transcript.queue == []
+
+
+async def test_the_input_box_steers_and_follows_up(dummy_comm: list[dict[str, Any]]) -> None:
+    session = session_for("word " * 5000, tps=2000)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    assert run.view is not None
+    run.view.input.value = "  go left  "
+    run.view.steer_button.click()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert session.queue.steering == ["go left"]
+    assert run.view.input.value == ""
+    run.abort()
+    await run
+
+
+async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: list[dict[str, Any]]) -> None:
+    faux = FauxProvider(token_size=(1, 1))
+    faux.set_responses([faux_assistant_message([], "error", "503 service unavailable"), faux_assistant_message("ok")])
+    settings = Settings(retry={"base_delay_ms": 60_000}, compaction={"enabled": False})
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    retrying = asyncio.Event()
+    session.subscribe(lambda e: retrying.set() if e.type == "auto_retry_start" else None)
+    await retrying.wait()
+    assert run.view is not None
+    transcript = run.view.transcript
+    assert transcript.state == "retrying"
+    assert transcript.retry_deadline == pytest.approx(time.time() * 1000 + 60_000, abs=2000)
+    assert "503 service unavailable" in transcript.retry_text
+    assert run.view.cancel_retry_button.layout.display is None
+    run.view.cancel_retry_button.click()
+    report = await run
+    assert transcript.retry_deadline == 0
+    assert run.view.cancel_retry_button.layout.display == "none"
+    assert "Retry cancelled" in report.markdown
