@@ -37,7 +37,6 @@ from ..ai import (
     ImageContent,
     Model,
     StreamFn,
-    StreamOptions,
     TextContent,
     UserMessage,
     abortable_sleep,
