@@ -1,8 +1,38 @@
-"""What tests, benchmarks and the teaching notebooks share: event recording in Pi's trace notation.
+"""What tests, benchmarks and the teaching notebooks share: event recording in Pi's trace notation, and a
+fault-injecting HTTP server that speaks the OpenAI and Anthropic streaming formats.
 
 The faux provider lives in :mod:`pi_notebook.ai.providers.faux`.
 """
 
+from ._fault_server import (
+    Api,
+    Fault,
+    FaultServer,
+    RecordedRequest,
+    Reply,
+    ScriptEntry,
+    StatusFault,
+    StreamFault,
+    TextBlock,
+    ThinkingBlock,
+    TokenUsage,
+    ToolCallBlock,
+)
 from ._trace import EventRecorder, trace_label
 
-__all__ = ["EventRecorder", "trace_label"]
+__all__ = [
+    "Api",
+    "EventRecorder",
+    "Fault",
+    "FaultServer",
+    "RecordedRequest",
+    "Reply",
+    "ScriptEntry",
+    "StatusFault",
+    "StreamFault",
+    "TextBlock",
+    "ThinkingBlock",
+    "TokenUsage",
+    "ToolCallBlock",
+    "trace_label",
+]

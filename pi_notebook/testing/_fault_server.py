@@ -1,0 +1,1004 @@
+"""A real HTTP server on 127.0.0.1 that streams scripted replies and injects scripted faults.
+
+Providers are tested against it over loopback, and so are the teaching notebooks. It speaks two wire formats,
+chosen by request path:
+
+* OpenAI-compatible chat completions, ``POST …/chat/completions``: ``data: {chat.completion.chunk}`` lines, a
+  usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``; errors
+  ``{"error": {"message", "type", "param", "code"}}``.
+* Anthropic Messages, ``POST …/messages``: ``event: <type>`` + ``data: <json>`` pairs from ``message_start`` to
+  ``message_stop`` with a ``ping``; errors ``{"type": "error", "error": {"type", "message"}}``.
+
+Script it like the faux provider: ``server.script([...])`` queues entries, each request takes the next one (FIFO),
+an exhausted script answers 500 "fault server: no scripted reply". An entry is a :class:`Reply` (a stream, maybe
+with a :class:`StreamFault` part-way), a :class:`StatusFault` (an HTTP error with a body in the request's format),
+or a :class:`StreamFault` on its own (``reset`` and ``stall`` then act before any response header)::
+
+    with FaultServer() as server:
+        server.script([Fault.rate_limit(headers={"retry-after-ms": "50"}), Reply.text("hello world")])
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
+        ...
+        server.wait_for_requests(2)
+
+Design: stdlib only. ``http.server.BaseHTTPRequestHandler`` (``HTTP/1.1``, keep-alive) parses requests, so this
+module holds no HTTP parser; each connection gets its own thread, so a scripted reply is plain sequential code
+(write an event, pause, write the next). We run our own accept loop rather than ``ThreadingHTTPServer`` so that
+:meth:`FaultServer.close` is immediate (no ``serve_forever`` poll interval) and knows every socket: it shuts down
+each open connection, which wakes any thread blocked reading, writing, pausing or stalled, then joins every thread
+it started and raises if one is still alive or a handler failed. Streams use chunked transfer encoding, one chunk
+per event written straight to the socket (no buffering, Nagle off), so clients see each event as it is sent.
+Pauses (``delay_s``, stalls) watch the socket, so a client that leaves ends them at once. (asyncio streams in a
+thread would also do, but need a hand-written HTTP parser and a second event loop to reason about; a test server
+handles a few connections at a time, so a thread each costs nothing.)
+
+``server.requests`` records every request (API keys apart, in ``api_key``; see :class:`RecordedRequest`);
+``wait_for_requests`` / ``wait_until`` and their ``_async`` twins wait on that state, never on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Literal, NoReturn, TypeAlias, cast
+
+__all__ = [
+    "Api",
+    "Fault",
+    "FaultServer",
+    "RecordedRequest",
+    "Reply",
+    "ScriptEntry",
+    "StatusFault",
+    "StreamFault",
+    "TextBlock",
+    "ThinkingBlock",
+    "TokenUsage",
+    "ToolCallBlock",
+]
+
+Api: TypeAlias = Literal["openai", "anthropic"]
+StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall", "malformed", "sse_error"]
+_JOIN_TIMEOUT_S = 5.0
+_AUTH_HEADERS = ("authorization", "x-api-key", "api-key")
+_REDACTED = "[redacted]"
+
+
+# ---------------------------------------------------------------------------------------------------- the script
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts of a reply, Anthropic-style: ``input_tokens`` leaves out cache reads and writes.
+
+    OpenAI gets ``prompt_tokens = input + cache_read + cache_write`` and ``cached_tokens = cache_read``.
+    """
+
+    input_tokens: int = 10
+    output_tokens: int = 5
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """Reasoning. Anthropic: a ``thinking`` block closed by a ``signature_delta``. OpenAI has no standard field:
+    it goes in ``delta.<openai_field>`` (DeepSeek and llama.cpp use ``reasoning_content``, OpenRouter ``reasoning``).
+    """
+
+    thinking: str
+    signature: str = "c2lnbmF0dXJl"
+    openai_field: Literal["reasoning_content", "reasoning", "reasoning_text"] = "reasoning_content"
+
+
+@dataclass(frozen=True)
+class ToolCallBlock:
+    """A tool call. ``arguments`` as a dict is sent as JSON; as a string it is sent verbatim (malformed is fine).
+
+    ``id`` defaults to ``call_<reply>_<block>`` (OpenAI) or ``toolu_<reply>_<block>`` (Anthropic).
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | str
+    id: str | None = None
+
+    @property
+    def arguments_json(self) -> str:
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | ToolCallBlock
+
+
+@dataclass(frozen=True)
+class StreamFault:
+    """A fault during a stream, fired after ``after_events`` events of the reply have been written.
+
+    Events are counted as written: for OpenAI every ``data:`` line (``[DONE]`` included), for Anthropic every
+    event (``ping`` included); :meth:`Reply.wire_events` lists them. A count past the end fires after the last
+    event, before the body ends. Kinds:
+
+    * ``reset``: TCP RST (``SO_LINGER`` 0). On its own in the script: RST before any response byte. Linux hands
+      the client the events it received before the RST; some systems drop unread data on a reset.
+    * ``disconnect``: close the connection (FIN) without ending the chunked body.
+    * ``truncate``: end the body cleanly, without the terminal ``[DONE]`` / ``message_stop``.
+    * ``stall``: send nothing more and hold the socket until the client leaves or the server closes. On its own:
+      the request is read and no response header ever comes.
+    * ``malformed``: write ``payload`` (default: an event with broken JSON), then end the body.
+    * ``sse_error``: an in-stream error event (Anthropic ``event: error``; OpenAI ``data: {"error": …}``),
+      then end the body.
+    """
+
+    kind: StreamFaultKind
+    after_events: int = 0
+    payload: bytes | None = None
+    error_type: str = "overloaded_error"
+    message: str = "Overloaded"
+
+    def __post_init__(self) -> None:
+        if self.after_events < 0:
+            raise ValueError(f"after_events must be >= 0, got {self.after_events}")
+        if self.payload is not None and not self.payload:
+            raise ValueError("a malformed payload must not be empty")
+
+
+@dataclass(frozen=True)
+class _ErrorSpec:
+    status: int
+    type: str
+    message: str
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class StatusFault:
+    """An HTTP error response: a JSON error body in the request's format, or ``body`` verbatim.
+
+    Build it with :meth:`Fault.status` or a preset (:meth:`Fault.rate_limit`, :meth:`Fault.overloaded`, …).
+    ``body``: a mapping is sent as JSON; str/bytes as given with ``text/plain`` (``b""`` sends no body).
+    ``headers`` are added last and win (``retry-after``, ``retry-after-ms``, ``x-should-retry``, ``content-type``).
+    """
+
+    openai: _ErrorSpec
+    anthropic: _ErrorSpec
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Mapping[str, Any] | str | bytes | None = None
+
+    def status_for(self, api: Api) -> int:
+        return (self.openai if api == "openai" else self.anthropic).status
+
+
+class Fault:
+    """Constructors of faults. Presets pick a realistic status and body per wire format (PI-SPEC §4.4, §5)."""
+
+    @staticmethod
+    def status(
+        status: int,
+        *,
+        message: str | None = None,
+        error_type: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: Mapping[str, Any] | str | bytes | None = None,
+    ) -> StatusFault:
+        """An error with this status; type and message default per format (529 → ``overloaded_error``)."""
+        if not 400 <= status <= 599:
+            raise ValueError(f"a status fault needs a 4xx or 5xx status, got {status}")
+        text = message or _status_phrase(status)
+        return StatusFault(
+            openai=_ErrorSpec(status, error_type or _openai_error_type(status), text, code),
+            anthropic=_ErrorSpec(status, error_type or _anthropic_error_type(status), text),
+            headers=dict(headers or {}),
+            body=body,
+        )
+
+    @staticmethod
+    def rate_limit(*, headers: Mapping[str, str] | None = None) -> StatusFault:
+        """429 rate limit (retryable)."""
+        return _preset(
+            _ErrorSpec(
+                429, "requests", "Rate limit reached for requests. Please try again later.", "rate_limit_exceeded"
+            ),
+            _ErrorSpec(429, "rate_limit_error", "Number of requests has exceeded your per-minute rate limit."),
+            headers,
+        )
+
+    @staticmethod
+    def overloaded(*, headers: Mapping[str, str] | None = None) -> StatusFault:
+        """Anthropic 529 ``overloaded_error``; OpenAI 503 "The engine is currently overloaded" (retryable)."""
+        return _preset(
+            _ErrorSpec(503, "server_error", "The engine is currently overloaded, please try again later"),
+            _ErrorSpec(529, "overloaded_error", "Overloaded"),
+            headers,
+        )
+
+    @staticmethod
+    def quota(*, headers: Mapping[str, str] | None = None) -> StatusFault:
+        """Out of credit (not retryable): OpenAI 429 ``insufficient_quota``; Anthropic 400 credit balance/billing."""
+        return _preset(
+            _ErrorSpec(
+                429,
+                "insufficient_quota",
+                "You exceeded your current quota, please check your plan and billing details.",
+                "insufficient_quota",
+            ),
+            _ErrorSpec(
+                400,
+                "invalid_request_error",
+                "Your credit balance is too low to access the Anthropic API. "
+                "Please go to Plans & Billing to upgrade or purchase credits.",
+            ),
+            headers,
+        )
+
+    @staticmethod
+    def overflow(*, headers: Mapping[str, str] | None = None) -> StatusFault:
+        """400 context overflow: OpenAI "exceeds the context window"; Anthropic "prompt is too long"."""
+        return _preset(
+            _ErrorSpec(
+                400,
+                "invalid_request_error",
+                "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                "context_length_exceeded",
+            ),
+            _ErrorSpec(400, "invalid_request_error", "prompt is too long: 213462 tokens > 200000 maximum"),
+            headers,
+        )
+
+    @staticmethod
+    def unauthorized(*, headers: Mapping[str, str] | None = None) -> StatusFault:
+        """401 bad API key (not retryable). The message never echoes the key."""
+        return _preset(
+            _ErrorSpec(401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key"),
+            _ErrorSpec(401, "authentication_error", "invalid x-api-key"),
+            headers,
+        )
+
+    @staticmethod
+    def reset(*, after_events: int = 0) -> StreamFault:
+        return StreamFault("reset", after_events)
+
+    @staticmethod
+    def disconnect(*, after_events: int = 0) -> StreamFault:
+        return StreamFault("disconnect", after_events)
+
+    @staticmethod
+    def truncate(*, after_events: int = 0) -> StreamFault:
+        return StreamFault("truncate", after_events)
+
+    @staticmethod
+    def stall(*, after_events: int = 0) -> StreamFault:
+        return StreamFault("stall", after_events)
+
+    @staticmethod
+    def malformed(*, after_events: int = 0, payload: bytes | None = None) -> StreamFault:
+        return StreamFault("malformed", after_events, payload=payload)
+
+    @staticmethod
+    def sse_error(
+        error_type: str = "overloaded_error", message: str = "Overloaded", *, after_events: int = 0
+    ) -> StreamFault:
+        return StreamFault("sse_error", after_events, error_type=error_type, message=message)
+
+
+def _preset(openai: _ErrorSpec, anthropic: _ErrorSpec, headers: Mapping[str, str] | None) -> StatusFault:
+    return StatusFault(openai=openai, anthropic=anthropic, headers=dict(headers or {}))
+
+
+def _status_phrase(status: int) -> str:
+    if status == 529:
+        return "Overloaded"
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _openai_error_type(status: int) -> str:
+    return "server_error" if status >= 500 else "requests" if status == 429 else "invalid_request_error"
+
+
+_ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def _anthropic_error_type(status: int) -> str:
+    return _ANTHROPIC_ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse"]
+_OPENAI_FINISH = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
+_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A streamed answer: its blocks in order, cut into ``chunk_chars`` pieces, with ``delay_s`` before each event.
+
+    ``stop_reason`` (Pi's names) defaults to ``toolUse`` when there is a tool call, else ``stop``. ``fault``, if
+    given, fires part-way (see :class:`StreamFault`). A reply needs a request with ``"stream": true``.
+    """
+
+    blocks: tuple[Block, ...]
+    stop_reason: StopReason | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    chunk_chars: int = 4
+    delay_s: float = 0.0
+    fault: StreamFault | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunk_chars < 1:
+            raise ValueError(f"chunk_chars must be >= 1, got {self.chunk_chars}")
+        if self.delay_s < 0:
+            raise ValueError(f"delay_s must be >= 0, got {self.delay_s}")
+
+    @classmethod
+    def text(
+        cls,
+        text: str,
+        *,
+        stop_reason: StopReason = "stop",
+        usage: TokenUsage | None = None,
+        chunk_chars: int = 4,
+        delay_s: float = 0.0,
+        fault: StreamFault | None = None,
+    ) -> Reply:
+        usage = usage or TokenUsage()
+        return cls((TextBlock(text),), stop_reason, usage, chunk_chars=chunk_chars, delay_s=delay_s, fault=fault)
+
+    @classmethod
+    def thinking(
+        cls,
+        thinking: str,
+        *,
+        then_text: str = "",
+        signature: str = "c2lnbmF0dXJl",
+        usage: TokenUsage | None = None,
+        chunk_chars: int = 4,
+        delay_s: float = 0.0,
+        fault: StreamFault | None = None,
+    ) -> Reply:
+        blocks: tuple[Block, ...] = (ThinkingBlock(thinking, signature),)
+        if then_text:
+            blocks += (TextBlock(then_text),)
+        usage = usage or TokenUsage()
+        return cls(blocks, None, usage, chunk_chars=chunk_chars, delay_s=delay_s, fault=fault)
+
+    @classmethod
+    def tool_call(
+        cls,
+        name: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        id: str | None = None,
+        text: str = "",
+        usage: TokenUsage | None = None,
+        chunk_chars: int = 4,
+        delay_s: float = 0.0,
+        fault: StreamFault | None = None,
+    ) -> Reply:
+        """One tool call, after ``text`` if given. For several calls build ``Reply((ToolCallBlock(…), …))``."""
+        blocks: tuple[Block, ...] = (TextBlock(text),) if text else ()
+        blocks += (ToolCallBlock(name, arguments, id),)
+        usage = usage or TokenUsage()
+        return cls(blocks, None, usage, chunk_chars=chunk_chars, delay_s=delay_s, fault=fault)
+
+    @property
+    def resolved_stop_reason(self) -> StopReason:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "toolUse" if any(isinstance(b, ToolCallBlock) for b in self.blocks) else "stop"
+
+    def wire_events(
+        self, api: Api, *, model: str = "fault-model", include_usage: bool = True, number: int = 1
+    ) -> list[bytes]:
+        """The SSE events this reply writes, one ``bytes`` each (what ``after_events`` counts)."""
+        if api == "openai":
+            return _openai_events(self, model, include_usage, number)
+        return _anthropic_events(self, model, number)
+
+
+ScriptEntry: TypeAlias = Reply | StatusFault | StreamFault
+
+
+# ---------------------------------------------------------------------------------------------- the wire formats
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _data(payload: Any) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def _event(name: str, payload: Any) -> bytes:
+    return f"event: {name}\n".encode() + _data(payload)
+
+
+def _openai_events(reply: Reply, model: str, include_usage: bool, number: int) -> list[bytes]:
+    base = {"id": f"chatcmpl-fault-{number}", "object": "chat.completion.chunk", "created": int(time.time())}
+    base |= {"model": model, "system_fingerprint": None}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return _data(base | {"choices": [choice]} | ({"usage": None} if include_usage else {}))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    tool_index = 0
+    for position, block in enumerate(reply.blocks):
+        if isinstance(block, TextBlock):
+            events += [chunk({"content": piece}) for piece in _pieces(block.text, reply.chunk_chars)]
+        elif isinstance(block, ThinkingBlock):
+            events += [chunk({block.openai_field: piece}) for piece in _pieces(block.thinking, reply.chunk_chars)]
+        else:
+            call_id = block.id or f"call_{number}_{position}"
+            start = {"index": tool_index, "id": call_id, "type": "function"}
+            events.append(chunk({"tool_calls": [start | {"function": {"name": block.name, "arguments": ""}}]}))
+            for piece in _pieces(block.arguments_json, reply.chunk_chars):
+                events.append(chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": piece}}]}))
+            tool_index += 1
+    events.append(chunk({}, _OPENAI_FINISH[reply.resolved_stop_reason]))
+    if include_usage:
+        u = reply.usage
+        prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": u.output_tokens,
+            "total_tokens": prompt + u.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+        }
+        events.append(_data(base | {"choices": [], "usage": usage}))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def _anthropic_events(reply: Reply, model: str, number: int) -> list[bytes]:
+    u = reply.usage
+    message: dict[str, Any] = {
+        "id": f"msg_fault_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": u.input_tokens,
+            "cache_creation_input_tokens": u.cache_write_tokens,
+            "cache_read_input_tokens": u.cache_read_tokens,
+            "output_tokens": min(1, u.output_tokens),  # as the API does: the count so far
+        },
+    }
+    events = [_event("message_start", {"type": "message_start", "message": message}), _event("ping", {"type": "ping"})]
+
+    def delta(index: int, body: dict[str, Any]) -> bytes:
+        return _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": body})
+
+    for index, block in enumerate(reply.blocks):
+        if isinstance(block, TextBlock):
+            content: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [delta(index, {"type": "text_delta", "text": p}) for p in _pieces(block.text, reply.chunk_chars)]
+        elif isinstance(block, ThinkingBlock):
+            content = {"type": "thinking", "thinking": "", "signature": ""}
+            pieces = _pieces(block.thinking, reply.chunk_chars)
+            deltas = [delta(index, {"type": "thinking_delta", "thinking": p}) for p in pieces]
+            deltas.append(delta(index, {"type": "signature_delta", "signature": block.signature}))
+        else:
+            content = {"type": "tool_use", "id": block.id or f"toolu_{number}_{index}", "name": block.name, "input": {}}
+            pieces = _pieces(block.arguments_json, reply.chunk_chars)
+            deltas = [delta(index, {"type": "input_json_delta", "partial_json": p}) for p in pieces]
+        events.append(
+            _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": content})
+        )
+        events += deltas
+        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    stop = {"stop_reason": _ANTHROPIC_STOP[reply.resolved_stop_reason], "stop_sequence": None}
+    events.append(
+        _event("message_delta", {"type": "message_delta", "delta": stop, "usage": {"output_tokens": u.output_tokens}})
+    )
+    events.append(_event("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _error_body(api: Api | None, spec: _ErrorSpec) -> dict[str, Any]:
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": spec.type, "message": spec.message}}
+    return {"error": {"message": spec.message, "type": spec.type, "param": None, "code": spec.code}}
+
+
+def _sse_error_event(api: Api, fault: StreamFault) -> bytes:
+    if api == "anthropic":
+        return _event("error", {"type": "error", "error": {"type": fault.error_type, "message": fault.message}})
+    return _data({"error": {"message": fault.message, "type": fault.error_type, "param": None, "code": None}})
+
+
+def _malformed_event(api: Api) -> bytes:
+    if api == "anthropic":
+        return b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"ty\n\n'
+    return b'data: {"id": "chatcmpl-fault", "choices": [{"index": 0, "delta": {"cont\n\n'
+
+
+def _route(path: str) -> Api | None:
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/messages"):
+        return "anthropic"
+    return None
+
+
+# ------------------------------------------------------------------------------------------- recorded requests
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it.
+
+    ``headers`` have lower-cased names, and the values of ``authorization``, ``x-api-key`` and ``api-key`` are
+    replaced by ``[redacted]``: the key itself is only in ``api_key`` (kept out of the repr). ``leaks(secret)``
+    tells where else a secret appears. ``answer`` is the script entry that answered (None: unscripted or no route).
+    """
+
+    method: str
+    path: str
+    query: str
+    headers: Mapping[str, str]
+    body: bytes = field(repr=False)
+    json: Any = field(repr=False)
+    received_at: float  # time.monotonic()
+    api: Api | None
+    answer: ScriptEntry | None
+    api_key: str | None = field(repr=False)
+
+    def leaks(self, secret: str | None = None) -> list[str]:
+        """Where ``secret`` (default: this request's ``api_key``) appears outside its auth header, e.g. ``["body"]``."""
+        secret = secret or self.api_key
+        if not secret:
+            return []
+        places = [name for name, text in (("path", self.path), ("query", self.query)) if secret in text]
+        places += [f"header {name}" for name, value in self.headers.items() if secret in value]
+        if secret.encode() in self.body:
+            places.append("body")
+        return places
+
+
+def _split_auth(headers: Iterable[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
+    clean: dict[str, str] = {}
+    api_key = None
+    for name, value in headers:
+        name = name.lower()
+        if name in _AUTH_HEADERS:
+            scheme, _, token = value.partition(" ")
+            bearer = name == "authorization" and scheme.lower() == "bearer"
+            api_key = api_key or (token if bearer else value)
+            value = f"{scheme} {_REDACTED}" if bearer else _REDACTED
+        clean[name] = value
+    return clean, api_key
+
+
+# ------------------------------------------------------------------------------------------------- the server
+
+
+class _Dropped(Exception):
+    """The connection is to be closed now: a fault said so, the client left, or the server is closing."""
+
+
+class FaultServer:
+    """The server; it listens from construction until :meth:`close` (or the end of a ``with``/``async with``).
+
+    Thread-safe: the script, the recorded requests and the connection count are guarded by one lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # re-entrant: wait_until runs conditions that read locked properties
+        self._changed = threading.Condition(self._lock)
+        self._script: deque[ScriptEntry] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._errors: list[BaseException] = []
+        self._replies = 0
+        self._accepted = 0
+        self._closed = False
+        self._closing = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.setblocking(False)
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self.port: int = self._listener.getsockname()[1]
+        self._accept_thread = threading.Thread(
+            target=self._accept_loop, name=f"fault-server-{self.port}-accept", daemon=True
+        )
+        self._accept_thread.start()
+
+    # --- addresses
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.base_url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.base_url
+
+    @staticmethod
+    def refused_url() -> str:
+        """A base URL on 127.0.0.1 whose port refuses connections (just released; nothing listens there)."""
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    # --- script and state
+
+    def script(self, entries: Iterable[ScriptEntry]) -> None:
+        """Queue entries (after any still pending); each routed request takes the next one."""
+        entries = list(entries)
+        for entry in entries:
+            if not isinstance(entry, Reply | StatusFault | StreamFault):
+                raise TypeError(f"a script entry is a Reply, StatusFault or StreamFault, not {entry!r}")
+            if isinstance(entry, StreamFault) and entry.kind in ("reset", "stall") and entry.after_events:
+                raise ValueError(f"Fault.{entry.kind}() on its own acts before the headers: put it in a Reply")
+        with self._lock:
+            self._script.extend(entries)
+
+    @property
+    def pending(self) -> int:
+        """Script entries not yet taken."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections the server still holds open (a pooled keep-alive connection counts)."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
+    def connections_accepted(self) -> int:
+        with self._lock:
+            return self._accepted
+
+    # --- waiting (on state, never on time)
+
+    def wait_until(self, condition: Callable[[FaultServer], bool], *, timeout: float = 5.0) -> None:
+        """Block until ``condition(server)`` holds, e.g. ``lambda s: s.open_connections == 0``.
+
+        Raises TimeoutError after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition(self):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"fault server: condition not met within {timeout}s ({self._describe()})")
+                self._changed.wait(remaining)
+
+    async def wait_until_async(
+        self,
+        condition: Callable[[FaultServer], bool],
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - a test helper must not hang when its caller forgets a deadline
+    ) -> None:
+        """:meth:`wait_until` for the event loop: never blocks it; cancellable."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._async_waiters.add(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                while not condition(self):
+                    await waiter[1].wait()
+                    waiter[1].clear()
+        except TimeoutError:
+            raise TimeoutError(f"fault server: condition not met within {timeout}s ({self._describe()})") from None
+        finally:
+            with self._lock:
+                self._async_waiters.discard(waiter)
+
+    def wait_for_requests(self, count: int, *, timeout: float = 5.0) -> list[RecordedRequest]:
+        """Block until ``count`` requests have arrived; return them all."""
+        self.wait_until(lambda server: len(server.requests) >= count, timeout=timeout)
+        return self.requests
+
+    async def wait_for_requests_async(
+        self,
+        count: int,
+        *,
+        timeout: float = 5.0,  # noqa: ASYNC109 - as above
+    ) -> list[RecordedRequest]:
+        await self.wait_until_async(lambda server: len(server.requests) >= count, timeout=timeout)
+        return self.requests
+
+    def _describe(self) -> str:
+        return f"{len(self._requests)} requests, {len(self._connections)} open connections"
+
+    def _notify(self) -> None:
+        """Wake every waiter; call with the lock held."""
+        self._changed.notify_all()
+        for loop, event in self._async_waiters:
+            with contextlib.suppress(RuntimeError):  # that loop is closed; its waiter is gone
+                loop.call_soon_threadsafe(event.set)
+
+    # --- lifecycle
+
+    def close(self) -> None:
+        """Stop: refuse new connections, end every open one, join every thread. Idempotent; quick.
+
+        Raises RuntimeError if a thread did not stop or a request handler failed (a bug here, not a fault).
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._closing.set()
+            for conn in self._connections:
+                _shutdown(conn)
+        self._wake_writer.send(b"x")
+        self._accept_thread.join(_JOIN_TIMEOUT_S)
+        with self._lock:
+            threads = list(self._connections.values())
+        for thread in threads:
+            thread.join(_JOIN_TIMEOUT_S)
+        for sock in (self._listener, self._wake_reader, self._wake_writer):
+            sock.close()
+        alive = [t.name for t in (self._accept_thread, *threads) if t.is_alive()]
+        if alive:
+            raise RuntimeError(f"fault server: threads did not stop: {alive}")
+        if self._errors:
+            raise RuntimeError("fault server: a request handler failed") from self._errors[0]
+
+    def __enter__(self) -> FaultServer:
+        if self._closed:
+            raise RuntimeError("fault server: already closed")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> FaultServer:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()  # joins threads that are already woken: milliseconds, so the loop is not held up
+
+    def __repr__(self) -> str:
+        with self._lock:
+            state = "closed" if self._closed else self._describe() + f", {len(self._script)} pending"
+        return f"<FaultServer {self.base_url} {state}>"
+
+    # --- connections (server threads)
+
+    def _accept_loop(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            selector.register(self._wake_reader, selectors.EVENT_READ)
+            while not self._closing.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is self._listener:
+                        self._accept()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self._listener.accept()
+        except (BlockingIOError, ConnectionAbortedError):
+            return  # the client gave up before we accepted
+        except OSError as error:  # e.g. out of file descriptors: reported by close()
+            self._errors.append(error)
+            return
+        conn.setblocking(True)
+        with self._lock:
+            if self._closed:
+                conn.close()
+                return
+            self._accepted += 1
+            thread = threading.Thread(
+                target=self._serve, args=(conn,), name=f"fault-server-{self.port}-conn-{self._accepted}", daemon=True
+            )
+            self._connections[conn] = thread
+            self._notify()
+        thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            _Handler(conn, self)
+        except (_Dropped, OSError):
+            pass  # a fault, a client that left, or close(): the connection just ends
+        except Exception as error:
+            self._errors.append(error)
+        finally:
+            with self._lock:
+                del self._connections[conn]
+                conn.close()
+                self._notify()
+
+    def _take(self, request: RecordedRequest) -> tuple[ScriptEntry | None, int]:
+        """Record ``request`` and take its script entry (unrouted requests take none), atomically.
+
+        Also returns the number of this reply (1, 2, …), used in message and tool-call ids.
+        """
+        with self._lock:
+            routed = request.api is not None and request.method == "POST"
+            entry = self._script.popleft() if routed and self._script else None
+            self._replies += isinstance(entry, Reply)
+            self._requests.append(dataclasses.replace(request, answer=entry))
+            self._notify()
+            return entry, self._replies
+
+    def _pause(self, conn: socket.socket, seconds: float | None) -> None:
+        """Wait ``seconds`` (None: until the end). Raise _Dropped at once if the client leaves or we close."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        with selectors.DefaultSelector() as selector:
+            selector.register(conn, selectors.EVENT_READ)
+            remaining = seconds
+            while remaining is None or remaining > 0:
+                if selector.select(remaining):
+                    try:
+                        gone = not conn.recv(1, socket.MSG_PEEK)
+                    except OSError:
+                        gone = True
+                    if gone or self._closing.is_set():
+                        raise _Dropped
+                    # The client sent bytes early; stop watching the socket and wait on close() only.
+                    if self._closing.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                        raise _Dropped
+                    return
+                remaining = None if deadline is None else deadline - time.monotonic()
+
+
+def _shutdown(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed by its own thread
+        conn.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection: parses requests (stdlib) and answers each from the script."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def __init__(self, conn: socket.socket, server: FaultServer) -> None:
+        self.fault_server = server
+        super().__init__(conn, ("127.0.0.1", 0), cast(Any, server))  # handles requests until the connection ends
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: tests and notebooks read recorded requests instead
+
+    def _answer(self) -> None:
+        """Answer one request: record it, take its script entry, act it out."""
+        request = self._read_request()
+        entry, number = self.fault_server._take(request)
+        api = request.api
+        if api is None or request.method != "POST":
+            where = f"{request.method} {request.path}"
+            message = f"fault server: no route for {where} (POST …/chat/completions or …/v1/messages)"
+            self._send_json(404, {"error": {"message": message, "type": "not_found_error"}})
+        elif entry is None:
+            self._send_json(500, _error_body(api, _ErrorSpec(500, "api_error", "fault server: no scripted reply")))
+        elif isinstance(entry, StatusFault):
+            self._send_status_fault(api, entry)
+        elif isinstance(entry, StreamFault):
+            if entry.kind in ("reset", "stall"):
+                self._fire(api, entry)
+            self._stream(api, [], entry, 0.0)
+        elif not (isinstance(request.json, dict) and request.json.get("stream") is True):
+            message = 'fault server: a scripted Reply needs a JSON body with "stream": true'
+            self._send_json(400, _error_body(api, _ErrorSpec(400, "invalid_request_error", message)))
+        else:
+            body = request.json
+            model = str(body.get("model") or "fault-model")
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = entry.wire_events(api, model=model, include_usage=include_usage, number=number)
+            self._stream(api, events, entry.fault, entry.delay_s)
+
+    do_POST = _answer
+    do_GET = do_PUT = do_PATCH = do_DELETE = _answer  # recorded, answered 404
+
+    def _read_request(self) -> RecordedRequest:
+        received_at = time.monotonic()
+        length = self.headers.get("content-length") or "0"
+        if "chunked" in self.headers.get("transfer-encoding", "").lower() or not length.isdigit():
+            self._send_json(411, {"error": {"message": "fault server: send a valid content-length (no chunked body)"}})
+            self._drop()
+        body = self.rfile.read(int(length))
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        headers, api_key = _split_auth(self.headers.items())
+        path, _, query = self.path.partition("?")
+        return RecordedRequest(
+            self.command, path, query, headers, body, parsed, received_at, _route(path), None, api_key
+        )
+
+    def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _send_json(self, status: int, payload: Any, extra: Mapping[str, str] | None = None) -> None:
+        self._send_body(status, json.dumps(payload).encode(), "application/json", extra or {})
+
+    def _send_body(self, status: int, body: bytes, content_type: str, extra: Mapping[str, str]) -> None:
+        headers = {"content-type": content_type, "content-length": str(len(body))}
+        self._send_head(status, headers | {k.lower(): v for k, v in extra.items()})
+        self.wfile.write(body)
+
+    def _send_status_fault(self, api: Api, fault: StatusFault) -> None:
+        spec = fault.openai if api == "openai" else fault.anthropic
+        if fault.body is None:
+            self._send_json(spec.status, _error_body(api, spec), fault.headers)
+        elif isinstance(fault.body, Mapping):
+            self._send_json(spec.status, dict(fault.body), fault.headers)
+        else:
+            raw = fault.body.encode() if isinstance(fault.body, str) else fault.body
+            self._send_body(spec.status, raw, "text/plain; charset=utf-8", fault.headers)
+
+    def _stream(self, api: Api, events: list[bytes], fault: StreamFault | None, delay_s: float) -> None:
+        stream_headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
+        self._send_head(200, stream_headers | {"transfer-encoding": "chunked"})
+        for index, event in enumerate(events):
+            if fault is not None and index == fault.after_events:
+                break
+            if delay_s:
+                self.fault_server._pause(self.connection, delay_s)
+            self._write_chunk(event)
+        if fault is not None:
+            self._fire(api, fault)
+        self._write_chunk(b"")  # the last chunk: the body ends cleanly
+
+    def _fire(self, api: Api, fault: StreamFault) -> None:
+        """Act out a stream fault; returns only when the body should then end cleanly."""
+        if fault.kind == "reset":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self._drop()
+        if fault.kind == "disconnect":
+            self._drop()
+        if fault.kind == "stall":
+            self.fault_server._pause(self.connection, None)
+            self._drop()
+        if fault.kind == "malformed":
+            self._write_chunk(fault.payload or _malformed_event(api))
+        elif fault.kind == "sse_error":
+            self._write_chunk(_sse_error_event(api, fault))
+
+    def _drop(self) -> NoReturn:
+        self.close_connection = True
+        raise _Dropped
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
