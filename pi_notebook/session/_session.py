@@ -173,6 +173,11 @@ class AgentSession:
         self.agent.state.tools = [guard_tool(tool, self._settings.timeouts) for tool in self._tools]
 
     # -- observation ------------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = "idle" if self.is_idle else "busy"
+        model = self.model
+        return f"<AgentSession {model.provider}:{model.id} {state}, {len(self.messages)} messages>"
+
     @property
     def model(self) -> Model:
         return self.agent.state.model
@@ -380,6 +385,8 @@ class AgentSession:
                 message.error_message = self._abort_reason
             if self.store is not None and not isinstance(message, CompactionSummaryMessage):
                 self.store.append_message(message)  # durable before anyone is told (unlike Pi: after)
+            if isinstance(message, AssistantMessage):
+                self.budget.record(message)  # counted before listeners look at the usage
         elif kind == "turn_end":
             self._disarm("turn")
         if kind == "agent_end":
@@ -398,7 +405,6 @@ class AgentSession:
             return
         self._last_assistant = message
         self._assistant_seq[id(message)] = (message, len(self._assistant_seq))
-        self.budget.record(message)
         if message.stop_reason not in ("error", "length"):
             self._overflow_attempted = False
         if self._retry_attempt > 0 and message.stop_reason != "error":

@@ -1,0 +1,145 @@
+"""Real JupyterLab on 127.0.0.1 driven by Playwright in Debian's Chromium (never a downloaded browser).
+
+``JupyterLab(tmp_path)`` starts ``jupyter lab`` with this interpreter; ``lab.open(notebook)`` gives a
+Playwright page on a notebook whose kernel has started. Screenshots go to ``test-artifacts/`` so a person
+can look at them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+def require_chromium() -> None:
+    """Browser tests need Debian's chromium; say how to get it instead of skipping silently."""
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        raise RuntimeError(f"{CHROMIUM} is missing: apt-get install -y chromium (see README, Tests)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def notebook(cells: list[str], path: Path) -> Path:
+    """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel."""
+    content = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+            for source in cells
+        ],
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(content))
+    return path
+
+
+class JupyterLab:
+    def __init__(self, root: Path) -> None:
+        require_chromium()
+        self.root = root
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".run")}
+        quiet = root / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+        quiet.parent.mkdir(parents=True, exist_ok=True)
+        quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self.log = open(root / "jupyter-lab.log", "w")  # noqa: SIM115 - closed in close()
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+                f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.token={self.token}",
+                f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ServerApp.disable_check_xsrf=True",
+            ],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        self._wait_ready()
+        self._playwright: Playwright = sync_playwright().start()
+        self.browser: Browser = self._playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+
+    def _wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.port}/api/status?token={self.token}"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {(self.root / 'jupyter-lab.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)  # polling the server's readiness, not waiting for a behaviour
+        raise TimeoutError("jupyter lab did not start")
+
+    def open(self, path: Path) -> Page:
+        page = self.browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(f"http://127.0.0.1:{self.port}/lab/tree/{path.relative_to(self.root)}?token={self.token}")
+        page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
+        page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # the kernel is up
+        page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for(timeout=60_000)  # editors are ready
+        return page
+
+    def run_cell(self, page: Page, index: int) -> None:
+        """Select cell ``index``, run it with Shift+Enter, and wait until the kernel has taken it."""
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputPrompt")
+        page.wait_for_function(
+            "prompt => /\\[(\\*|\\d+)\\]/.test(prompt.textContent)", arg=prompt.element_handle(), timeout=60_000
+        )
+
+    def wait_idle(self, page: Page, index: int) -> None:
+        """Wait until cell ``index`` has finished (its prompt shows an execution count)."""
+        prompt = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
+        page.wait_for_function("prompt => /\\[\\d+\\]/.test(prompt.textContent)", arg=prompt.element_handle(),
+                               timeout=60_000)
+
+    def screenshot(self, page: Page, name: str, **options: Any) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / name
+        page.screenshot(path=str(path), **options)
+        return path
+
+    def close(self) -> None:
+        try:
+            self.browser.close()
+            self._playwright.stop()
+        finally:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.log.close()
