@@ -99,17 +99,19 @@ class LoopConfig:
 
 
 def before_result(value: Any) -> BeforeToolCallResult | None:
-    if value is None or isinstance(value, BeforeToolCallResult):
+    """A hook's answer: a ``BeforeToolCallResult`` or a dict; anything else means "go ahead", as in Pi."""
+    if isinstance(value, BeforeToolCallResult):
         return value
     if isinstance(value, dict):
         return BeforeToolCallResult(
             block=bool(value.get("block")), reason=value.get("reason"), terminate=value.get("terminate") is True
         )
-    raise TypeError(f"before_tool_call must return None, a dict or BeforeToolCallResult, got {value!r}")
+    return None
 
 
 def after_result(value: Any) -> AfterToolCallResult | None:
-    if value is None or isinstance(value, AfterToolCallResult):
+    """A hook's overrides: an ``AfterToolCallResult`` or a dict; anything else changes nothing, as in Pi."""
+    if isinstance(value, AfterToolCallResult):
         return value
     if isinstance(value, dict):
         known = {"content", "details", "usage", "terminate", "is_error", "isError"}
@@ -120,7 +122,7 @@ def after_result(value: Any) -> AfterToolCallResult | None:
         if "isError" in fields:
             fields["is_error"] = fields.pop("isError")
         return AfterToolCallResult(**fields)
-    raise TypeError(f"after_tool_call must return None, a dict or AfterToolCallResult, got {value!r}")
+    return None
 
 
 def turn_update(value: Any, hook: str) -> TurnUpdate | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._controller import configure, default_faux, get_agent, get_session
-from ._magics import USAGE, PiMagics, wait_transformer
+from ._magics import USAGE, PiMagics, pi_transformer
 from ._run import Run, RunReport
 from ._view import RunView, TranscriptWidget
 
@@ -35,8 +35,8 @@ def load_ipython_extension(ipython: Any) -> None:
     """Register ``%pi``/``%%pi``, the ``%pi wait`` rewrite, and the JupyterLab control channel."""
     ipython.register_magics(PiMagics)
     cleanup = ipython.input_transformers_cleanup
-    if wait_transformer not in cleanup:
-        cleanup.append(wait_transformer)
+    if pi_transformer not in cleanup:
+        cleanup.append(pi_transformer)
     from ._control import register_control
 
     register_control(ipython)
@@ -44,5 +44,5 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
-    if wait_transformer in cleanup:
-        cleanup.remove(wait_transformer)
+    if pi_transformer in cleanup:
+        cleanup.remove(pi_transformer)

@@ -1,28 +1,51 @@
 """The ``pi_notebook.control`` comm target: how the JupyterLab extension stops runs and shows their state.
 
-Frontend -> kernel: ``{"action": "abort"}`` stops every active run of this kernel as the Stop button does
-(queued messages are handed back to each run's input box); ``{"action": "status"}`` asks for the state.
-Kernel -> frontend: ``{"type": "state", "state": ..., "run": N, "aborted": bool, "retry_deadline": ms}``
-whenever a run changes state (``idle``, ``streaming``, ``running tool``, ``retrying``, ``compacting``,
-``settled``). Messages may arrive on a comm thread; they are handed to the kernel's event loop.
+Frontend -> kernel (``comm_msg`` data):
+
+* ``{"action": "abort"}`` stops every active run of this kernel's session as the run widget's Stop button
+  does (``Run.abort()``: queued messages are handed back to each run's input box, then the session aborts).
+  When those runs have settled (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with
+  the new state, ``"reply": "abort"``.
+* ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
+
+Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
+"now": ms}`` right after the comm opens, as each reply, and pushed whenever a run changes state. ``state`` is
+``idle`` (no run yet), ``starting``, ``streaming``, ``running tool``, ``retrying`` (``retry_deadline`` is the
+epoch time in ms of the next attempt), ``compacting``, then ``settled``, ``aborted`` or ``error``. ``now`` is
+the kernel's clock when the message was made, so a frontend can count a retry down without trusting that the
+two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``.
+
+Discovery: ``%load_ext pi_notebook`` registers the target and a *beacon* — a comm object with this target
+name that only lives in the kernel's comm manager (nothing is sent). A frontend asks ``comm_info`` for this
+target (over the control channel, which answers even while a cell runs); a non-empty answer means the target
+is registered, so opening a comm cannot fail with "No such comm target" in the kernel log.
+
+Threads: with JupyterLab >= 4.4 and ipykernel >= 7 comm messages arrive on a subshell thread; every handler
+is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state is only touched there. That
+loop is free while a cell awaits a run, so Stop works then too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
-__all__ = ["TARGET", "register_control"]
+__all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "current_state", "publish", "register_control"]
 
 TARGET = "pi_notebook.control"
+BEACON_ID = "pi_notebook.control.beacon"
+ABORT_REPLY_TIMEOUT = 10.0
 
 _comms: list[Any] = []
 _loop: asyncio.AbstractEventLoop | None = None
+_beacon: Any = None
+_tasks: set[asyncio.Task[None]] = set()
 
 
 def register_control(ipython: Any) -> None:
-    """Register the comm target on the running kernel (no-op outside a kernel)."""
+    """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel)."""
     global _loop
     kernel = getattr(ipython, "kernel", None)
     if kernel is None:
@@ -36,6 +59,17 @@ def register_control(ipython: Any) -> None:
     with contextlib.suppress(RuntimeError):
         _loop = asyncio.get_running_loop()
     manager.register_target(TARGET, _on_open)
+    _register_beacon(manager)
+
+
+def _register_beacon(manager: Any) -> None:
+    global _beacon
+    if _beacon is not None and manager.comms.get(BEACON_ID) is _beacon:
+        return
+    from comm import create_comm
+
+    _beacon = create_comm(comm_id=BEACON_ID, target_name=TARGET, primary=False)
+    manager.register_comm(_beacon)
 
 
 def _on_open(comm: Any, open_msg: Any) -> None:
@@ -54,37 +88,75 @@ def _marshal(function: Any, *args: Any) -> None:
 
 def _handle(comm: Any, msg: Any) -> None:
     data = (msg.get("content") or {}).get("data") or {}
-    action = data.get("action")
+    action = data.get("action") if isinstance(data, dict) else None
     if action == "abort":
-        from ._controller import get_agent
-
-        get_agent().abort_active()
-        _send_status(comm)
+        _abort(comm)
     elif action == "status":
-        _send_status(comm)
+        _send_status(comm, reply="status")
     else:
-        comm.send({"type": "error", "error": f"unknown action {action!r}"})
+        _send(comm, {"type": "error", "error": f"unknown action {action!r}; use 'abort' or 'status'"})
+
+
+def _abort(comm: Any) -> None:
+    """Stop every active run as its Stop button does, then reply once they have settled."""
+    agent = _agent()
+    runs = [run for run in agent.runs if not run.done] if agent is not None else []
+    if agent is not None:
+        agent.abort_active()
+    if not runs:
+        _send_status(comm, reply="abort")
+        return
+
+    async def reply_when_settled() -> None:
+        async def settled(run: Any) -> None:
+            await run
+
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*(settled(run) for run in runs)), ABORT_REPLY_TIMEOUT)
+        _send_status(comm, reply="abort")
+
+    task = asyncio.get_running_loop().create_task(reply_when_settled())
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
+def _agent() -> Any:
+    """The notebook's agent if one was configured; asking for state must not create one."""
+    from . import _controller
+
+    return _controller._agent
 
 
 def current_state() -> dict[str, Any]:
-    from ._controller import get_agent
+    """What the status bar shows: the active run's state, else the last run's final state, else ``idle``."""
+    agent = _agent()
+    state: dict[str, Any]
+    if agent is None or not agent.runs:
+        state = {"state": "idle", "run": None, "aborted": False, "retry_deadline": 0}
+    else:
+        run = agent.active_run or agent.runs[-1]
+        state = run.state()
+    return {"type": "state", **state, "now": _now_ms()}
 
-    agent = get_agent()
-    run = agent.active_run
-    if run is None:
-        last = agent.runs[-1] if agent.runs else None
-        if last is None:
-            return {"type": "state", "state": "idle", "run": None, "aborted": False, "retry_deadline": 0}
-        return {"type": "state", "state": "settled", "run": last.number, "aborted": last.aborted, "retry_deadline": 0}
-    return {"type": "state", **run.state()}
+
+def _now_ms() -> float:
+    return time.time() * 1000
 
 
-def _send_status(comm: Any) -> None:
-    comm.send(current_state())
+def _send(comm: Any, data: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):
+        comm.send(data)
+
+
+def _send_status(comm: Any, reply: str | None = None) -> None:
+    state = current_state()
+    if reply is not None:
+        state["reply"] = reply
+    _send(comm, state)
 
 
 def publish(state: dict[str, Any]) -> None:
     """Push a run's state change to every open control comm."""
+    message = {"type": "state", **state, "now": _now_ms()}
     for comm in list(_comms):
-        with contextlib.suppress(Exception):
-            comm.send({"type": "state", **state})
+        _send(comm, message)

@@ -2,7 +2,8 @@
 
 Magics cannot be coroutines (ipython#11314), so a run is started as a task and the magic returns at once
 with its :class:`Run`. ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of the active run,
-which IPython then runs as an async cell. Every error becomes a short message; bad arguments print the
+which IPython then runs as an async cell; the same transformer keeps a trailing ``?`` in a prompt from being
+read as a help request. Every error becomes a short message; bad arguments print the
 usage. Without a running loop (plain terminal IPython) runs complete before the magic returns.
 """
 
@@ -23,7 +24,7 @@ from ..session import SettingsError
 from ._controller import NotebookAgent, default_faux, get_agent
 from ._run import Run
 
-__all__ = ["USAGE", "PiMagics", "wait_transformer"]
+__all__ = ["USAGE", "PiMagics", "pi_transformer"]
 
 USAGE = f"""\
 usage:
@@ -44,17 +45,30 @@ usage:
   %pi help                  this text
 A prompt that starts with one of these words: %pi -- steer the ship"""
 
-_WAIT = re.compile(r"^(\s*)%pi\s+wait\s*$")
+_LINE = re.compile(r"^(?P<indent>\s*)(?P<assign>[A-Za-z_][\w.]*\s*=\s*)?%pi(?P<rest>\s.*)?$")
 
 
-def wait_transformer(lines: list[str]) -> list[str]:
-    """Rewrite ``%pi wait`` lines into ``await`` expressions, so the cell runs async and really waits."""
-    return [
-        _WAIT.sub(r"\1await get_ipython().run_line_magic('pi', 'wait')", line.rstrip("\n")) + "\n"
-        if _WAIT.match(line)
-        else line
-        for line in lines
-    ]
+def pi_transformer(lines: list[str]) -> list[str]:
+    """Rewrite ``%pi`` lines before IPython reads them.
+
+    ``%pi wait`` becomes an ``await`` of the active run, so the cell runs async and really waits. Other ``%pi``
+    lines become plain ``run_line_magic`` calls, so a prompt ending in ``?`` ("What can you do?") is a prompt,
+    not an IPython help request. ``%%pi`` cells are left alone (their body is the prompt).
+    """
+    if lines and lines[0].lstrip().startswith("%%"):
+        return lines
+    out = []
+    for line in lines:
+        match = _LINE.match(line.rstrip("\n"))
+        if match is None:
+            out.append(line)
+            continue
+        rest = (match["rest"] or "").strip()
+        call = f"get_ipython().run_line_magic('pi', {rest!r})"
+        if rest == "wait":
+            call = "await " + call
+        out.append(f"{match['indent']}{match['assign'] or ''}{call}\n")
+    return out
 
 
 class _Ready:

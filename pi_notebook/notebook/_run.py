@@ -66,6 +66,7 @@ class Run:
         self._restored: list[str] = []
         self._state = "starting"
         self._retry_deadline = 0.0
+        self._changed: asyncio.Future[None] | None = None
         self.view: RunView | None = None
         if with_view:
             self.view = RunView(
@@ -114,6 +115,18 @@ class Run:
             self.view.transcript.state = state
             self.view.transcript.retry_deadline = self._retry_deadline
         _control.publish(self.state())
+
+    async def wait_for(self, event_type: str, count: int = 1) -> Any:
+        """Wait until this run has emitted ``count`` events of ``event_type`` (e.g. ``"message_update"``);
+        returns the last of them. Raises ``RuntimeError`` if the run settles first."""
+        while True:
+            seen = [event for event in self.events if event.type == event_type]
+            if len(seen) >= count:
+                return seen[count - 1]
+            if self.done:
+                raise RuntimeError(f"run {self.number} settled after {len(seen)} {event_type} event(s)")
+            self._changed = self._loop.create_future() if self._changed is None else self._changed
+            await asyncio.shield(self._changed)
 
     def abort(self) -> None:
         """Stop: hand queued messages back to the input box, then abort the session (Pi's Escape)."""
@@ -185,6 +198,7 @@ class Run:
             self.view.settle(aborted)
         if not self._settled.done():
             self._settled.set_result(None)
+        self._wake()
 
     def _t(self) -> float:
         return time.monotonic() - self._started
@@ -201,8 +215,14 @@ class Run:
             self._ids[key] = len(self._ids)
         return self._ids[key]
 
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, None
+        if changed is not None and not changed.done():
+            changed.set_result(None)
+
     def _on_event(self, event: Any) -> None:
         self.events.append(event)
+        self._wake()
         kind = event.type
         if kind not in QUIET:
             self._note(*describe_event(event))

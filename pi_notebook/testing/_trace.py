@@ -34,6 +34,12 @@ def trace_label(event: Any, style: str = "agent") -> str:
         label += f":attempt={event.attempt}/{event.max_attempts}"
     elif kind == "auto_retry_end":
         label += f":success={str(event.success).lower()}"
+    elif kind == "compaction_start":
+        label += f":reason={event.reason}"
+    elif kind == "compaction_end":
+        label += (
+            f":reason={event.reason}:aborted={str(event.aborted).lower()}:willRetry={str(event.will_retry).lower()}"
+        )
     elif kind == "queue_update":
         label += f":steer={len(event.steering)}:follow={len(event.follow_up)}"
     return label
