@@ -53,6 +53,7 @@ class SessionStore:
         self.path = Path(path)
         self._fsync = fsync
         self._ids: dict[int, tuple[object, str]] = {}
+        self._used: set[str] = set()
         existing = self.path.exists() and self.path.stat().st_size > 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -63,6 +64,7 @@ class SessionStore:
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
                 if entry_id:
                     self._ids[id(message)] = (message, entry_id)
+            self._used.update(loaded.all_ids)
             self.loaded: LoadedSession | None = loaded
         else:
             self.session_id = secrets.token_hex(8)
@@ -111,8 +113,9 @@ class SessionStore:
 
     def _append(self, body: dict[str, Any]) -> str:
         entry_id = secrets.token_hex(4)
-        while any(entry_id == known for _, known in self._ids.values()):
+        while entry_id in self._used:
             entry_id = secrets.token_hex(4)
+        self._used.add(entry_id)
         entry = {"type": body.pop("type"), "id": entry_id, "parentId": self._leaf, "timestamp": _now_iso(), **body}
         self._write(entry)
         self._leaf = entry_id
@@ -135,6 +138,8 @@ class LoadedSession:
     messages: list[AgentMessage] = field(default_factory=list)
     entry_ids: list[str | None] = field(default_factory=list)
     leaf_id: str | None = None
+    all_ids: set[str] = field(default_factory=set)
+    """Every entry id in the file (all branches), so a continued file never reuses one."""
     skipped_lines: int = 0
     """Lines that could not be read (a torn last line after a kill, or unknown message shapes)."""
 
@@ -161,6 +166,7 @@ def load_session(path: str | Path) -> LoadedSession:
                 entries.append(entry)
     path_entries = _current_branch(entries)
     loaded = LoadedSession(header=header, skipped_lines=skipped)
+    loaded.all_ids = {str(entry["id"]) for entry in entries if entry.get("id") is not None}
     loaded.leaf_id = path_entries[-1].get("id") if path_entries else None
     start = 0
     for index in range(len(path_entries) - 1, -1, -1):
