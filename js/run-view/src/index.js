@@ -105,7 +105,7 @@ function render({ model, el: root }) {
       case "tool": {
         const panel = el("details", "pi-tool");
         panel.open = true;
-        const summary = el("summary", "pi-tool-summary", `🔧 ${op.name}`);
+        const summary = el("summary", "pi-tool-summary", `tool: ${op.name}`);
         const args = el("pre", "pi-tool-args", op.args);
         const output = el("pre", "pi-tool-output");
         const result = el("div", "pi-tool-result");
