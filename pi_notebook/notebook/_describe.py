@@ -106,7 +106,9 @@ def _message_markdown(message: Any) -> str:
             elif isinstance(block, TextContent) and block.text:
                 lines.append(block.text)
             elif isinstance(block, ToolCall):
-                lines.append(f"tool call `{block.name}` " + _fence(json.dumps(block.arguments, ensure_ascii=False), "json"))
+                lines.append(
+                    f"tool call `{block.name}` " + _fence(json.dumps(block.arguments, ensure_ascii=False), "json")
+                )
         if message.stop_reason in ("error", "aborted", "length"):
             lines.append(f"*[{message.stop_reason}{': ' + message.error_message if message.error_message else ''}]*")
         return "**assistant:** " + ("\n\n".join(lines) if lines else "*(no content)*")

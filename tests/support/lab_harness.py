@@ -65,12 +65,18 @@ def notebook(cells: list[str], path: Path) -> Path:
 
 
 class JupyterLab:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
+        """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``."""
         require_chromium()
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
-        env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".run")}
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+            "JUPYTER_RUNTIME_DIR": str(root / ".run"),
+            **(env or {}),
+        }
         quiet = root / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
         quiet.parent.mkdir(parents=True, exist_ok=True)
         quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
@@ -101,13 +107,19 @@ class JupyterLab:
                 time.sleep(0.2)  # polling the server's readiness, not waiting for a behaviour
         raise TimeoutError("jupyter lab did not start")
 
-    def open(self, path: Path) -> Page:
+    def open(self, path: Path, workspace: str | None = None) -> Page:
+        """``workspace`` names a fresh JupyterLab workspace, so notebooks opened earlier are not restored."""
         page = self.browser.new_page(viewport={"width": 1500, "height": 1000})
-        page.goto(f"http://127.0.0.1:{self.port}/lab/tree/{path.relative_to(self.root)}?token={self.token}")
+        page.goto(self.url(path, workspace))
         page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
         page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # the kernel is up
         page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for(timeout=60_000)  # editors are ready
         return page
+
+    def url(self, path: Path, workspace: str | None = None) -> str:
+        """The address (with the token) that opens ``path`` in Lab, in ``workspace`` if given."""
+        where = f"workspaces/{workspace}/tree" if workspace else "tree"
+        return f"http://127.0.0.1:{self.port}/lab/{where}/{path.relative_to(self.root)}?token={self.token}"
 
     def run_cell(self, page: Page, index: int) -> None:
         """Select cell ``index``, run it with Shift+Enter, and wait until the kernel has taken it."""
@@ -123,14 +135,27 @@ class JupyterLab:
     def wait_idle(self, page: Page, index: int) -> None:
         """Wait until cell ``index`` has finished (its prompt shows an execution count)."""
         prompt = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
-        page.wait_for_function("prompt => /\\[\\d+\\]/.test(prompt.textContent)", arg=prompt.element_handle(),
-                               timeout=60_000)
+        page.wait_for_function(
+            "prompt => /\\[\\d+\\]/.test(prompt.textContent)", arg=prompt.element_handle(), timeout=60_000
+        )
 
     def screenshot(self, page: Page, name: str, **options: Any) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
         path = ARTIFACTS / name
         page.screenshot(path=str(path), **options)
         return path
+
+    def shutdown_kernels(self) -> None:
+        """Close every page and shut down every kernel the server runs (between tests: two cores only)."""
+        for context in self.browser.contexts:
+            context.close()
+        base = f"http://127.0.0.1:{self.port}/api/sessions"
+        with urllib.request.urlopen(f"{base}?token={self.token}", timeout=10) as response:
+            sessions = json.load(response)
+        for session in sessions:
+            request = urllib.request.Request(f"{base}/{session['id']}?token={self.token}", method="DELETE")
+            with urllib.request.urlopen(request, timeout=30):
+                pass
 
     def close(self) -> None:
         try:
