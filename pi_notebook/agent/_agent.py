@@ -57,6 +57,7 @@ QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 Listener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
 
 _default_stream_fn: StreamFn | None = None
+_STREAMING = (MessageUpdateEvent, MessageStartEvent)  # checked per event: a tuple, not a rebuilt union
 
 UNKNOWN_MODEL = Model(
     id="unknown", name="unknown", api="unknown", provider="unknown", input=(), context_window=0, max_tokens=0
@@ -452,7 +453,7 @@ class Agent:
     async def _process(self, event: AgentEvent) -> None:
         """Reduce the event into state, then await every listener in order."""
         state = self._state
-        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+        if isinstance(event, _STREAMING):
             state.streaming_message = event.message
         elif isinstance(event, MessageEndEvent):
             state.streaming_message = None

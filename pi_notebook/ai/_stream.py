@@ -28,6 +28,8 @@ from .messages import AssistantMessage
 
 __all__ = ["AssistantMessageEventStream"]
 
+_TERMINAL = (DoneEvent, ErrorEvent)  # a tuple: a ``X | Y`` union would be rebuilt on every event
+
 
 class AssistantMessageEventStream:
     __slots__ = ("_done", "_ended", "_iterating", "_last", "_producer", "_queue", "_result", "_source", "_waiter")
@@ -71,7 +73,7 @@ class AssistantMessageEventStream:
         if self._ended:
             return
         self._queue.append(event)
-        if isinstance(event, DoneEvent | ErrorEvent):
+        if isinstance(event, _TERMINAL):
             self._finish(event)
         else:
             self._last = event.partial
@@ -123,7 +125,7 @@ class AssistantMessageEventStream:
             raise
         except Exception as exc:  # a source breaking the contract still ends as data
             event = ErrorEvent("error", _failed(self._last, f"{type(exc).__name__}: {exc}"))
-        if isinstance(event, DoneEvent | ErrorEvent):
+        if isinstance(event, _TERMINAL):
             self._finish(event)
             await _aclose(source)
             self._wake()
