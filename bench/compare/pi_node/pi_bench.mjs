@@ -12,6 +12,7 @@ import {
   fauxAssistantMessage,
   fauxText,
   fauxToolCall,
+  Type,
 } from "@earendil-works/pi-ai";
 
 const argv = process.argv.slice(2);
@@ -34,7 +35,7 @@ const echoTool = {
   name: "echo",
   label: "echo",
   description: "Echo the text back",
-  parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+  parameters: Type.Object({ text: Type.String() }), // TypeBox, as Pi's own tools
   execute: async (_id, params) => ({ content: [{ type: "text", text: `echo: ${params.text}` }], details: {} }),
 };
 
@@ -162,11 +163,11 @@ const r3 = (x) => Math.round(x * 1000) / 1000;
 
 const require = createRequire(import.meta.url);
 const version = JSON.parse(readFileSync(require.resolve("@earendil-works/pi-agent-core/package.json"), "utf8")).version;
-const out = { impl: DRIVER === "faux" ? "pi-0.83-node" : "pi-0.83-node-scripted", version, runtime: `node ${process.version}`, driver: DRIVER, w1_us_per_event: {}, w1_runs: {}, w2_ms_per_turn: {}, w3_abort_ms: null, notes: "" };
+const out = { impl: DRIVER === "faux" ? "pi-0.83-node" : "pi-0.83-node-scripted", version, runtime: `node ${process.version}`, driver: DRIVER, w1_us_per_event: {}, w1_runs: {}, w2_ms_per_turn: {}, w2_runs: {}, w3_abort_ms: null, notes: "" };
 const notes = [];
 
 await w1(1000); // warm-up (JIT), untimed
-await w2(10);
+await w2(100);
 for (const n of W1_SIZES) {
   try {
     const runs = [];
@@ -180,7 +181,10 @@ for (const n of W1_SIZES) {
 }
 for (const t of W2_SIZES) {
   try {
-    out.w2_ms_per_turn[t] = r3(await w2(t));
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(r3(await w2(t)));
+    out.w2_runs[t] = runs;
+    out.w2_ms_per_turn[t] = Math.min(...runs);
   } catch (err) {
     out.w2_ms_per_turn[t] = null;
     notes.push(`w2 ${t}: ${err.message}`);

@@ -90,7 +90,7 @@ def scripted_stream_fn(replies: list[tuple], tokens_per_second: float | None = N
             out.set_final_message(partial)
             out.push(DoneEvent(partial=partial, reason=partial.stopReason))
 
-        asyncio.ensure_future(produce())
+        out._producer = asyncio.ensure_future(produce())  # keep the task alive while the stream is read
         return out
 
     return stream

@@ -163,7 +163,7 @@ if __name__ == "__main__":
         w1,
         w2,
         w3_once,
-        notes="Agent driven by a scripted stream (no faux provider in this port; 4-char deltas, one loop yield "
-        "per delta); Agent.abort() sets an abort event that prompt() never creates and no signal reaches the "
-        "loop or the stream",
+        notes="Agent driven by a scripted stream (no faux provider in this port; 4-char deltas, no loop yield "
+        "between unpaced deltas); Agent.abort() sets an abort event that prompt() never creates and no signal "
+        "reaches the loop or the stream",
     )

@@ -181,6 +181,6 @@ if __name__ == "__main__":
             "pi_ai faux provider (create_faux_core, token size 1; it re-serializes the whole transcript per call "
             "for its usage estimate, O(turns^2) in w2)"
             if DRIVER == "faux"
-            else "scripted stream (4-char deltas, one loop yield per delta, no usage estimate)"
+            else "scripted stream (4-char deltas, no loop yield between unpaced deltas, no usage estimate)"
         ),
     )
