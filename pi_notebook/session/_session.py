@@ -43,24 +43,19 @@ from ..ai import (
 )
 from ..ai import stream as default_stream
 from ..ai.messages import text_of
-from ..ai.overflow import is_context_overflow, is_recoverable_length
-from ..ai.retry import RetryPolicy, is_retryable_assistant_error
-from ._compaction import CompactionSummaryMessage, context_tokens, plan_compaction, summarize
+from ..ai.overflow import is_context_overflow
+from ..ai.retry import is_retryable_assistant_error
+from ._compaction import CompactionSummaryMessage
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     BudgetExceededEvent,
-    CompactionEndEvent,
-    CompactionReason,
-    CompactionStartEvent,
     QueueUpdateEvent,
-    SummarizationRetryAttemptStartEvent,
-    SummarizationRetryFinishedEvent,
-    SummarizationRetryScheduledEvent,
 )
 from ._guard import RunBudget, guard_tool
+from ._session_compaction import CompactionMixin
 from ._settings import Settings
 from ._store import SessionStore
 
@@ -84,7 +79,7 @@ class QueueSnapshot(NamedTuple):
     follow_up: list[str]
 
 
-class AgentSession:
+class AgentSession(CompactionMixin):
     """An agent with Pi's session behaviour plus budgets, timeouts and a session file.
 
     ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
@@ -462,124 +457,6 @@ class AgentSession:
             return False
         return True
 
-    # -- compaction -------------------------------------------------------------------------------------
-    async def _pre_prompt_compaction(self) -> None:
-        last = self._last_transcript_assistant()
-        if last is not None:
-            await self._check_compaction(last, skip_aborted=False)
-            self._last_assistant = None
-
-    async def _check_compaction(self, message: AssistantMessage, *, skip_aborted: bool = True) -> bool:
-        """Pi's §7.5 triage: overflow -> compact (and retry once); over the threshold -> compact."""
-        settings = self.settings.compaction
-        if not settings.enabled or (skip_aborted and message.stop_reason == "aborted"):
-            return False
-        if self._older_than_compaction(message):
-            return False
-        model = self.model
-        same_model = message.provider == model.provider and message.model == model.id
-        window = model.context_window or 0
-        recoverable_length = same_model and is_recoverable_length(message, model.max_tokens)
-        if same_model and (is_context_overflow(message, window) or recoverable_length):
-            will_retry = message.stop_reason != "stop"
-            if not will_retry:
-                return await self._auto_compact("overflow", will_retry=False)
-            if self._overflow_attempted:
-                self._emit(CompactionEndEvent("overflow", error_message=OVERFLOW_FAILED))
-                return False
-            self._overflow_attempted = True
-            self._drop_failed_reply()
-            return await self._auto_compact("overflow", will_retry=True)
-        if not window:
-            return False
-        if context_tokens(self.agent.state.messages) > window - settings.reserve_tokens:
-            return await self._auto_compact("threshold", will_retry=False)
-        return False
-
-    def _older_than_compaction(self, message: AssistantMessage) -> bool:
-        """Pi compares timestamps; replies can land within the same millisecond, so we count replies."""
-        if self._compaction_seq < 0:
-            return False
-        known = self._assistant_seq.get(id(message))
-        return known is None or known[0] is not message or known[1] < self._compaction_seq
-
-    def _drop_failed_reply(self) -> None:
-        messages = self.agent.state.messages
-        if messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason in ("error", "length"):
-            messages.pop()
-
-    async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool) -> bool:
-        try:
-            done = await self._compact(reason, will_retry=will_retry, instructions=None)
-        except _CompactionFailed as failure:
-            prefix = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
-            self._emit(CompactionEndEvent(reason, error_message=f"{prefix}: {failure}"))
-            return False
-        if not done:
-            return False
-        if will_retry:
-            self._drop_failed_reply()
-            return True
-        return not self._aborted and self.agent.has_queued_messages()
-
-    async def compact(self, instructions: str | None = None) -> None:
-        """Stop whatever runs, then compact the transcript now. Raises on failure ("Compaction failed: ...")
-        and ``ValueError`` when there is nothing to compact."""
-        await self.abort()
-        self._compacting = True
-        self._idle = asyncio.Event()
-        try:
-            done = await self._compact("manual", will_retry=False, instructions=instructions)
-        except _CompactionFailed as failure:
-            self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
-            raise RuntimeError(f"Compaction failed: {failure}") from None
-        finally:
-            self._compacting = False
-            self._idle.set()
-        if not done:
-            raise ValueError("Nothing to compact (session too small)")
-
-    async def _compact(self, reason: CompactionReason, *, will_retry: bool, instructions: str | None) -> bool:
-        """Summarise and replace the older transcript. False: nothing to compact or aborted (reported)."""
-        messages = self.agent.state.messages
-        plan = plan_compaction(messages, self.settings.compaction.keep_recent_tokens)
-        if plan is None:
-            return False
-        self._emit(CompactionStartEvent(reason))
-        controller = self._compaction_controller = AbortController()
-        retry = self.settings.retry
-        policy = RetryPolicy(enabled=retry.enabled, max_retries=retry.max_retries, base_delay_ms=retry.base_delay_ms)
-        callbacks = {
-            "on_retry_scheduled": lambda a, m, d, e: self._emit(SummarizationRetryScheduledEvent(a, m, d, e)),
-            "on_retry_attempt_start": lambda: self._emit(SummarizationRetryAttemptStartEvent(reason)),
-            "on_retry_finished": lambda *args: self._emit(SummarizationRetryFinishedEvent()),
-        }
-        try:
-            reply = await summarize(
-                plan,
-                model=self.model,
-                stream_fn=self.agent.stream_fn or default_stream,
-                policy=policy,
-                signal=controller.signal,
-                reserve_tokens=self.settings.compaction.reserve_tokens,
-                instructions=instructions,
-                callbacks=callbacks,
-            )
-        finally:
-            self._compaction_controller = None
-        if reply.stop_reason == "aborted" or controller.signal.aborted:
-            self._emit(CompactionEndEvent(reason, aborted=True))
-            return False
-        if reply.stop_reason == "error":
-            raise _CompactionFailed(f"Summarization failed: {reply.error_message or 'Unknown error'}")
-        summary = CompactionSummaryMessage(summary=text_of(reply), tokens_before=plan.tokens_before)
-        if self.store is not None:
-            self.store.append_compaction(summary.summary, plan.keep[0] if plan.keep else None, plan.tokens_before)
-        self.agent.state.messages = [summary, *plan.keep]
-        self._compaction_seq = len(self._assistant_seq)
-        self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
-        return True
-
     # -- timers -----------------------------------------------------------------------------------------
     def _arm_wall_timer(self) -> None:
         limit = self.settings.budget.wall_time_ms
@@ -610,7 +487,3 @@ class AgentSession:
             if isinstance(message, AssistantMessage):
                 return message
         return None
-
-
-class _CompactionFailed(Exception):
-    pass
