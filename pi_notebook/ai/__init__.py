@@ -22,6 +22,7 @@ from ._events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
+from ._http import close_connections
 from ._model import Context, LlmMessage, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
 from ._registry import complete, register_api, registered_apis, stream
 from ._stream import AssistantMessageEventStream
@@ -78,6 +79,7 @@ __all__ = [
     "UserMessage",
     "abort_scope",
     "abortable_sleep",
+    "close_connections",
     "complete",
     "register_api",
     "registered_apis",

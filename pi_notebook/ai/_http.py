@@ -30,6 +30,7 @@ from ._stream import AssistantMessageEventStream
 __all__ = [
     "ProviderError",
     "ProviderRun",
+    "close_connections",
     "describe_transport_error",
     "provider_retry_delay_ms",
     "run_provider",
@@ -70,6 +71,13 @@ def http_client() -> httpx.AsyncClient:
         client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_keepalive_connections=8))
         _clients[loop] = client
     return client
+
+
+async def close_connections() -> None:
+    """Close the running loop's pooled HTTP connections (idle keep-alive ones; a later request reconnects)."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.aclose()
 
 
 def describe_transport_error(exc: BaseException) -> str:

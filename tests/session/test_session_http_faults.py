@@ -1,0 +1,148 @@
+"""The fault matrix through a session over real loopback HTTP: retry, exhaustion, quota, overflow -> compaction.
+Each case ends with exactly one agent_settled, a session file that matches, and no open connection."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_notebook.ai import Model, TextContent, UserMessage, close_connections
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.ai.providers.faux import faux_assistant_message
+from pi_notebook.session import AgentSession, CompactionSummaryMessage, SessionStore, Settings, load_session
+from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply
+
+APIS = ["openai", "anthropic"]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FaultServer]:
+    with FaultServer() as running:
+        yield running
+
+
+def model_for(api: str, server: FaultServer) -> Model:
+    if api == "openai":
+        return model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
+    return Model(
+        id="claude-test", api="anthropic-messages", provider="anthropic-local", base_url=server.anthropic_base_url
+    )
+
+
+def session_for(
+    api: str, server: FaultServer, tmp_path: Path, messages: Any = (), **settings: Any
+) -> tuple[AgentSession, EventRecorder]:
+    settings = {"retry": {"base_delay_ms": 5}, "compaction": {"enabled": False}, **settings}
+    store = SessionStore(tmp_path / f"{api}.jsonl")
+    session = AgentSession(model=model_for(api, server), settings=Settings(**settings), store=store, messages=messages)
+    recorder = EventRecorder("session")
+    session.subscribe(recorder)
+    return session, recorder
+
+
+async def finish(session: AgentSession, recorder: EventRecorder, server: FaultServer) -> list[Any]:
+    assert (
+        recorder.labels.count("agent_settled:aborted=false") + recorder.labels.count("agent_settled:aborted=true") == 1
+    )
+    assert session.is_idle
+    assert session.store is not None
+    session.store.close()
+    await close_connections()  # idle keep-alive connections go; anything left open would be a leak
+    await server.wait_until_async(lambda s: s.open_connections == 0)
+    return load_session(session.store.path).messages
+
+
+def retry_labels(recorder: EventRecorder) -> list[str]:
+    return [label for label in recorder.labels if label.startswith(("auto_retry", "compaction"))]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_transient_failure_is_retried_and_the_file_keeps_the_failure(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Fault.status(503), Fault.overloaded(), Reply.text("finally")])
+    session, recorder = session_for(api, server, tmp_path)
+    await session.prompt("hello")
+    assert retry_labels(recorder) == [
+        "auto_retry_start:attempt=1/3",
+        "auto_retry_start:attempt=2/3",
+        "auto_retry_end:success=true",
+    ]
+    assert len(server.requests) == 3
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored] == ["user", "error", "error", "stop"]
+    assert [getattr(m, "stop_reason", "user") for m in session.messages] == ["user", "stop"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_exhausted_retries_end_with_the_last_error(api: str, server: FaultServer, tmp_path: Path) -> None:
+    server.script([Fault.status(502)] * 4)
+    session, recorder = session_for(api, server, tmp_path, retry={"max_retries": 3, "base_delay_ms": 2})
+    await session.prompt("hello")
+    assert retry_labels(recorder)[-1] == "auto_retry_end:success=false"
+    assert len(server.requests) == 4
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored].count("error") == 4
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_quota_errors_are_not_retried(api: str, server: FaultServer, tmp_path: Path) -> None:
+    server.script([Fault.quota(), Reply.text("never")])
+    session, recorder = session_for(api, server, tmp_path)
+    await session.prompt("hello")
+    assert retry_labels(recorder) == []
+    assert len(server.requests) == 1
+    await finish(session, recorder, server)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_layer_one_retries_are_invisible_to_the_session(api: str, server: FaultServer, tmp_path: Path) -> None:
+    server.script([Fault.rate_limit(headers={"retry-after-ms": "20"}), Reply.text("ok")])
+    session, recorder = session_for(api, server, tmp_path, retry={"provider": {"max_retries": 2}})
+    await session.prompt("hello")
+    assert retry_labels(recorder) == []
+    assert len(server.requests) == 2
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored] == ["user", "stop"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_overflow_is_compacted_then_retried_once(api: str, server: FaultServer, tmp_path: Path) -> None:
+    model = model_for(api, server)
+    history: list[Any] = []
+    for i in range(6):
+        history.append(UserMessage(content=[TextContent(text=f"question {i} " + "x" * 400)]))
+        reply = faux_assistant_message(f"answer {i} " + "y" * 400)
+        reply.provider, reply.model = model.provider, model.id
+        history.append(reply)
+    server.script([Fault.overflow(), Reply.text("## Goal\nsummary"), Reply.text("after compaction")])
+    session, recorder = session_for(
+        api, server, tmp_path, messages=history, compaction={"enabled": True, "keep_recent_tokens": 300}
+    )
+    await session.prompt("one more")
+    assert retry_labels(recorder) == [
+        "compaction_start:reason=overflow",
+        "compaction_end:reason=overflow:aborted=false:willRetry=true",
+    ]
+    assert len(server.requests) == 3
+    assert "<conversation>" in server.requests[1].body.decode()
+    assert isinstance(session.messages[0], CompactionSummaryMessage)
+    stored = await finish(session, recorder, server)
+    assert isinstance(stored[0], CompactionSummaryMessage)
+    assert stored[-1].content[0].text == "after compaction"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_reset_mid_stream_is_retried_by_the_session_not_replayed_by_the_provider(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Reply.text("partial " * 20, fault=Fault.reset(after_events=3)), Reply.text("complete")])
+    session, recorder = session_for(api, server, tmp_path, retry={"base_delay_ms": 5, "provider": {"max_retries": 3}})
+    await session.prompt("hello")
+    assert retry_labels(recorder) == ["auto_retry_start:attempt=1/3", "auto_retry_end:success=true"]
+    stored = await finish(session, recorder, server)
+    assert stored[1].stop_reason == "error"  # type: ignore[union-attr]
+    assert stored[1].content  # type: ignore[union-attr]  # the partial reply is on disk

@@ -1,0 +1,66 @@
+"""The public surface users, docs and notebooks rely on: names are pinned so a change is a deliberate one."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PINNED = {
+    "pi_notebook.agent": {
+        "Agent", "AgentTool", "AgentToolResult", "AgentContext", "AgentEvent", "AgentMessage", "AgentState",
+        "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
+        "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
+        "ToolExecutionEndEvent", "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext",
+        "AfterToolCallResult", "CustomMessage", "FinishTurnResult", "Listener", "LoopConfig", "QueueMode",
+        "RequestContext", "RequestUpdate", "TurnContext", "TurnUpdate", "run_agent_loop",
+        "run_agent_loop_continue", "set_default_stream_fn",
+    },
+    "pi_notebook.session": {
+        "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
+        "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
+        "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
+        "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
+        "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
+        "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
+    },
+    "pi_notebook.notebook": {
+        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux", "get_agent",
+        "get_session", "load_ipython_extension", "unload_ipython_extension",
+    },
+}  # fmt: skip
+
+ALSO_REQUIRED = {
+    "pi_notebook.ai": {
+        "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
+        "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
+        "UserMessage", "Usage", "stream", "complete", "abort_scope",
+    },
+    "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
+    "pi_notebook.ai.providers.faux": {
+        "FauxProvider", "faux_assistant_message", "faux_text", "faux_thinking", "faux_tool_call",
+    },
+    "pi_notebook.ai.retry": {"is_retryable_assistant_error", "retry_assistant_call", "RetryPolicy"},
+    "pi_notebook.ai.overflow": {"is_context_overflow", "is_recoverable_length"},
+    "pi_notebook.ai.transform": {"transform_messages"},
+    "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "EventRecorder", "trace_label"},
+    "pi_notebook.tools.bash": {"bash_tool"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(PINNED))
+def test_public_names_are_exactly_the_pinned_ones(module: str) -> None:
+    assert set(importlib.import_module(module).__all__) == PINNED[module]
+
+
+@pytest.mark.parametrize("module", sorted(ALSO_REQUIRED))
+def test_documented_names_are_exported(module: str) -> None:
+    exported = set(importlib.import_module(module).__all__)
+    assert ALSO_REQUIRED[module] <= exported
+
+
+def test_every_exported_name_exists() -> None:
+    for module_name in [*PINNED, *ALSO_REQUIRED]:
+        module = importlib.import_module(module_name)
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert missing == [], module_name
