@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_spec
@@ -222,7 +222,7 @@ class PiMagics(Magics):
                 raise UsageError(f"no run {rest!r} (runs: 1..{len(agent.runs)})") from None
         else:
             run = agent.runs[-1]
-        _show_markdown(run.report().markdown)
+        _show(run.report())
 
     def _queue(self, rest: str) -> None:
         _no_args("queue", rest)
@@ -280,8 +280,8 @@ class PiMagics(Magics):
         print(f"pi: interrupt hook {rest}")  # noqa: T201
 
 
-def _show_markdown(text: str) -> None:
-    display(Markdown(text))  # type: ignore[no-untyped-call]
+def _show(value: Any) -> None:
+    display(value)  # type: ignore[no-untyped-call]
 
 
 def _no_args(command: str, rest: str) -> None:
@@ -325,7 +325,7 @@ def _start(agent: NotebookAgent, label: str, operation: Callable[[], Any]) -> Ru
         return await run
 
     report = asyncio.run(complete())
-    _show_markdown(report.markdown)
+    _show(report)
     return None
 
 

@@ -1,0 +1,34 @@
+"""Plain IPython (no running event loop, as in the terminal): %pi runs to the end and prints the report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "pi_notebook")
+    shell.run_cell(
+        "from pi_notebook.notebook import configure\\n"
+        "from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message\\n"
+        "faux = FauxProvider()\\n"
+        "faux.set_responses([faux_assistant_message('hello from the terminal')])\\n"
+        "configure(model=faux.model, stream_fn=faux.stream);"
+    )
+    shell.run_cell("%pi are you there?")
+    shell.run_cell("%pi interrupt on")
+    """
+)
+
+
+def test_without_a_running_loop_a_run_completes_before_the_magic_returns() -> None:
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "> **user:** are you there?" in out
+    assert "**assistant:** hello from the terminal" in out
+    assert "`agent_settled` | aborted=false" in out
+    assert "pi: %pi interrupt needs a running event loop (a Jupyter kernel)" in out
