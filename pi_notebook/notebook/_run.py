@@ -80,6 +80,7 @@ class Run:
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
+        _control.publish(self.state())  # the JupyterLab extension shows Stop from the start
 
     # -- public -----------------------------------------------------------------------------------------
     @property

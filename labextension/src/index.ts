@@ -1,0 +1,208 @@
+/**
+ * pi-notebook JupyterLab extension: stop agent runs from where users already reach for stop.
+ *
+ * - a "Stop agent run" button in each notebook's toolbar, shown only while a run is active in that
+ *   notebook's kernel;
+ * - the command `pi-notebook:stop-agent-run`, bound to Accel . (Ctrl+. / Cmd+.) in notebooks;
+ * - a status bar item for the active notebook's kernel: "pi: streaming", "pi: retry in 3 s",
+ *   "pi: settled (aborted)", ...
+ *
+ * All three talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
+ * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
+ */
+import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, ISessionContext, IToolbarWidgetRegistry } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { stopIcon, ToolbarButton } from '@jupyterlab/ui-components';
+import { Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
+
+import { ControlConnection } from './control';
+
+const PLUGIN_ID = 'pi-notebook:plugin';
+const COMMAND = 'pi-notebook:stop-agent-run';
+const TOOLBAR_ITEM = 'pi-stop-agent-run';
+const LABEL = 'Stop agent run';
+
+/** One control connection per session context (two views of one notebook share it). */
+class Connections {
+  get(sessionContext: ISessionContext): ControlConnection {
+    let connection = this._map.get(sessionContext);
+    if (connection === undefined) {
+      connection = new ControlConnection(sessionContext);
+      this._map.set(sessionContext, connection);
+      sessionContext.disposed.connect(() => {
+        this._map.get(sessionContext)?.dispose();
+        this._map.delete(sessionContext);
+      });
+    }
+    return connection;
+  }
+
+  private _map = new Map<ISessionContext, ControlConnection>();
+}
+
+/** The status bar item: the current notebook's run state, with a retry countdown. */
+class RunStatus extends Widget {
+  constructor() {
+    super({ node: document.createElement('span') });
+    this.addClass('pi-StatusItem');
+    this.addClass('jp-StatusBar-TextItem');
+    this.node.setAttribute('data-pi-status', '');
+  }
+
+  readonly activeStateChanged = new Signal<this, void>(this);
+
+  get connection(): ControlConnection | null {
+    return this._connection;
+  }
+
+  set connection(connection: ControlConnection | null) {
+    if (connection === this._connection) {
+      return;
+    }
+    this._connection?.changed.disconnect(this._update, this);
+    this._connection = connection;
+    connection?.changed.connect(this._update, this);
+    this._update();
+  }
+
+  /** Shown when the current notebook's kernel has loaded pi_notebook. */
+  get shown(): boolean {
+    return this._connection?.connected ?? false;
+  }
+
+  dispose(): void {
+    this._stopTicking();
+    super.dispose();
+  }
+
+  private _update(): void {
+    const connection = this._connection;
+    const text = connection?.text ?? '';
+    this.node.textContent = text;
+    this.node.setAttribute('data-pi-status', text);
+    this.node.setAttribute('data-pi-active', String(connection?.active ?? false));
+    const state = connection?.state;
+    this.node.title = state
+      ? `pi_notebook${state.run ? `, run ${state.run}` : ''}: ${text.replace('pi: ', '')}` +
+        (connection?.active ? ` — ${LABEL}: Ctrl+. (Cmd+. on macOS)` : '')
+      : '';
+    if (state?.state === 'retrying') {
+      this._startTicking();
+    } else {
+      this._stopTicking();
+    }
+    if (this.shown !== this._wasShown) {
+      this._wasShown = this.shown;
+      this.activeStateChanged.emit();
+    }
+  }
+
+  private _startTicking(): void {
+    if (this._timer === null) {
+      this._timer = window.setInterval(() => {
+        const text = this._connection?.text ?? '';
+        this.node.textContent = text;
+        this.node.setAttribute('data-pi-status', text);
+      }, 250);
+    }
+  }
+
+  private _stopTicking(): void {
+    if (this._timer !== null) {
+      window.clearInterval(this._timer);
+      this._timer = null;
+    }
+  }
+
+  private _connection: ControlConnection | null = null;
+  private _timer: number | null = null;
+  private _wasShown = false;
+}
+
+function stopButton(connection: ControlConnection): Widget {
+  const button = new ToolbarButton({
+    icon: stopIcon,
+    label: LABEL,
+    tooltip: `${LABEL} (Ctrl+. / Cmd+.): stop every active pi run in this kernel`,
+    onClick: () => {
+      connection.abort();
+    }
+  });
+  button.addClass('pi-StopAgentRun');
+  const update = (): void => {
+    button.setHidden(!connection.active);
+  };
+  connection.changed.connect(update);
+  button.disposed.connect(() => connection.changed.disconnect(update));
+  update();
+  return button;
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: 'Stop pi agent runs from the notebook toolbar or a shortcut, and show their state in the status bar.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [IToolbarWidgetRegistry, IStatusBar, ICommandPalette, ILabShell],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    toolbarRegistry: IToolbarWidgetRegistry | null,
+    statusBar: IStatusBar | null,
+    palette: ICommandPalette | null,
+    labShell: ILabShell | null
+  ): void => {
+    const connections = new Connections();
+    const current = (): ControlConnection | null => {
+      const panel = tracker.currentWidget;
+      return panel ? connections.get(panel.sessionContext) : null;
+    };
+
+    app.commands.addCommand(COMMAND, {
+      label: LABEL,
+      caption: 'Stop every active pi agent run in this notebook’s kernel (queued messages go back to the input box)',
+      icon: stopIcon,
+      isEnabled: () => current()?.connected ?? false,
+      execute: () => {
+        current()?.abort();
+      }
+    });
+    palette?.addItem({ command: COMMAND, category: 'Notebook Operations' });
+
+    // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
+    tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
+      const connection = connections.get(panel.sessionContext);
+      connection.changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+    });
+    tracker.forEach(panel => connections.get(panel.sessionContext));
+
+    if (toolbarRegistry) {
+      toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, panel =>
+        stopButton(connections.get(panel.sessionContext))
+      );
+    }
+
+    if (statusBar) {
+      const item = new RunStatus();
+      const follow = (): void => {
+        item.connection = current();
+      };
+      tracker.currentChanged.connect(follow);
+      labShell?.currentChanged.connect(() => item.activeStateChanged.emit());
+      follow();
+      statusBar.registerStatusItem(PLUGIN_ID, {
+        item,
+        align: 'left',
+        rank: 4,
+        isActive: () =>
+          item.shown && (labShell === null || labShell.currentWidget === tracker.currentWidget),
+        activeStateChanged: item.activeStateChanged
+      });
+    }
+  }
+};
+
+export default plugin;
