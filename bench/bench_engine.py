@@ -151,7 +151,7 @@ async def w3_abort(runs: int) -> dict[str, float]:
     }
 
 
-async def run_ours(repeats: int = 3, driver: str = "faux") -> dict[str, Any]:
+async def run_ours(repeats: int = 5, driver: str = "faux") -> dict[str, Any]:
     await w1_streaming(1000, driver)  # warm-up, untimed (as the comparison scripts do)
     await w2_turns(100, driver)
     w1_runs = {str(n): [round(await w1_streaming(n, driver), 3) for _ in range(repeats)] for n in (10_000, 100_000)}

@@ -20,7 +20,7 @@ ask for one more request; ``prepare_request`` runs before every provider request
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -235,6 +235,7 @@ class _Loop:
         messages: Sequence[AgentMessage] = context.messages
         if config.transform_context is not None:
             messages = await maybe_await(config.transform_context(messages, self.signal))
+        llm: Sequence[Any]
         if config.convert_to_llm is not None:
             llm = list(await maybe_await(config.convert_to_llm(messages)))
         else:
@@ -317,8 +318,8 @@ class _LlmView:
 
     The loop's transcript only grows between requests, so filtering it again each turn would make a turn
     cost O(transcript). Only the messages added since the last request are filtered; a replaced list or
-    message falls back to a full pass. The result is a fresh list per request (a cheap pointer copy), so a
-    stream function may keep it.
+    message falls back to a full pass. Each request gets a read-only prefix view of the filtered list, which
+    later requests only extend, so a stream function may keep it.
     """
 
     __slots__ = ("_count", "_kept", "_last", "_source")
@@ -329,7 +330,7 @@ class _LlmView:
         self._last: object = None
         self._kept: list[AgentMessage] = []
 
-    def convert(self, messages: Sequence[AgentMessage]) -> list[Any]:
+    def convert(self, messages: Sequence[AgentMessage]) -> Sequence[Any]:
         count = self._count
         if not (
             messages is self._source and len(messages) >= count and (count == 0 or messages[count - 1] is self._last)
@@ -345,4 +346,29 @@ class _LlmView:
                     kept.append(converted)
         self._count = len(messages)
         self._last = messages[-1] if messages else None
-        return kept.copy()
+        return _Prefix(kept, len(kept))
+
+
+class _Prefix(Sequence[Any]):
+    """The first ``size`` items of a list that only ever grows at the end: a snapshot without a copy."""
+
+    __slots__ = ("_items", "_size")
+
+    def __init__(self, items: list[Any], size: int) -> None:
+        self._items = items
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self._items[: self._size][index]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError("message index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return islice(self._items, self._size)
