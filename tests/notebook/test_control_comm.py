@@ -217,7 +217,7 @@ def test_run_state_changes_are_pushed_to_every_open_comm(frontend: Frontend) -> 
         assert settled["aborted"] is False
         assert "reply" not in settled  # pushed, not a reply
     pushed = [s["state"] for s in frontend.states(first) if "reply" not in s][1:]  # after the open reply
-    assert pushed == ["streaming", "settled"]
+    assert pushed == ["starting", "streaming", "settled"]  # announced as soon as the run is created
 
 
 def test_abort_stops_the_run_restores_queued_messages_and_replies_with_the_new_state(frontend: Frontend) -> None:
