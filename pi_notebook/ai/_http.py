@@ -208,6 +208,35 @@ def timeout_for(options: StreamOptions) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=seconds)
 
 
+async def post_sse(
+    run: ProviderRun,
+    url: str,
+    payload: Mapping[str, Any],
+    headers: Mapping[str, str],
+    describe_status: Callable[[int, str], str],
+    read: Callable[[ProviderRun, httpx.Response], Awaitable[None]],
+) -> None:
+    """POST ``payload`` as JSON (layer-1 retry included), then let ``read`` consume the streaming response,
+    which is closed however ``read`` ends (an abort included, so the connection never lingers).
+
+    Headers: the JSON/SSE ones, then ``headers`` (auth), then the model's, then the request's."""
+    options = run.options
+    all_headers = {"content-type": "application/json", "accept": "text/event-stream", **headers}
+    all_headers.update(run.model.headers or {})
+    all_headers.update(options.headers or {})
+    timeout = timeout_for(options).as_dict()
+
+    def request() -> httpx.Request:
+        return httpx.Request("POST", url, json=payload, headers=all_headers, extensions={"timeout": timeout})
+
+    response = await send_with_retry(request, options, describe_status)
+    try:
+        await read(run, response)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await response.aclose()
+
+
 @dataclass(slots=True)
 class ProviderRun:
     """What a provider's body gets: the builder, the stream to push to, and the request's options."""

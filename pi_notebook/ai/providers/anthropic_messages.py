@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import httpx
 
-from .._http import ProviderError, ProviderRun, iter_sse, run_provider, send_with_retry, timeout_for
+from .._http import ProviderError, ProviderRun, iter_sse, post_sse, run_provider
 from .._keys import resolve_api_key
 from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
@@ -52,24 +51,9 @@ def stream_anthropic_messages(
     async def body(run: ProviderRun) -> None:
         if isinstance(key, Exception):
             raise key
-        payload = build_payload(model, context, options)
-        headers = {"content-type": "application/json", "accept": "text/event-stream", "anthropic-version": API_VERSION}
-        if key:
-            headers["x-api-key"] = key
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
+        headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
         url = model.base_url.rstrip("/") + "/v1/messages"
-        timeout = timeout_for(options).as_dict()
-
-        def request() -> httpx.Request:
-            return httpx.Request("POST", url, json=payload, headers=headers, extensions={"timeout": timeout})
-
-        response = await send_with_retry(request, options, describe_status)
-        try:
-            await _read(run, response)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        await post_sse(run, url, build_payload(model, context, options), headers, describe_status, _read)
 
     return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
 

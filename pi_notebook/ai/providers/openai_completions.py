@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import httpx
 
-from .._http import ProviderError, ProviderRun, iter_sse, run_provider, send_with_retry, timeout_for
+from .._http import ProviderError, ProviderRun, iter_sse, post_sse, run_provider
 from .._keys import resolve_api_key
 from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
@@ -44,31 +43,13 @@ def stream_openai_completions(
     key = resolve_api_key(model.provider, options, required=model.provider == "openai")
 
     async def body(run: ProviderRun) -> None:
-        if isinstance(key, ProviderError):
+        if isinstance(key, Exception):
             raise key
-        payload = build_payload(model, context, options)
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
+        auth = {"authorization": f"Bearer {key}"} if key else {}
         url = model.base_url.rstrip("/") + "/chat/completions"
-
-        def request() -> httpx.Request:
-            return httpx.Request("POST", url, json=payload, headers=headers, extensions={"timeout": _timeout(options)})
-
-        response = await send_with_retry(request, options, describe_status)
-        try:
-            await _read(run, response)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await response.aclose()
+        await post_sse(run, url, build_payload(model, context, options), auth, describe_status, _read)
 
     return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
-
-
-def _timeout(options: StreamOptions) -> dict[str, float | None]:
-    return timeout_for(options).as_dict()
 
 
 def describe_status(status: int, body: str) -> str:
