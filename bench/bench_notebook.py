@@ -11,13 +11,11 @@ N2  With a dummy comm, the bytes the run widget sends for a 10k- and a 100k-char
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
@@ -57,32 +55,9 @@ def stop_latency(runs: int = 30) -> dict[str, float]:
 
 
 async def comm_bytes(chars: int) -> tuple[int, float]:
-    import comm
-    import ipykernel.comm
+    import dummy_comm
 
-    sent: list[Any] = []
-
-    class Recording:
-        comm_id = "bench"
-        kernel = "bench"
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def open(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def on_msg(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def close(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
-            sent.append(data)
-
-    comm.create_comm = lambda **kwargs: Recording()
-    ipykernel.comm.comm.BaseComm = Recording
+    sent = dummy_comm.install()
     from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
     from pi_notebook.notebook import Run
     from pi_notebook.session import AgentSession
@@ -94,8 +69,7 @@ async def comm_bytes(chars: int) -> tuple[int, float]:
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
     await run
     elapsed = time.monotonic() - started
-    custom = [d["content"] for d in sent if isinstance(d, dict) and d.get("method") == "custom"]
-    return sum(len(json.dumps(m)) for m in custom), len(custom) / elapsed
+    return dummy_comm.custom_bytes(sent), len(dummy_comm.custom_messages(sent)) / elapsed
 
 
 def main() -> None:

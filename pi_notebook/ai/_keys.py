@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ._http import ProviderError
 from ._model import StreamOptions
 
 __all__ = ["ENV_KEYS", "resolve_api_key"]
@@ -33,8 +34,6 @@ def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) ->
     if key:
         return key
     if required:
-        from ._http import ProviderError
-
         variable = ENV_KEYS.get(provider, f"{provider.upper()}_API_KEY")
         return ProviderError(f"No API key for provider {provider}: set {variable} or pass api_key")
     return None

@@ -206,7 +206,7 @@ class PiMagics(Magics):
             f"interrupt hook: {'on' if agent.interrupt_hook else 'off'}",
         ]
         if run is not None:
-            lines.append(f"usage: {run._usage_line()}")
+            lines.append(f"usage: {run.usage_line()}")
         print("\n".join(lines))  # noqa: T201
 
     def _events(self, rest: str) -> None:

@@ -273,7 +273,7 @@ class Run:
                     "error": message.error_message,
                 }
             )
-            transcript.usage = self._usage_line()
+            transcript.usage = self.usage_line()
         elif kind == "tool_execution_start":
             args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
             transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
@@ -296,9 +296,10 @@ class Run:
         elif kind in ("auto_retry_end", "agent_start"):
             view.show_retry(False)
         elif kind == "budget_exceeded":
-            transcript.usage = self._usage_line() + f" — {event.reason}"
+            transcript.usage = self.usage_line() + f" — {event.reason}"
 
-    def _usage_line(self) -> str:
+    def usage_line(self) -> str:
+        """Turns, tokens and cost so far, against the budget's limits."""
         budget = self.session.budget
         limits = budget.limits
         parts = [f"turns {budget.turns}" + (f"/{limits.max_turns}" if limits.max_turns else "")]

@@ -55,19 +55,9 @@ class TranscriptWidget(anywidget.AnyWidget):
         self._loop = loop
 
     def add(self, op: dict[str, Any]) -> None:
-        """Queue an operation for the next batch (merging consecutive text appends)."""
+        """Queue an operation for the next batch (at most every ``FLUSH_INTERVAL`` seconds)."""
         self.ops.append(op)
-        pending = self._pending
-        last = pending[-1] if pending else None
-        if (
-            last is not None
-            and op["op"] in ("append", "thinking")
-            and last["op"] == op["op"]
-            and last["id"] == op["id"]
-        ):
-            pending[-1] = {**last, "text": last["text"] + op["text"]}
-        else:
-            pending.append(op)
+        self._pending.append(op)
         if self._flush_handle is None and self._loop is not None:
             self._flush_handle = self._loop.call_later(FLUSH_INTERVAL, self.flush)
 
@@ -78,7 +68,7 @@ class TranscriptWidget(anywidget.AnyWidget):
         if self._pending:
             batch, self._pending = self._pending, []
             self.sent_batches += 1
-            self.send({"type": "batch", "ops": batch})
+            self.send({"type": "batch", "ops": _merged(batch)})
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "hello":
@@ -86,7 +76,7 @@ class TranscriptWidget(anywidget.AnyWidget):
 
     def _send_snapshot(self) -> None:
         self.flush()
-        self.send({"type": "snapshot", "ops": _compact(self.ops)})
+        self.send({"type": "snapshot", "ops": _merged(self.ops)})
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
         if self._loop is None:
@@ -95,21 +85,26 @@ class TranscriptWidget(anywidget.AnyWidget):
             self._loop.call_soon_threadsafe(callback)
 
 
-def _compact(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The operation log with consecutive appends merged, for a snapshot."""
+def _merged(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``ops`` with each run of consecutive text appends to one message joined into one op (linear: the
+    pieces are joined once, not concatenated one by one)."""
     out: list[dict[str, Any]] = []
+    pieces: list[str] = []
     for op in ops:
         last = out[-1] if out else None
-        if (
-            last is not None
-            and op["op"] in ("append", "thinking")
-            and last["op"] == op["op"]
-            and last["id"] == op["id"]
-        ):
-            out[-1] = {**last, "text": last["text"] + op["text"]}
-        else:
-            out.append(op)
+        if last is not None and op["op"] in _TEXT_OPS and last["op"] == op["op"] and last["id"] == op["id"]:
+            pieces.append(op["text"])
+            continue
+        if pieces:
+            out[-1] = {**out[-1], "text": "".join(pieces)}
+        out.append(op)
+        pieces = [op["text"]] if op["op"] in _TEXT_OPS else []
+    if pieces:
+        out[-1] = {**out[-1], "text": "".join(pieces)}
     return out
+
+
+_TEXT_OPS = ("append", "thinking")
 
 
 class RunView(widgets.VBox):  # type: ignore[misc]

@@ -95,7 +95,8 @@ async def test_streams_tool_call_arguments(api: str, server: FaultServer) -> Non
     [call] = [b for b in message.content if isinstance(b, ToolCall)]
     assert (call.id, call.name, call.arguments) == ("call_1", "bash", {"command": "ls -la", "timeout": 5})
     body = server.requests[0].json
-    assert body["tools"][0]["name" if api == "anthropic" else "function"] is not None
+    sent_name = body["tools"][0]["name"] if api == "anthropic" else body["tools"][0]["function"]["name"]
+    assert sent_name == "bash"
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from typing import Any
 
-import comm
-import ipykernel.comm
+import dummy_comm as dummy
 import pytest
 
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
@@ -18,44 +16,13 @@ from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
 from pi_notebook.session import AgentSession, Settings
 
 
-class DummyComm:
-    """Records what a widget would send to the browser (ipywidgets' test double, plus byte counts)."""
-
-    comm_id = "dummy"
-    kernel = "truthy"
-    sent: list[dict[str, Any]] = []  # noqa: RUF012 - shared by every dummy comm of a test
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def open(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def on_msg(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
-        DummyComm.sent.append(data)
-
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
 @pytest.fixture(autouse=True)
 def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    DummyComm.sent = []
-    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: DummyComm())
-    monkeypatch.setattr(comm, "get_comm_manager", lambda **kwargs: {})
-    monkeypatch.setattr(ipykernel.comm.comm, "BaseComm", DummyComm)
-    return DummyComm.sent
+    return dummy.install(monkeypatch.setattr)
 
 
-def custom_messages(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [d["content"] for d in sent if isinstance(d, dict) and d.get("method") == "custom"]
-
-
-def streamed_bytes(sent: list[dict[str, Any]]) -> int:
-    return sum(len(json.dumps(message)) for message in custom_messages(sent))
+custom_messages = dummy.custom_messages
+streamed_bytes = dummy.custom_bytes
 
 
 def session_for(text: str, tps: float | None = None) -> AgentSession:
@@ -99,13 +66,16 @@ async def test_a_new_view_gets_one_snapshot_of_everything_so_far(dummy_comm: lis
     assert [op["label"] for op in snapshot["ops"] if op["op"] == "event"][-2:] == ["agent_end", "agent_settled"]
 
 
-def test_consecutive_appends_are_merged_in_a_batch() -> None:
+def test_consecutive_appends_are_merged_in_a_batch(dummy_comm: list[dict[str, Any]]) -> None:
     widget = TranscriptWidget()
+    dummy_comm.clear()
     for piece in ("a", "b", "c"):
         widget.add({"op": "append", "id": 0, "text": piece})
     widget.add({"op": "event", "t": 1, "label": "x", "detail": ""})
     widget.add({"op": "append", "id": 0, "text": "d"})
-    assert widget._pending == [
+    widget.flush()
+    [batch] = custom_messages(dummy_comm)
+    assert batch["ops"] == [
         {"op": "append", "id": 0, "text": "abc"},
         {"op": "event", "t": 1, "label": "x", "detail": ""},
         {"op": "append", "id": 0, "text": "d"},
@@ -159,10 +129,11 @@ async def test_the_input_box_steers_and_follows_up(dummy_comm: list[dict[str, An
     session = session_for("word " * 5000, tps=2000)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
     assert run.view is not None
+    queued = asyncio.Event()
+    session.subscribe(lambda e: queued.set() if e.type == "queue_update" and e.steering else None)
     run.view.input.value = "  go left  "
     run.view.steer_button.click()
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await queued.wait()
     assert session.queue.steering == ["go left"]
     assert run.view.input.value == ""
     run.abort()
