@@ -88,7 +88,8 @@ class UsageError(Exception):
 
 @magics_class
 class PiMagics(Magics):
-    @line_cell_magic
+    # IPython 8.12 (what CI has) ships this decorator untyped; IPython 9 types it, hence unused-ignore.
+    @line_cell_magic  # type: ignore[untyped-decorator, unused-ignore]
     def pi(self, line: str, cell: str | None = None) -> Any:
         """Run and control agent runs; ``%pi help`` lists the sub-commands."""
         try:
