@@ -1,11 +1,17 @@
-"""Compaction: replace older conversation with a model-written summary (Pi's ``compaction.ts``, simplified).
+"""Compaction: replace older conversation with a model-written summary (Pi's ``compaction.ts``).
 
 Walking back from the newest message, about ``keep_recent_tokens`` of conversation is kept verbatim; the cut
 lands on a user or assistant message, never on a tool result (it must follow its call). Everything before the
-cut is summarised by the session's model with Pi's prompt, through ``retry_assistant_call`` (layer 2), and
+cut is summarised by the session's model with Pi's prompts, through ``retry_assistant_call`` (layer 2), and
 replaced by a :class:`CompactionSummaryMessage`, which reaches the model as a user message wrapping the
-summary. Unlike Pi, a turn split by the cut is not summarised separately: its first part simply goes into
-the summary with everything older.
+summary. As in Pi:
+
+* a second compaction updates the previous summary (Pi's update prompt) rather than summarising it again;
+* when the cut falls inside a turn (on an assistant reply, after the user message that started it), the
+  turn's first part is summarised on its own with Pi's turn-prefix prompt and half the token budget, and
+  appended to the history summary under ``**Turn Context (split turn):**``;
+* files touched by ``read``/``write``/``edit`` tool calls (a string ``path`` argument) in the summarised part,
+  and those the previous summary listed, are appended as ``<read-files>`` and ``<modified-files>`` lists.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import Field
 
 from ..agent import AgentMessage, CustomMessage
 from ..ai import (
@@ -39,6 +47,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "CompactionPlan",
     "CompactionSummaryMessage",
+    "SummarizationFailed",
     "context_tokens",
     "estimate_tokens",
     "plan_compaction",
@@ -90,6 +99,63 @@ Use this EXACT format:
 
 Keep each section concise. Preserve exact file paths, function names, and error messages."""
 
+UPDATE_PROMPT = """The messages above are NEW conversation messages to incorporate into the existing summary \
+provided in <previous-summary> tags.
+
+Update the existing structured summary with new information. RULES:
+- PRESERVE all existing information from the previous summary
+- ADD new progress, decisions, and context from the new messages
+- UPDATE the Progress section: move items from "In Progress" to "Done" when completed
+- UPDATE "Next Steps" based on what was accomplished
+- PRESERVE exact file paths, function names, and error messages
+- If something is no longer relevant, you may remove it
+
+Use this EXACT format:
+
+## Goal
+[Preserve existing goals, add new ones if the task expanded]
+
+## Constraints & Preferences
+- [Preserve existing, add new ones discovered]
+
+## Progress
+### Done
+- [x] [Include previously done items AND newly completed items]
+
+### In Progress
+- [ ] [Current work - update based on progress]
+
+### Blocked
+- [Current blockers - remove if resolved]
+
+## Key Decisions
+- **[Decision]**: [Brief rationale] (preserve all previous, add new)
+
+## Next Steps
+1. [Update based on current state]
+
+## Critical Context
+- [Preserve important context, add new if needed]
+
+Keep each section concise. Preserve exact file paths, function names, and error messages."""
+
+TURN_PREFIX_PROMPT = """This is the PREFIX of a turn that was too large to keep. The SUFFIX (recent work) is retained.
+
+Summarize the prefix to provide context for the retained suffix:
+
+## Original Request
+[What did the user ask for in this turn?]
+
+## Early Progress
+- [Key decisions and work done in the prefix]
+
+## Context for Suffix
+- [Information needed to understand the retained recent work]
+
+Be concise. Focus on what's needed to understand the kept suffix."""
+
+SPLIT_TURN_HEADING = "\n\n---\n\n**Turn Context (split turn):**\n\n"
+
 
 class CompactionSummaryMessage(CustomMessage):
     """Stands for the compacted history in the transcript; the model sees it as a user message."""
@@ -97,6 +163,8 @@ class CompactionSummaryMessage(CustomMessage):
     role: str = "compactionSummary"
     summary: str
     tokens_before: int = 0
+    read_files: list[str] = Field(default_factory=list)
+    modified_files: list[str] = Field(default_factory=list)
 
     def to_llm(self) -> UserMessage:
         return UserMessage(content=[TextContent(text=SUMMARY_PREFIX + self.summary + SUMMARY_SUFFIX)])
@@ -150,9 +218,20 @@ def context_tokens(messages: Sequence[AgentMessage]) -> int:
 @dataclass(slots=True)
 class CompactionPlan:
     summarize: list[AgentMessage]
+    """Whole turns before the cut, summarised (with the previous summary, if any)."""
+    turn_prefix: list[AgentMessage]
+    """The first part of a turn the cut splits, summarised on its own; empty when the cut starts a turn."""
     keep: list[AgentMessage]
-    previous_summary: str | None
+    previous: CompactionSummaryMessage | None
     tokens_before: int
+
+    @property
+    def previous_summary(self) -> str | None:
+        return self.previous.summary if self.previous is not None else None
+
+
+def _starts_turn(message: AgentMessage) -> bool:
+    return not isinstance(message, AssistantMessage | ToolResultMessage)
 
 
 def plan_compaction(messages: Sequence[AgentMessage], keep_recent_tokens: int) -> CompactionPlan | None:
@@ -160,7 +239,7 @@ def plan_compaction(messages: Sequence[AgentMessage], keep_recent_tokens: int) -
     previous = None
     start = 0
     if messages and isinstance(messages[0], CompactionSummaryMessage):
-        previous, start = messages[0].summary, 1
+        previous, start = messages[0], 1
     body = list(messages[start:])
     cuts = [i for i, m in enumerate(body) if not isinstance(m, ToolResultMessage)]
     if not cuts:
@@ -174,7 +253,36 @@ def plan_compaction(messages: Sequence[AgentMessage], keep_recent_tokens: int) -
             break
     if cut <= 0:
         return None
-    return CompactionPlan(body[:cut], body[cut:], previous, context_tokens(messages))
+    turn_start = cut
+    if cut < len(body) and not _starts_turn(body[cut]):
+        turn_start = next((i for i in range(cut - 1, -1, -1) if _starts_turn(body[i])), cut)
+    return CompactionPlan(body[:turn_start], body[turn_start:cut], body[cut:], previous, context_tokens(messages))
+
+
+def file_lists(plan: CompactionPlan) -> tuple[list[str], list[str]]:
+    """Files only read, and files written or edited, by the summarised part and the previous summary."""
+    read: set[str] = set(plan.previous.read_files) if plan.previous else set()
+    modified: set[str] = set(plan.previous.modified_files) if plan.previous else set()
+    for message in (*plan.summarize, *plan.turn_prefix):
+        if not isinstance(message, AssistantMessage):
+            continue
+        for block in message.content:
+            path = block.arguments.get("path") if isinstance(block, ToolCall) else None
+            if isinstance(path, str) and path and isinstance(block, ToolCall):
+                if block.name == "read":
+                    read.add(path)
+                elif block.name in ("write", "edit"):
+                    modified.add(path)
+    return sorted(read - modified), sorted(modified)
+
+
+def format_file_lists(read_files: Sequence[str], modified_files: Sequence[str]) -> str:
+    sections = []
+    if read_files:
+        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+    if modified_files:
+        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+    return "\n\n" + "\n\n".join(sections) if sections else ""
 
 
 def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
@@ -202,9 +310,8 @@ def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
             text = _text(llm.content)
             if text:
                 if len(text) > _TOOL_RESULT_MAX_CHARS:
-                    text = (
-                        text[:_TOOL_RESULT_MAX_CHARS] + f"\n[... {len(text) - _TOOL_RESULT_MAX_CHARS} more characters]"
-                    )
+                    more = len(text) - _TOOL_RESULT_MAX_CHARS
+                    text = f"{text[:_TOOL_RESULT_MAX_CHARS]}\n\n[... {more} more characters truncated]"
                 parts.append(f"[Tool result]: {text}")
     return "\n\n".join(parts)
 
@@ -213,6 +320,16 @@ def _text(content: str | Sequence[Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(b.text for b in content if isinstance(b, TextContent))
+
+
+def _summary_body(summary: CompactionSummaryMessage) -> str:
+    """The summary without the file lists appended to it (they are recomputed)."""
+    lists = format_file_lists(summary.read_files, summary.modified_files)
+    return summary.summary.removesuffix(lists) if lists else summary.summary
+
+
+class SummarizationFailed(Exception):
+    """The model could not write the summary (after layer-2 retries); the message says why."""
 
 
 async def summarize(
@@ -225,24 +342,55 @@ async def summarize(
     reserve_tokens: int,
     instructions: str | None = None,
     callbacks: dict[str, Any] | None = None,
-) -> AssistantMessage:
-    """Ask the model for the summary (retried per ``policy``); the reply is returned as data."""
-    prompt = f"<conversation>\n{serialize_conversation(plan.summarize)}\n</conversation>\n\n"
-    if plan.previous_summary:
-        prompt += f"<previous-summary>\n{plan.previous_summary}\n</previous-summary>\n\n"
-        prompt += "Update the previous summary with the new messages, keeping everything still relevant.\n\n"
-    prompt += PROMPT
+) -> CompactionSummaryMessage | None:
+    """Ask the model for the summary (each request retried per ``policy``); ``None`` when aborted.
+
+    Raises :class:`SummarizationFailed` when a request ends in an error.
+    """
+
+    async def ask(messages: Sequence[AgentMessage], prompt: str, budget: float, what: str) -> str | None:
+        text = f"<conversation>\n{serialize_conversation(messages)}\n</conversation>\n\n{prompt}"
+        context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
+        limit = math.floor(budget * reserve_tokens)
+        if model.max_tokens > 0:
+            limit = min(limit, model.max_tokens)
+        options = StreamOptions(
+            signal=signal,
+            max_tokens=limit or None,
+            session_id=str(uuid.uuid4()),
+            cache_retention="none",
+        )
+
+        async def produce() -> AssistantMessage:
+            result = stream_fn(model, context, options)
+            stream = result if isinstance(result, AssistantMessageEventStream) else await result
+            return await stream.result()
+
+        reply = await retry_assistant_call(produce, policy, signal, **(callbacks or {}))
+        if reply.stop_reason == "aborted" or signal.aborted:
+            return None
+        if reply.stop_reason == "error":
+            raise SummarizationFailed(f"{what} failed: {reply.error_message or 'Unknown error'}")
+        return _text(reply.content)
+
+    prompt = UPDATE_PROMPT if plan.previous_summary else PROMPT
     if instructions:
         prompt += f"\n\nAdditional focus: {instructions}"
-    context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=prompt)])])
-    max_tokens = min(math.floor(0.8 * reserve_tokens), model.max_tokens) if model.max_tokens > 0 else None
-    options = StreamOptions(
-        signal=signal, max_tokens=max_tokens or None, session_id=str(uuid.uuid4()), cache_retention="none"
+    if plan.previous_summary:
+        prompt = f"<previous-summary>\n{plan.previous_summary}\n</previous-summary>\n\n{prompt}"
+    # Pi writes "No prior history." here even when there is a previous summary, which then is lost.
+    summary: str | None = _summary_body(plan.previous) if plan.previous else "No prior history."
+    if plan.summarize or not plan.turn_prefix:
+        summary = await ask(plan.summarize, prompt, 0.8, "Summarization")
+    if summary is not None and plan.turn_prefix:
+        prefix = await ask(plan.turn_prefix, TURN_PREFIX_PROMPT, 0.5, "Turn prefix summarization")
+        summary = None if prefix is None else summary + SPLIT_TURN_HEADING + prefix
+    if summary is None:
+        return None
+    read_files, modified_files = file_lists(plan)
+    return CompactionSummaryMessage(
+        summary=summary + format_file_lists(read_files, modified_files),
+        tokens_before=plan.tokens_before,
+        read_files=read_files,
+        modified_files=modified_files,
     )
-
-    async def produce() -> AssistantMessage:
-        result = stream_fn(model, context, options)
-        stream = result if isinstance(result, AssistantMessageEventStream) else await result
-        return await stream.result()
-
-    return await retry_assistant_call(produce, policy, signal, **(callbacks or {}))

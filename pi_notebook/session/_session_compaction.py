@@ -7,15 +7,14 @@ itself is made in :mod:`._compaction`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..agent import Agent
 from ..ai import AbortController, AssistantMessage, Model
 from ..ai import stream as default_stream
-from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow, is_recoverable_length
 from ..ai.retry import RetryPolicy
-from ._compaction import CompactionSummaryMessage, context_tokens, plan_compaction, summarize
+from ._compaction import SummarizationFailed, context_tokens, plan_compaction, summarize
 from ._events import (
     CompactionEndEvent,
     CompactionReason,
@@ -119,12 +118,12 @@ class CompactionMixin:
 
     async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool) -> bool:
         try:
-            done = await self._compact(reason, will_retry=will_retry, instructions=None)
+            outcome = await self._compact(reason, will_retry=will_retry, instructions=None)
         except _CompactionFailed as failure:
             prefix = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
             self._emit(CompactionEndEvent(reason, error_message=f"{prefix}: {failure}"))
             return False
-        if not done:
+        if outcome != "done":
             return False
         if will_retry:
             self._drop_failed_reply()
@@ -132,28 +131,35 @@ class CompactionMixin:
         return not self._aborted and self.agent.has_queued_messages()
 
     async def compact(self, instructions: str | None = None) -> None:
-        """Stop whatever runs, then compact the transcript now. Raises on failure ("Compaction failed: ...")
-        and ``ValueError`` when there is nothing to compact."""
+        """Stop whatever runs, then compact the transcript now.
+
+        Raises ``RuntimeError`` when the summary fails ("Compaction failed: ...") or an abort stops it
+        ("Compaction cancelled", as Pi), and ``ValueError`` when there is nothing to compact.
+        """
         await self.abort()
         self._compacting = True
         self._idle = asyncio.Event()
         try:
-            done = await self._compact("manual", will_retry=False, instructions=instructions)
+            outcome = await self._compact("manual", will_retry=False, instructions=instructions)
         except _CompactionFailed as failure:
             self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
             raise RuntimeError(f"Compaction failed: {failure}") from None
         finally:
             self._compacting = False
             self._idle.set()
-        if not done:
+        if outcome == "nothing":
             raise ValueError("Nothing to compact (session too small)")
+        if outcome == "aborted":
+            raise RuntimeError("Compaction cancelled")
 
-    async def _compact(self, reason: CompactionReason, *, will_retry: bool, instructions: str | None) -> bool:
-        """Summarise and replace the older transcript. False: nothing to compact or aborted (reported)."""
+    async def _compact(
+        self, reason: CompactionReason, *, will_retry: bool, instructions: str | None
+    ) -> Literal["done", "nothing", "aborted"]:
+        """Summarise and replace the older transcript; an abort is reported here, a failure raised."""
         messages = self.agent.state.messages
         plan = plan_compaction(messages, self.settings.compaction.keep_recent_tokens)
         if plan is None:
-            return False
+            return "nothing"
         self._emit(CompactionStartEvent(reason))
         controller = self._compaction_controller = AbortController()
         retry = self.settings.retry
@@ -164,7 +170,7 @@ class CompactionMixin:
             "on_retry_finished": lambda *args: self._emit(SummarizationRetryFinishedEvent()),
         }
         try:
-            reply = await summarize(
+            summary = await summarize(
                 plan,
                 model=self.model,
                 stream_fn=self.agent.stream_fn or default_stream,
@@ -174,17 +180,16 @@ class CompactionMixin:
                 instructions=instructions,
                 callbacks=callbacks,
             )
+        except SummarizationFailed as failure:
+            raise _CompactionFailed(str(failure)) from None
         finally:
             self._compaction_controller = None
-        if reply.stop_reason == "aborted" or controller.signal.aborted:
+        if summary is None or controller.signal.aborted:
             self._emit(CompactionEndEvent(reason, aborted=True))
-            return False
-        if reply.stop_reason == "error":
-            raise _CompactionFailed(f"Summarization failed: {reply.error_message or 'Unknown error'}")
-        summary = CompactionSummaryMessage(summary=text_of(reply), tokens_before=plan.tokens_before)
+            return "aborted"
         if self.store is not None:
-            self.store.append_compaction(summary.summary, plan.keep[0] if plan.keep else None, plan.tokens_before)
+            self.store.append_compaction(summary, plan.keep[0] if plan.keep else None)
         self.agent.state.messages = [summary, *plan.keep]
         self._compaction_seq = len(self._assistant_seq)
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
-        return True
+        return "done"

@@ -6,7 +6,8 @@ linear chain) and an ISO ``timestamp``:
 
 * ``{"type": "message", "message": {...}}`` for every user, assistant and tool-result message that reached
   ``message_end``, whatever its stop reason (aborted and error replies included);
-* ``{"type": "compaction", "summary", "firstKeptEntryId", "tokensBefore"}`` after a compaction;
+* ``{"type": "compaction", "summary", "firstKeptEntryId", "tokensBefore", "details": {"readFiles",
+  "modifiedFiles"}}`` after a compaction;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
 Each entry is one ``write`` of a whole line followed by a flush, so a process killed with SIGKILL leaves
@@ -89,10 +90,18 @@ class SessionStore:
         self._ids[id(message)] = (message, entry_id)
         return entry_id
 
-    def append_compaction(self, summary: str, first_kept: AgentMessage | None, tokens_before: int) -> str:
+    def append_compaction(self, summary: CompactionSummaryMessage, first_kept: AgentMessage | None) -> str:
+        """Record a compaction: ``summary`` replaces everything before ``first_kept`` (a recorded message)."""
         first_kept_id = self.entry_id(first_kept) if first_kept is not None else None
+        details = {"readFiles": summary.read_files, "modifiedFiles": summary.modified_files}
         return self._append(
-            {"type": "compaction", "summary": summary, "firstKeptEntryId": first_kept_id, "tokensBefore": tokens_before}
+            {
+                "type": "compaction",
+                "summary": summary.summary,
+                "firstKeptEntryId": first_kept_id,
+                "tokensBefore": summary.tokens_before,
+                "details": details,
+            }
         )
 
     def entry_id(self, message: object) -> str | None:
@@ -172,8 +181,14 @@ def load_session(path: str | Path) -> LoadedSession:
     for index in range(len(path_entries) - 1, -1, -1):
         entry = path_entries[index]
         if entry.get("type") == "compaction":
+            details = entry.get("details")
+            if not isinstance(details, dict):
+                details = {}
             summary = CompactionSummaryMessage(
-                summary=str(entry.get("summary", "")), tokens_before=int(entry.get("tokensBefore") or 0)
+                summary=str(entry.get("summary", "")),
+                tokens_before=int(entry.get("tokensBefore") or 0),
+                read_files=_strings(details.get("readFiles")),
+                modified_files=_strings(details.get("modifiedFiles")),
             )
             loaded.messages.append(summary)
             loaded.entry_ids.append(entry.get("id"))
@@ -227,3 +242,7 @@ def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
         return message_from_dict(data)
     except ValidationError:
         return None
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []

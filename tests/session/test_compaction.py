@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from session_helpers import error, make_session, reply
 
-from pi_notebook.ai import TextContent, UserMessage
-from pi_notebook.ai.providers.faux import faux_assistant_message
+from pi_notebook.ai import TextContent, ToolResultMessage, UserMessage
+from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
 from pi_notebook.session import CompactionSummaryMessage, Settings
+from pi_notebook.session._compaction import plan_compaction
 
 OVERFLOW = "400 prompt is too long: 213462 tokens > 200000 maximum"
 
@@ -34,7 +35,7 @@ def compaction_events(rec: Any) -> list[str]:
 
 
 def settings(**compaction: Any) -> dict[str, Any]:
-    return {"compaction": {"enabled": True, "keep_recent_tokens": 300, **compaction}}
+    return {"compaction": {"enabled": True, "keep_recent_tokens": 200, **compaction}}
 
 
 async def test_overflow_compacts_and_retries_once() -> None:
@@ -178,3 +179,154 @@ async def test_compaction_is_recorded_in_the_session_file(tmp_path: Any) -> None
     loaded = load_session(store.path)
     assert isinstance(loaded.messages[0], CompactionSummaryMessage)
     assert [m.role for m in loaded.messages] == [m.role for m in session.messages]
+
+
+# --- Pi's plan: split turns, the update prompt, file lists ---------------------------------------------------
+
+
+def long_turn(calls: list[tuple[str, str]], size: int = 400) -> list[Any]:
+    """One turn: a user request, then a tool call and its (large) result per ``calls``, then the answer."""
+    messages: list[Any] = [UserMessage(content=[TextContent(text="do the work")])]
+    for name, path in calls:
+        call = faux_tool_call(name, {"path": path})
+        messages.append(faux_assistant_message(call, "toolUse"))
+        messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=name, content=[TextContent(text="r" * size)]))
+    messages.append(faux_assistant_message("done " + "z" * size))
+    return messages
+
+
+def spy_on(session: Any, faux: Any, *, on_call: Any = None) -> list[Any]:
+    """Record (prompt text, max_tokens) of every request; ``on_call(count)`` is told of each."""
+    seen: list[Any] = []
+    inner = faux.stream
+
+    def spy(model: Any, context: Any, options: Any) -> Any:
+        seen.append((context.messages[0].content[0].text, options.max_tokens))
+        if on_call is not None:
+            on_call(len(seen))
+        return inner(model, context, options)
+
+    session.agent.stream_fn = spy
+    return seen
+
+
+def test_a_cut_on_a_reply_splits_its_turn_and_keeps_the_tool_results_with_their_calls() -> None:
+    messages = [*history(2), *long_turn([("read", "a.py"), ("edit", "b.py"), ("bash", "c.py")])]
+    plan = plan_compaction(messages, keep_recent_tokens=150)
+    assert plan is not None
+    assert plan.summarize == messages[:4]  # the two whole turns before
+    assert plan.turn_prefix[0].role == "user"  # the split turn from its request to the cut
+    assert plan.keep[0].role == "assistant"
+    assert plan.turn_prefix + plan.keep == messages[4:]
+    assert all(m.role != "toolResult" for m in plan.keep[:1])
+    whole = plan_compaction(messages, keep_recent_tokens=100_000)
+    assert whole is None  # everything fits: nothing to compact
+    at_turn_start = plan_compaction([*history(4)], keep_recent_tokens=150)
+    assert at_turn_start is not None
+    assert at_turn_start.turn_prefix == []
+    assert at_turn_start.keep[0].role == "user"
+
+
+async def test_a_split_turn_gets_its_own_summary_with_half_the_budget() -> None:
+    session, rec, faux = make_session(
+        [reply("history summary"), reply("prefix summary")],
+        messages=[*history(2), *long_turn([("read", "a.py"), ("edit", "b.py"), ("bash", "c.py")])],
+        settings=settings(keep_recent_tokens=150, reserve_tokens=1000),
+    )
+    seen = spy_on(session, faux)
+    await session.compact()
+    assert compaction_events(rec) == ["start:manual", "end:manual:aborted=False:retry=False"]
+    (history_prompt, history_budget), (prefix_prompt, prefix_budget) = seen
+    assert "question 0" in history_prompt
+    assert "do the work" not in history_prompt
+    assert "do the work" in prefix_prompt
+    assert "This is the PREFIX of a turn that was too large to keep" in prefix_prompt
+    assert (history_budget, prefix_budget) == (800, 500)
+    summary = session.messages[0]
+    assert isinstance(summary, CompactionSummaryMessage)
+    assert summary.summary.startswith("history summary\n\n---\n\n**Turn Context (split turn):**\n\nprefix summary")
+    assert session.messages[1].role == "assistant"
+
+
+async def test_a_split_first_turn_has_no_prior_history() -> None:
+    session, _, faux = make_session(
+        [reply("prefix summary")],
+        messages=long_turn([("bash", "x"), ("bash", "y"), ("bash", "z")]),
+        settings=settings(keep_recent_tokens=150),
+    )
+    await session.compact()
+    assert faux.state.call_count == 1
+    assert session.messages[0].summary == (  # type: ignore[union-attr]
+        "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nprefix summary"
+    )
+
+
+async def test_files_read_and_changed_are_listed_after_the_summary_and_carried_into_the_next() -> None:
+    turn = long_turn([("read", "a.py"), ("read", "b.py"), ("edit", "b.py"), ("write", "c.py"), ("bash", "d.py")])
+    session, _, faux = make_session(
+        [reply("first"), reply("second"), reply("second prefix")],
+        messages=[*turn, *history(3)],
+        settings=settings(keep_recent_tokens=150),
+    )
+    seen = spy_on(session, faux)
+    await session.compact()
+    first = session.messages[0]
+    assert isinstance(first, CompactionSummaryMessage)
+    assert (first.read_files, first.modified_files) == (["a.py"], ["b.py", "c.py"])  # b.py was read, then edited
+    lists = "<read-files>\na.py\n</read-files>\n\n<modified-files>\nb.py\nc.py\n</modified-files>"
+    assert first.summary == "first\n\n" + lists
+    session.agent.state.messages.extend(long_turn([("read", "e.py"), ("bash", "f"), ("bash", "g")]))
+    await session.compact()
+    second = session.messages[0]
+    assert isinstance(second, CompactionSummaryMessage)
+    assert (second.read_files, second.modified_files) == (["a.py", "e.py"], ["b.py", "c.py"])
+    update_prompt = seen[1][0]
+    assert "<previous-summary>\nfirst\n\n<read-files>" in update_prompt
+    assert "incorporate into the existing summary" in update_prompt  # Pi's update prompt
+
+
+async def test_a_split_turn_right_after_a_compaction_keeps_the_previous_summary() -> None:
+    previous = CompactionSummaryMessage(summary="earlier work", modified_files=["old.py"])
+    session, _, faux = make_session(
+        [reply("prefix summary")],
+        messages=[previous, *long_turn([("bash", "x"), ("bash", "y"), ("bash", "z")])],
+        settings=settings(keep_recent_tokens=150),
+    )
+    await session.compact()
+    assert faux.state.call_count == 1  # nothing new to fold into the history summary
+    summary = session.messages[0]
+    assert isinstance(summary, CompactionSummaryMessage)
+    assert summary.summary.startswith("earlier work\n\n---\n\n**Turn Context (split turn):**\n\nprefix summary")
+    assert summary.summary.endswith("<modified-files>\nold.py\n</modified-files>")
+    assert summary.summary.count("<modified-files>") == 1
+
+
+async def test_a_failed_turn_prefix_summary_fails_the_compaction_and_changes_nothing() -> None:
+    messages = [*history(2), *long_turn([("bash", "x"), ("bash", "y"), ("bash", "z")])]
+    session, _, _ = make_session(
+        [reply("history summary"), error("500 overloaded")],
+        messages=list(messages),
+        settings={**settings(keep_recent_tokens=150), "retry": {"enabled": False}},
+    )
+    with pytest.raises(RuntimeError, match="Compaction failed: Turn prefix summarization failed: 500 overloaded"):
+        await session.compact()
+    assert session.messages == messages
+
+
+async def test_abort_during_the_turn_prefix_summary_changes_nothing() -> None:
+    messages = [*history(2), *long_turn([("bash", "x"), ("bash", "y"), ("bash", "z")])]
+    session, rec, faux = make_session(
+        [reply("history summary"), reply("prefix " * 200)],
+        tps=50,
+        messages=list(messages),
+        settings=settings(keep_recent_tokens=150),
+    )
+    prefix_requested = asyncio.Event()
+    spy_on(session, faux, on_call=lambda count: count == 2 and prefix_requested.set())
+    compaction = asyncio.ensure_future(session.compact())
+    await prefix_requested.wait()
+    await session.abort()
+    with pytest.raises(RuntimeError, match="Compaction cancelled"):
+        await compaction
+    assert compaction_events(rec)[-1] == "end:manual:aborted=True:retry=False"
+    assert session.messages == messages

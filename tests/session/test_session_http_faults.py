@@ -120,7 +120,7 @@ async def test_overflow_is_compacted_then_retried_once(api: str, server: FaultSe
         history.append(reply)
     server.script([Fault.overflow(), Reply.text("## Goal\nsummary"), Reply.text("after compaction")])
     session, recorder = session_for(
-        api, server, tmp_path, messages=history, compaction={"enabled": True, "keep_recent_tokens": 300}
+        api, server, tmp_path, messages=history, compaction={"enabled": True, "keep_recent_tokens": 200}
     )
     await session.prompt("one more")
     assert retry_labels(recorder) == [

@@ -85,11 +85,19 @@ def test_compaction_entries_round_trip(tmp_path: Path) -> None:
     old, kept = UserMessage(content="old"), UserMessage(content=[TextContent(text="kept")])
     store.append_message(old)
     store.append_message(kept)
-    store.append_compaction("summary of old", kept, tokens_before=42)
+    summary = CompactionSummaryMessage(
+        summary="summary of old", tokens_before=42, read_files=["a.py"], modified_files=["b.py"]
+    )
+    store.append_compaction(summary, kept)
     store.close()
+    entry = json.loads(store.path.read_text().splitlines()[-1])
+    assert entry["details"] == {"readFiles": ["a.py"], "modifiedFiles": ["b.py"]}  # Pi's field names
     loaded = load_session(store.path)
     assert [m.role for m in loaded.messages] == ["compactionSummary", "user"]
-    assert loaded.messages[0].tokens_before == 42  # type: ignore[union-attr]
+    restored = loaded.messages[0]
+    assert isinstance(restored, CompactionSummaryMessage)
+    assert (restored.summary, restored.tokens_before) == ("summary of old", 42)
+    assert (restored.read_files, restored.modified_files) == (["a.py"], ["b.py"])
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
