@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -111,11 +111,12 @@ def configure(
     model: Model | str | None = None,
     stream_fn: StreamFn | None = None,
     tools: Iterable[AgentTool] = (),
-    settings: Settings | None = None,
+    settings: Settings | Mapping[str, Any] | None = None,
     **session_options: Any,
 ) -> AgentSession:
     """(Re)create the notebook's session. ``model`` is a :class:`~pi_notebook.ai.Model` or a spec string
-    (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. An active
+    (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. ``settings`` is a
+    :class:`~pi_notebook.session.Settings` or a dict of its fields (``{"retry": {"max_retries": 5}}``). An active
     run of the previous session is aborted."""
     global _agent
     if _agent is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..agent import AgentToolResult, CustomMessage
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from ..session import CompactionSummaryMessage
 
 __all__ = ["describe_event", "render_markdown", "result_text"]
 
@@ -56,6 +57,8 @@ def describe_event(event: Any) -> tuple[str, str]:
         return kind, event.reason
     if kind == "compaction_end":
         detail = f"{event.reason} aborted={_flag(event.aborted)} will_retry={_flag(event.will_retry)}"
+        if event.result is not None:
+            detail += f" tokens_before={event.result.tokens_before} summary={len(event.result.summary)} chars"
         return kind, detail + (f": {event.error_message}" if event.error_message else "")
     if kind == "budget_exceeded":
         return kind, event.reason
@@ -115,6 +118,8 @@ def _message_markdown(message: Any) -> str:
     if isinstance(message, ToolResultMessage):
         marker = "error" if message.is_error else "result"
         return f"**{message.tool_name} {marker}:**\n\n" + _fence(result_text(message) or "(no output)")
+    if isinstance(message, CompactionSummaryMessage):
+        return f"**compaction summary** ({message.tokens_before} tokens before):\n\n" + _quote(message.summary)
     if isinstance(message, CustomMessage):
         return f"*[{message.role}]*"
     return f"*[{getattr(message, 'role', type(message).__name__)}]*"

@@ -20,7 +20,7 @@ from IPython.display import display
 
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_spec
-from ..session import SettingsError
+from ..session import SettingsError, plan_compaction
 from ._controller import NotebookAgent, default_faux, get_agent
 from ._run import Run
 
@@ -34,6 +34,7 @@ usage:
   %pi follow <text>         deliver <text> when the agent would stop
   %pi abort                 stop the active run (queued messages are handed back)
   %pi continue              continue from the transcript (queued messages first)
+  %pi compact [FOCUS]       summarise the older transcript now (FOCUS: what the summary should keep)
   %pi wait                  wait for the active run to settle and show its report
   %pi status                session state, model, queue, budget
   %pi events [N]            the event log and transcript of run N (default: the last)
@@ -125,6 +126,7 @@ class PiMagics(Magics):
             "follow": self._follow,
             "abort": self._abort,
             "continue": self._continue,
+            "compact": self._compact,
             "wait": self._wait,
             "status": self._status,
             "events": self._events,
@@ -154,6 +156,18 @@ class PiMagics(Magics):
         if agent.busy:
             raise RuntimeError("a run is active; it continues on its own")
         return _start(agent, "(continue)", agent.session.continue_)
+
+    def _compact(self, rest: str) -> Run | None:
+        agent = get_agent()
+        if agent.busy:
+            raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
+        session = agent.session
+        keep = session.settings.compaction.keep_recent_tokens
+        if plan_compaction(session.messages, keep) is None:
+            print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
+            return None
+        focus = rest or None
+        return _start(agent, "(compact)" + (f" {rest}" if rest else ""), lambda: session.compact(focus))
 
     def _steer(self, rest: str) -> None:
         if not rest:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage, TextContent, ToolResultMessage, UserMessage
-from ..session import AgentSession
+from ..session import AgentSession, CompactionCancelled
 from . import _control
 from ._describe import QUIET, describe_event, render_markdown, result_text
 from ._view import RunView
@@ -184,6 +184,8 @@ class Run:
     async def _main(self, start: Callable[[], Awaitable[None]]) -> None:
         try:
             await start()
+        except CompactionCancelled:
+            self.aborted = True  # %pi compact stopped: reported by compaction_end(aborted)
         except Exception as exc:  # e.g. "Cannot continue from message role: assistant"
             self.error = str(exc) or type(exc).__name__
             self._note("error", self.error)
@@ -229,6 +231,8 @@ class Run:
             self._note(*describe_event(event))
         if kind == "message_end":
             self.messages.append(event.message)
+        elif kind == "compaction_end" and event.result is not None:
+            self.messages.append(event.result)
         self._track_state(event)
         view = self.view
         if view is not None:
@@ -297,6 +301,9 @@ class Run:
             view.show_retry(False)
         elif kind == "budget_exceeded":
             transcript.usage = self.usage_line() + f" — {event.reason}"
+        elif kind == "compaction_end" and event.result is not None:
+            summary = event.result
+            transcript.add({"op": "message", "id": self._id(summary), "role": "summary", "text": summary.summary})
 
     def usage_line(self) -> str:
         """Turns, tokens and cost so far, against the budget's limits."""

@@ -1,7 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
-from ._compaction import CompactionSummaryMessage
+from ._compaction import CompactionPlan, CompactionSummaryMessage, plan_compaction
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
@@ -18,6 +18,7 @@ from ._events import (
 )
 from ._guard import ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
+from ._session_compaction import CompactionCancelled
 from ._settings import (
     BudgetSettings,
     CompactionSettings,
@@ -37,7 +38,9 @@ __all__ = [
     "AutoRetryStartEvent",
     "BudgetExceededEvent",
     "BudgetSettings",
+    "CompactionCancelled",
     "CompactionEndEvent",
+    "CompactionPlan",
     "CompactionSettings",
     "CompactionStartEvent",
     "CompactionSummaryMessage",
@@ -57,4 +60,5 @@ __all__ = [
     "TimeoutSettings",
     "ToolTimeoutError",
     "load_session",
+    "plan_compaction",
 ]

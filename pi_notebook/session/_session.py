@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -94,7 +94,7 @@ class AgentSession(CompactionMixin):
         model: Model,
         stream_fn: StreamFn | None = None,
         tools: Iterable[AgentTool] = (),
-        settings: Settings | None = None,
+        settings: Settings | Mapping[str, Any] | None = None,
         store: SessionStore | None = None,
         messages: Iterable[AgentMessage] = (),
         prepare_request: Callable[..., Any] | None = None,
@@ -111,7 +111,9 @@ class AgentSession(CompactionMixin):
             **agent_options,
         )
         self._tools = list(tools)
-        self.settings = settings or Settings()
+        if settings is not None and not isinstance(settings, Settings | Mapping):
+            raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
+        self.settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
         self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
         self._listeners: tuple[SessionListener, ...] = ()
         self._active = False

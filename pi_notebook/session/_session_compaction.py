@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._settings import Settings
     from ._store import SessionStore
 
-__all__ = ["OVERFLOW_FAILED", "CompactionMixin"]
+__all__ = ["OVERFLOW_FAILED", "CompactionCancelled", "CompactionMixin"]
 
 OVERFLOW_FAILED = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
@@ -38,6 +38,13 @@ OVERFLOW_FAILED = (
 
 class _CompactionFailed(Exception):
     pass
+
+
+class CompactionCancelled(RuntimeError):
+    """A manual compaction was stopped by ``abort()``; the transcript is unchanged."""
+
+    def __init__(self) -> None:
+        super().__init__("Compaction cancelled")
 
 
 class CompactionMixin:
@@ -133,8 +140,9 @@ class CompactionMixin:
     async def compact(self, instructions: str | None = None) -> None:
         """Stop whatever runs, then compact the transcript now.
 
-        Raises ``RuntimeError`` when the summary fails ("Compaction failed: ...") or an abort stops it
-        ("Compaction cancelled", as Pi), and ``ValueError`` when there is nothing to compact.
+        Raises ``RuntimeError`` when the summary fails ("Compaction failed: ..."), :class:`CompactionCancelled`
+        (a ``RuntimeError``: "Compaction cancelled", as Pi) when an abort stops it, and ``ValueError`` when there
+        is nothing to compact.
         """
         await self.abort()
         self._compacting = True
@@ -150,7 +158,7 @@ class CompactionMixin:
         if outcome == "nothing":
             raise ValueError("Nothing to compact (session too small)")
         if outcome == "aborted":
-            raise RuntimeError("Compaction cancelled")
+            raise CompactionCancelled
 
     async def _compact(
         self, reason: CompactionReason, *, will_retry: bool, instructions: str | None

@@ -194,3 +194,55 @@ def test_status_queue_and_clear_queue_report_the_session(kernel: Kernel) -> None
     assert "queue: 1 steering, 1 follow-up" in status
     assert "took back 2: 's1'; 'f1'" in kernel.run("%pi clear-queue").text
     kernel.run("%pi abort\nawait run")
+
+
+COMPACT_FAUX = """
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider(tokens_per_second={tps}, token_size=(1, 1))
+faux.set_responses([faux_assistant_message({summary!r})])
+history = []
+for i in range(4):
+    history += [UserMessage(content=[TextContent(text=f"question {{i}} " + "x" * 400)]),
+                faux_assistant_message(f"answer {{i}} " + "y" * 400)]
+configure(model=faux.model, stream_fn=faux.stream, settings={{"compaction": {{"keep_recent_tokens": 200}}}})
+get_session().agent.state.messages = history
+"""
+
+
+def test_percent_pi_compact_summarises_the_older_transcript_and_shows_the_summary(kernel: Kernel) -> None:
+    kernel.run(COMPACT_FAUX.format(tps=0, summary=""))
+    kernel.run(  # the summary says whether the focus reached the model
+        "focus = 'Additional focus: keep the question numbers'\n"
+        "faux.set_responses([lambda context, *_: faux_assistant_message(\n"
+        "    '## Goal\\nAnswer the four questions. Focus seen: ' + str(focus in context.messages[0].content[0].text))])"
+    )
+    kernel.run("run = %pi compact keep the question numbers")
+    report = kernel.run("await run").text
+    assert "**compaction summary** (" in report
+    assert "> ## Goal\n> Answer the four questions. Focus seen: True" in report
+    assert "`compaction_end` | manual aborted=false will_retry=false tokens_before=" in report
+    kernel.run(
+        "messages = get_session().messages\n"
+        "assert messages[0].role == 'compactionSummary' and len(messages) == 3, [m.role for m in messages]\n"
+        "assert run.done and not run.aborted and run.error is None"
+    )
+    tiny = kernel.run("%pi compact").text
+    assert "pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = 200)" in tiny
+
+
+def test_percent_pi_abort_stops_a_compaction_and_leaves_the_transcript(kernel: Kernel) -> None:
+    kernel.run(COMPACT_FAUX.format(tps=20, summary="slow summary " * 100))
+    kernel.run("run = %pi compact")
+    busy = kernel.run("%pi compact").text
+    assert "pi: a run is active; %pi abort it (or %pi wait) before compacting" in busy
+    report = kernel.run(
+        "await run.wait_for('compaction_start')\n"
+        "%pi abort\n"
+        "report = await run\n"
+        "print(run.aborted, run.error, len(get_session().messages))\n"
+        "report"
+    ).text
+    assert "True None 8" in report
+    assert "`compaction_end` | manual aborted=true" in report

@@ -69,3 +69,17 @@ def test_updated_deep_merges_and_validates() -> None:
     assert (settings.retry.enabled, settings.retry.max_retries) == (False, 5)
     with pytest.raises(SettingsError):
         settings.updated(timeouts={"tool_ms": 0})
+
+
+def test_a_session_takes_settings_as_a_dict_and_names_a_bad_field() -> None:
+    from pi_notebook.ai.providers.faux import FauxProvider
+    from pi_notebook.session import AgentSession
+
+    model = FauxProvider().model
+    session = AgentSession(model=model, settings={"retry": {"max_retries": 7}})
+    assert session.settings.retry.max_retries == 7
+    assert session.settings.retry.base_delay_ms == 2000  # the rest keeps Pi's defaults
+    with pytest.raises(SettingsError, match=r"retry\.max_retries"):
+        AgentSession(model=model, settings={"retry": {"max_retries": -1}})
+    with pytest.raises(TypeError, match="settings must be Settings or a dict, not str"):
+        AgentSession(model=model, settings="retry.max_retries=7")  # type: ignore[arg-type]
