@@ -58,3 +58,36 @@ def test_stop_in_the_browser_settles_the_run_aborted(lab: JupyterLab) -> None:
     page.get_by_text("agent_settled").last.wait_for(timeout=30_000)
     lab.screenshot(page, "widget-report.png", full_page=True)
     assert Path(lab.root / "jupyter-lab.log").exists()
+
+
+COMPACT_SETUP = """\
+%load_ext pi_notebook
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider(tokens_per_second=200, token_size=(1, 1))
+faux.set_responses([faux_assistant_message("## Goal\\nAnswer four questions about **gardening**.\\n\\n## Next Steps\\n1. Water")])
+history = []
+for i in range(4):
+    history += [UserMessage(content=[TextContent(text=f"question {i} " + "x" * 400)]),
+                faux_assistant_message(f"answer {i} " + "y" * 400)]
+configure(model=faux.model, stream_fn=faux.stream, settings={"compaction": {"keep_recent_tokens": 200}})
+get_session().agent.state.messages = history
+"""
+
+
+def test_percent_pi_compact_shows_the_summary_in_the_widget(lab: JupyterLab) -> None:
+    path = notebook([COMPACT_SETUP, "%pi compact focus on gardening"], lab.root / "compact.ipynb")
+    page = lab.open(path)
+    lab.run_cell(page, 0)
+    lab.wait_idle(page, 0)
+    lab.run_cell(page, 1)
+    view = page.locator(".pi-run-view").first
+    view.locator(".pi-log-compaction_end").wait_for(timeout=60_000)
+    body = view.locator(".pi-msg-summary .pi-msg-body")
+    body.locator("h2").first.wait_for(timeout=30_000)  # the summary is rendered as markdown
+    assert "Answer four questions about gardening." in body.inner_text()
+    view.locator(".pi-run-state.pi-state-settled").wait_for(timeout=30_000)
+    labels = view.locator(".pi-log-label").all_inner_texts()
+    assert labels[:2] == ["compaction_start", "compaction_end"]
+    lab.screenshot(page, "widget-compaction.png")
