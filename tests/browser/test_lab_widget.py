@@ -77,8 +77,9 @@ get_session().agent.state.messages = history
 
 
 def test_percent_pi_compact_shows_the_summary_in_the_widget(lab: JupyterLab) -> None:
+    lab.shutdown_kernels()  # the earlier test's kernel and page (two cores only)
     path = notebook([COMPACT_SETUP, "%pi compact focus on gardening"], lab.root / "compact.ipynb")
-    page = lab.open(path)
+    page = lab.open(path, workspace="compact")  # a fresh workspace: the earlier notebook is not restored
     lab.run_cell(page, 0)
     lab.wait_idle(page, 0)
     lab.run_cell(page, 1)
