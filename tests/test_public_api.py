@@ -20,6 +20,7 @@ PINNED = {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
+        "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",

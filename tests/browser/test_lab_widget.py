@@ -66,7 +66,8 @@ from pi_notebook.notebook import configure, get_session
 from pi_notebook.ai import TextContent, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 faux = FauxProvider(tokens_per_second=200, token_size=(1, 1))
-faux.set_responses([faux_assistant_message("## Goal\\nAnswer four questions about **gardening**.\\n\\n## Next Steps\\n1. Water")])
+summary = "## Goal\\nAnswer four questions about **gardening**.\\n\\n## Next Steps\\n1. Water"
+faux.set_responses([faux_assistant_message(summary)])
 history = []
 for i in range(4):
     history += [UserMessage(content=[TextContent(text=f"question {i} " + "x" * 400)]),
