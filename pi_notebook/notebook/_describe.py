@@ -8,6 +8,7 @@ from typing import Any
 
 from ..agent import AgentToolResult, CustomMessage
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
+from ..ai.messages import text_of
 from ..session import CompactionSummaryMessage
 
 __all__ = ["describe_event", "render_markdown", "result_text"]
@@ -98,9 +99,7 @@ def render_markdown(messages: Sequence[Any], log: Sequence[tuple[float, str, str
 
 def _message_markdown(message: Any) -> str:
     if isinstance(message, UserMessage):
-        content = message.content
-        text = content if isinstance(content, str) else "".join(b.text for b in content if isinstance(b, TextContent))
-        return _quote(f"**user:** {text}")
+        return _quote(f"**user:** {text_of(message)}")
     if isinstance(message, AssistantMessage):
         lines = []
         for block in message.content:

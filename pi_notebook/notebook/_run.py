@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from ..agent import AgentMessage
-from ..ai import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from ..ai import AssistantMessage, UserMessage
+from ..ai.messages import text_of
 from ..session import AgentSession, CompactionCancelled
 from . import _control
 from ._describe import QUIET, describe_event, render_markdown, result_text
@@ -259,7 +260,7 @@ class Run:
         if kind == "message_start":
             message = event.message
             if isinstance(message, UserMessage | AssistantMessage):
-                text = _text(message) if isinstance(message, UserMessage) else ""
+                text = text_of(message) if isinstance(message, UserMessage) else ""
                 transcript.add({"op": "message", "id": self._id(message), "role": message.role, "text": text})
         elif kind == "message_update":
             step = event.assistant_message_event
@@ -318,13 +319,6 @@ class Run:
         )
         parts.append(f"${budget.cost_usd:.4f}" + (f"/${limits.max_cost_usd:.2f}" if limits.max_cost_usd else ""))
         return " · ".join(parts)
-
-
-def _text(message: UserMessage | ToolResultMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "".join(block.text for block in content if isinstance(block, TextContent))
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -41,6 +41,7 @@ from ..ai import (
     ToolResultMessage,
     UserMessage,
 )
+from ..ai.messages import text_of
 from ..ai.retry import RetryPolicy, retry_assistant_call
 
 __all__ = [
@@ -263,16 +264,15 @@ def file_lists(plan: CompactionPlan) -> tuple[list[str], list[str]]:
     """Files only read, and files written or edited, by the summarised part and the previous summary."""
     read: set[str] = set(plan.previous.read_files) if plan.previous else set()
     modified: set[str] = set(plan.previous.modified_files) if plan.previous else set()
-    for message in (*plan.summarize, *plan.turn_prefix):
-        if not isinstance(message, AssistantMessage):
+    replies = (m for m in (*plan.summarize, *plan.turn_prefix) if isinstance(m, AssistantMessage))
+    for call in (block for reply in replies for block in reply.content if isinstance(block, ToolCall)):
+        path = call.arguments.get("path")
+        if not isinstance(path, str) or not path:
             continue
-        for block in message.content:
-            path = block.arguments.get("path") if isinstance(block, ToolCall) else None
-            if isinstance(path, str) and path and isinstance(block, ToolCall):
-                if block.name == "read":
-                    read.add(path)
-                elif block.name in ("write", "edit"):
-                    modified.add(path)
+        if call.name == "read":
+            read.add(path)
+        elif call.name in ("write", "edit"):
+            modified.add(path)
     return sorted(read - modified), sorted(modified)
 
 
@@ -290,7 +290,7 @@ def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
     for message in messages:
         llm = message.to_llm() if isinstance(message, CustomMessage) else message
         if isinstance(llm, UserMessage):
-            text = _text(llm.content)
+            text = text_of(llm)
             if text:
                 parts.append(f"[User]: {text}")
         elif isinstance(llm, AssistantMessage):
@@ -303,23 +303,17 @@ def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
             if thinking:
                 parts.append("[Assistant thinking]: " + "\n".join(thinking))
             if any(isinstance(b, TextContent) for b in llm.content):
-                parts.append("[Assistant]: " + _text(llm.content))
+                parts.append("[Assistant]: " + text_of(llm))
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))
         elif isinstance(llm, ToolResultMessage):
-            text = _text(llm.content)
+            text = text_of(llm)
             if text:
                 if len(text) > _TOOL_RESULT_MAX_CHARS:
                     more = len(text) - _TOOL_RESULT_MAX_CHARS
                     text = f"{text[:_TOOL_RESULT_MAX_CHARS]}\n\n[... {more} more characters truncated]"
                 parts.append(f"[Tool result]: {text}")
     return "\n\n".join(parts)
-
-
-def _text(content: str | Sequence[Any]) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(b.text for b in content if isinstance(b, TextContent))
 
 
 def _summary_body(summary: CompactionSummaryMessage) -> str:
@@ -371,7 +365,7 @@ async def summarize(
             return None
         if reply.stop_reason == "error":
             raise SummarizationFailed(f"{what} failed: {reply.error_message or 'Unknown error'}")
-        return _text(reply.content)
+        return text_of(reply)
 
     prompt = UPDATE_PROMPT if plan.previous_summary else PROMPT
     if instructions:

@@ -36,10 +36,6 @@ OVERFLOW_FAILED = (
 )
 
 
-class _CompactionFailed(Exception):
-    pass
-
-
 class CompactionCancelled(RuntimeError):
     """A manual compaction was stopped by ``abort()``; the transcript is unchanged."""
 
@@ -126,7 +122,7 @@ class CompactionMixin:
     async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool) -> bool:
         try:
             outcome = await self._compact(reason, will_retry=will_retry, instructions=None)
-        except _CompactionFailed as failure:
+        except SummarizationFailed as failure:
             prefix = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
             self._emit(CompactionEndEvent(reason, error_message=f"{prefix}: {failure}"))
             return False
@@ -149,7 +145,7 @@ class CompactionMixin:
         self._idle = asyncio.Event()
         try:
             outcome = await self._compact("manual", will_retry=False, instructions=instructions)
-        except _CompactionFailed as failure:
+        except SummarizationFailed as failure:
             self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
             raise RuntimeError(f"Compaction failed: {failure}") from None
         finally:
@@ -188,8 +184,6 @@ class CompactionMixin:
                 instructions=instructions,
                 callbacks=callbacks,
             )
-        except SummarizationFailed as failure:
-            raise _CompactionFailed(str(failure)) from None
         finally:
             self._compaction_controller = None
         if summary is None or controller.signal.aborted:

@@ -4,11 +4,9 @@ fault-injecting HTTP server that speaks the OpenAI and Anthropic streaming forma
 The faux provider lives in :mod:`pi_notebook.ai.providers.faux`.
 """
 
-from ._fault_server import (
+from ._fault_script import (
     Api,
     Fault,
-    FaultServer,
-    RecordedRequest,
     Reply,
     ScriptEntry,
     StatusFault,
@@ -18,6 +16,7 @@ from ._fault_server import (
     TokenUsage,
     ToolCallBlock,
 )
+from ._fault_server import FaultServer, RecordedRequest
 from ._trace import EventRecorder, trace_label
 
 __all__ = [

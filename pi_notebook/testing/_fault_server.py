@@ -52,32 +52,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, NoReturn, cast
 
-__all__ = [
-    "Api",
-    "Fault",
-    "FaultServer",
-    "RecordedRequest",
-    "Reply",
-    "ScriptEntry",
-    "StatusFault",
-    "StreamFault",
-    "TextBlock",
-    "ThinkingBlock",
-    "TokenUsage",
-    "ToolCallBlock",
-]
+__all__ = ["FaultServer", "RecordedRequest"]
 
 from ._fault_script import (
     Api,
-    Fault,
     Reply,
     ScriptEntry,
     StatusFault,
     StreamFault,
-    TextBlock,
-    ThinkingBlock,
-    TokenUsage,
-    ToolCallBlock,
     _error_body,
     _ErrorSpec,
     _malformed_event,

@@ -212,13 +212,16 @@ def spy_on(session: Any, faux: Any, *, on_call: Any = None) -> list[Any]:
 
 def test_a_cut_on_a_reply_splits_its_turn_and_keeps_the_tool_results_with_their_calls() -> None:
     messages = [*history(2), *long_turn([("read", "a.py"), ("edit", "b.py"), ("bash", "c.py")])]
-    plan = plan_compaction(messages, keep_recent_tokens=150)
+    plan = plan_compaction(messages, keep_recent_tokens=250)  # the cut lands inside the tool calls
     assert plan is not None
     assert plan.summarize == messages[:4]  # the two whole turns before
     assert plan.turn_prefix[0].role == "user"  # the split turn from its request to the cut
     assert plan.keep[0].role == "assistant"
     assert plan.turn_prefix + plan.keep == messages[4:]
-    assert all(m.role != "toolResult" for m in plan.keep[:1])
+    kept_calls = {b.id for m in plan.keep if m.role == "assistant" for b in m.content if b.type == "toolCall"}
+    kept_results = [m.tool_call_id for m in plan.keep if m.role == "toolResult"]
+    assert kept_results
+    assert all(call_id in kept_calls for call_id in kept_results)
     whole = plan_compaction(messages, keep_recent_tokens=100_000)
     assert whole is None  # everything fits: nothing to compact
     at_turn_start = plan_compaction([*history(4)], keep_recent_tokens=150)
