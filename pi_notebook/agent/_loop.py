@@ -36,6 +36,7 @@ from ..ai import (
     ToolResultMessage,
     UserMessage,
 )
+from ..ai._builder import ABORTED_TEXT
 from ._config import LoopConfig, finish_action, maybe_await, turn_update
 from ._tools import execute_tool_calls, fail_truncated_tool_calls
 from ._types import (
@@ -54,10 +55,9 @@ from ._types import (
     TurnStartEvent,
 )
 
-__all__ = ["ABORTED_TEXT", "run_agent_loop", "run_agent_loop_continue"]
+__all__ = ["run_agent_loop", "run_agent_loop_continue"]
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
-ABORTED_TEXT = "Request was aborted"
 _LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 
 

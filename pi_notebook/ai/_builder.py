@@ -23,9 +23,12 @@ from ._events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
+from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-__all__ = ["MessageBuilder"]
+__all__ = ["ABORTED_TEXT", "MessageBuilder"]
+
+ABORTED_TEXT = "Request was aborted"
+"""The ``error_message`` of every aborted reply, as Pi words it."""
 
 
 def _append(block: TextContent | ThinkingContent, name: str, delta: str) -> None:
@@ -80,11 +83,9 @@ class MessageBuilder:
         _append(block, "thinking", delta)
         return ThinkingDeltaEvent(index, delta, self.message)
 
-    def thinking_end(self, index: int, signature: str | None = None) -> ThinkingEndEvent:
+    def thinking_end(self, index: int) -> ThinkingEndEvent:
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
-        if signature:
-            block.thinking_signature = signature
         return ThinkingEndEvent(index, block, self.message)
 
     # -- tool calls -----------------------------------------------------------------------------------
@@ -103,23 +104,27 @@ class MessageBuilder:
         """Finish a call; ``arguments`` defaults to the JSON streamed so far (``{}`` if it does not parse)."""
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
-        raw = "".join(self._args.pop(index, ()))
-        if arguments is None:
-            arguments = parse_arguments(raw)
-        block.arguments = arguments
+        raw = self._args.pop(index, ())
+        block.arguments = parse_arguments("".join(raw)) if arguments is None else arguments
         return ToolCallEndEvent(index, block, self.message)
 
-    def tool_call_json(self, index: int) -> str:
-        """The raw argument JSON streamed so far for the call at ``index``."""
-        return "".join(self._args.get(index, ()))
-
     # -- end ------------------------------------------------------------------------------------------
-    def done(self, reason: Literal["stop", "length", "toolUse", "deferred"], usage: Usage | None = None) -> DoneEvent:
-        message = self.message
-        message.stop_reason = reason
-        if usage is not None:
-            message.usage = usage
-        return DoneEvent(reason, message)
+    def end_block(self, index: int) -> TextEndEvent | ThinkingEndEvent | ToolCallEndEvent:
+        """End the block at ``index``, whatever its kind (a tool call's arguments are parsed from its JSON)."""
+        block = self.message.content[index]
+        if isinstance(block, TextContent):
+            return self.text_end(index)
+        if isinstance(block, ThinkingContent):
+            return self.thinking_end(index)
+        return self.toolcall_end(index)
+
+    def done(self, reason: Literal["stop", "length", "toolUse", "deferred"]) -> DoneEvent:
+        self.message.stop_reason = reason
+        return DoneEvent(reason, self.message)
+
+    def aborted(self) -> ErrorEvent:
+        """End as aborted: the partial message so far, with :data:`ABORTED_TEXT`."""
+        return self.error("aborted", ABORTED_TEXT)
 
     def error(self, reason: Literal["error", "aborted"], error_message: str) -> ErrorEvent:
         message = self.message

@@ -22,7 +22,7 @@ import anyio
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from ._abort import AbortSignal, abort_scope, abortable_sleep
+from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
 from ._model import Model, StreamOptions
 from ._stream import AssistantMessageEventStream
@@ -37,7 +37,6 @@ __all__ = [
     "send_with_retry",
 ]
 
-ABORTED_TEXT = "Request was aborted"
 _MAX_ERROR_BODY = 64 * 1024
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
@@ -57,10 +56,6 @@ class ProviderError(Exception):
         self.status = status
         self.headers = headers or {}
         self.body = body
-
-
-class _Aborted(Exception):
-    """The abort signal fired during a retry backoff."""
 
 
 def http_client() -> httpx.AsyncClient:
@@ -177,8 +172,7 @@ async def send_with_retry(
                 error.body,
             )
         attempt += 1
-        if not await abortable_sleep(delay / 1000, options.signal):
-            raise _Aborted
+        await anyio.sleep(delay / 1000)  # an abort cancels it: providers run inside run_provider's abort scope
 
 
 def _ceil_s(ms: float) -> int:
@@ -196,9 +190,8 @@ async def _read_limited(response: httpx.Response) -> str:
     return b"".join(chunks)[:_MAX_ERROR_BODY].decode("utf-8", "replace")
 
 
-async def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-    async for event in EventSource(response).aiter_sse():
-        yield event
+def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    return EventSource(response).aiter_sse()
 
 
 def timeout_for(options: StreamOptions) -> httpx.Timeout:
@@ -264,14 +257,11 @@ def run_provider(
         run = ProviderRun(model, options, MessageBuilder(model.api, model.provider, model.id), stream)
         signal: AbortSignal | None = options.signal
         failure: str | None = None
-        timed_out = False
         with abort_scope(signal) as scope:
             deadline = options.timeout_ms
             with anyio.move_on_after(deadline / 1000 if deadline else None) as timer:
                 try:
                     await body(run)
-                except _Aborted:
-                    pass
                 except ProviderError as exc:
                     failure = exc.message
                 except Exception as exc:
@@ -281,7 +271,7 @@ def run_provider(
             return
         builder = run.builder
         if (signal is not None and signal.aborted) or scope.cancelled_caught:
-            stream.push(builder.error("aborted", ABORTED_TEXT))
+            stream.push(builder.aborted())
         elif timed_out:
             stream.push(builder.error("error", f"Request timed out after {deadline} ms"))
         else:

@@ -10,6 +10,7 @@ from .messages import AssistantMessage
 __all__ = ["complete", "register_api", "registered_apis", "stream"]
 
 _apis: dict[str, StreamFn] = {}
+_builtin_loaded = False
 
 
 def register_api(api: str, stream_fn: StreamFn) -> None:
@@ -23,12 +24,16 @@ def registered_apis() -> tuple[str, ...]:
 
 
 def _load_builtin() -> None:
-    if "openai-completions" not in _apis:
-        from .providers.anthropic_messages import stream_anthropic_messages
-        from .providers.openai_completions import stream_openai_completions
+    """Register the built-in providers once, under any the user registered first."""
+    global _builtin_loaded
+    if _builtin_loaded:
+        return
+    _builtin_loaded = True
+    from .providers.anthropic_messages import stream_anthropic_messages
+    from .providers.openai_completions import stream_openai_completions
 
-        _apis.setdefault("openai-completions", stream_openai_completions)
-        _apis.setdefault("anthropic-messages", stream_anthropic_messages)
+    _apis.setdefault("openai-completions", stream_openai_completions)
+    _apis.setdefault("anthropic-messages", stream_anthropic_messages)
 
 
 def stream(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessageEventStream:

@@ -13,8 +13,7 @@ from typing import Any
 
 import httpx
 
-from .._http import ProviderError, ProviderRun, iter_sse, post_sse, run_provider
-from .._keys import resolve_api_key
+from .._http import ProviderError, ProviderRun, iter_sse
 from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
@@ -27,6 +26,7 @@ from ..messages import (
     UserMessage,
 )
 from ..transform import transform_messages
+from ._sse_api import stream_sse_api
 
 __all__ = ["stream_anthropic_messages"]
 
@@ -45,17 +45,17 @@ def stream_anthropic_messages(
     model: Model, context: Context, options: StreamOptions | None = None
 ) -> AssistantMessageEventStream:
     """Stream one assistant message from the Anthropic Messages API. Never raises."""
-    options = options or StreamOptions()
-    key = resolve_api_key(model.provider, options, required=model.provider == "anthropic")
-
-    async def body(run: ProviderRun) -> None:
-        if isinstance(key, Exception):
-            raise key
-        headers = {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
-        url = model.base_url.rstrip("/") + "/v1/messages"
-        await post_sse(run, url, build_payload(model, context, options), headers, describe_status, _read)
-
-    return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
+    return stream_sse_api(
+        model,
+        context,
+        options,
+        path="/v1/messages",
+        key_required_for="anthropic",
+        headers=lambda key: {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})},
+        build_payload=build_payload,
+        describe_status=describe_status,
+        read=_read,
+    )
 
 
 def describe_status(status: int, body: str) -> str:
@@ -190,13 +190,7 @@ def _block_stop(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any])
     index = blocks.get(event.get("index", -1))
     if index is None:
         return
-    block = builder.message.content[index]
-    if isinstance(block, TextContent):
-        run.push(builder.text_end(index))
-    elif isinstance(block, ThinkingContent):
-        run.push(builder.thinking_end(index))
-    else:
-        run.push(builder.toolcall_end(index))
+    run.push(builder.end_block(index))
 
 
 # -- request ---------------------------------------------------------------------------------------------
@@ -206,7 +200,7 @@ def build_payload(model: Model, context: Context, options: StreamOptions) -> dic
     payload: dict[str, Any] = {
         "model": model.id,
         "max_tokens": options.max_tokens or model.max_tokens,
-        "messages": _messages(transform_messages(list(context.messages), model)),
+        "messages": _messages(transform_messages(context.messages, model)),
         "stream": True,
     }
     if context.system_prompt:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any, TypeAlias
 
 from .._abort import AbortSignal, abortable_sleep
 from .._builder import MessageBuilder
-from .._events import AssistantMessageEvent, ErrorEvent
+from .._events import AssistantMessageEvent
 from .._model import Context, Model, ModelCost, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
@@ -34,7 +33,7 @@ from ..messages import (
     ToolCall,
     Usage,
 )
-from ._faux_usage import PromptMeter, compact_json, usage_estimate
+from ._faux_usage import PromptMeter, compact_json, estimate_tokens, usage_estimate
 
 __all__ = [
     "FauxProvider",
@@ -207,12 +206,12 @@ class FauxProvider:
                 script = await script
             builder.message.usage = self._usage(context, options, script.content, model)
             if signal is not None and signal.aborted:
-                yield _aborted(builder)
+                yield builder.aborted()
                 return
             yield builder.start()
             for block in script.content:
                 if signal is not None and signal.aborted:
-                    yield _aborted(builder)
+                    yield builder.aborted()
                     return
                 opened, body, delta, close = _streamer(builder, block)
                 index = opened.content_index
@@ -220,10 +219,10 @@ class FauxProvider:
                 for chunk in self._chunks(body):
                     if pacer is not None:
                         if not await pacer.wait(chunk, signal):
-                            yield _aborted(builder)
+                            yield builder.aborted()
                             return
                     elif signal is not None and signal.aborted:
-                        yield _aborted(builder)
+                        yield builder.aborted()
                         return
                     yield delta(index, chunk)
                 yield close(index)
@@ -272,7 +271,7 @@ class _Pacer:
         loop = asyncio.get_running_loop()
         if self.started is None:
             self.started = loop.time()
-        self.tokens += math.ceil(len(chunk) / 4)
+        self.tokens += estimate_tokens(len(chunk))
         delay = self.started + self.tokens / self.rate - loop.time()
         if delay > 0:
             return await abortable_sleep(delay, signal)
@@ -319,10 +318,6 @@ def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[
         return event
 
     return start, body, delta, end
-
-
-def _aborted(builder: MessageBuilder) -> ErrorEvent:
-    return builder.error("aborted", "Request was aborted")
 
 
 def _finish(builder: MessageBuilder, script: AssistantMessage) -> AssistantMessageEvent:

@@ -13,8 +13,7 @@ from typing import Any
 
 import httpx
 
-from .._http import ProviderError, ProviderRun, iter_sse, post_sse, run_provider
-from .._keys import resolve_api_key
+from .._http import ProviderError, ProviderRun, iter_sse
 from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
@@ -28,6 +27,7 @@ from ..messages import (
     UserMessage,
 )
 from ..transform import transform_messages
+from ._sse_api import stream_sse_api
 
 __all__ = ["stream_openai_completions"]
 
@@ -39,35 +39,40 @@ def stream_openai_completions(
     model: Model, context: Context, options: StreamOptions | None = None
 ) -> AssistantMessageEventStream:
     """Stream one assistant message from an OpenAI-compatible endpoint. Never raises."""
-    options = options or StreamOptions()
-    key = resolve_api_key(model.provider, options, required=model.provider == "openai")
-
-    async def body(run: ProviderRun) -> None:
-        if isinstance(key, Exception):
-            raise key
-        auth = {"authorization": f"Bearer {key}"} if key else {}
-        url = model.base_url.rstrip("/") + "/chat/completions"
-        await post_sse(run, url, build_payload(model, context, options), auth, describe_status, _read)
-
-    return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
+    return stream_sse_api(
+        model,
+        context,
+        options,
+        path="/chat/completions",
+        key_required_for="openai",
+        headers=lambda key: {"authorization": f"Bearer {key}"} if key else {},
+        build_payload=build_payload,
+        describe_status=describe_status,
+        read=_read,
+    )
 
 
 def describe_status(status: int, body: str) -> str:
     """``429 Rate limit exceeded``, or ``400 status code (no body)``, as OpenAI's SDK words it."""
     if not body.strip():
         return f"{status} status code (no body)"
+    return f"{status} {_error_text(body)}"
+
+
+def _error_text(body: str) -> str:
+    """The error's message (with its code when the message lacks it), from a non-empty error body."""
     try:
         data = json.loads(body)
     except ValueError:
-        return f"{status} {body.strip()}"
+        return body.strip()
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         code = error.get("code") or error.get("type")
         suffix = f" ({code})" if isinstance(code, str) and code not in error["message"] else ""
-        return f"{status} {error['message']}{suffix}"
+        return f"{error['message']}{suffix}"
     if isinstance(error, str):
-        return f"{status} {error}"
-    return f"{status} {json.dumps(data, separators=(',', ':'))}"
+        return error
+    return json.dumps(data, separators=(",", ":"))
 
 
 async def _read(run: ProviderRun, response: httpx.Response) -> None:
@@ -87,7 +92,7 @@ async def _read(run: ProviderRun, response: httpx.Response) -> None:
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error"):
-            raise ProviderError(describe_status(500, data).removeprefix("500 "))
+            raise ProviderError(_error_text(data))
         if message.response_id is None and isinstance(chunk.get("id"), str):
             message.response_id = chunk["id"]
         if chunk.get("usage"):
@@ -97,7 +102,12 @@ async def _read(run: ProviderRun, response: httpx.Response) -> None:
             continue
         choice = choices[0]
         delta = choice.get("delta") or {}
-        reasoning = next((delta[f] for f in _REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
+        reasoning = None
+        for field in _REASONING_FIELDS:
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                reasoning = value
+                break
         if reasoning:
             if not (content and isinstance(content[-1], ThinkingContent)):
                 run.push(builder.thinking_start())
@@ -111,13 +121,8 @@ async def _read(run: ProviderRun, response: httpx.Response) -> None:
             _tool_call_delta(run, calls, call)
         if choice.get("finish_reason"):
             finish = choice["finish_reason"]
-    for index, block in enumerate(content):  # like Pi, blocks end when the stream does
-        if isinstance(block, TextContent):
-            run.push(builder.text_end(index))
-        elif isinstance(block, ThinkingContent):
-            run.push(builder.thinking_end(index))
-        else:
-            run.push(builder.toolcall_end(index))
+    for index in range(len(content)):  # like Pi, blocks end when the stream does
+        run.push(builder.end_block(index))
     if finish is None:
         raise ProviderError("Stream ended without finish_reason")
     reason = _STOP_REASONS.get(finish)
@@ -166,7 +171,7 @@ def build_payload(model: Model, context: Context, options: StreamOptions) -> dic
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
         messages.append({"role": "system", "content": context.system_prompt})
-    for message in transform_messages(list(context.messages), model):
+    for message in transform_messages(context.messages, model):
         messages.extend(_wire(message))
     payload: dict[str, Any] = {
         "model": model.id,
