@@ -331,6 +331,11 @@ class Agent:
         if self._run is not None:
             self._run.controller.abort(reason)
 
+    async def request_options(self, signal: AbortSignal) -> StreamOptions:
+        """The options a model request made now would get (key, headers, timeouts, retries, thinking level),
+        for requests made beside the loop, such as a compaction summary."""
+        return await self._config().request_options(signal)
+
     async def wait_for_idle(self) -> None:
         """Return once the active run, including its awaited listeners, has finished (at once if idle)."""
         run = self._run

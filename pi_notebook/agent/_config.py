@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import SecretStr
@@ -78,24 +78,12 @@ class LoopConfig:
     queue they came from (``"steering"`` or ``"follow_up"``), to put them back at its front."""
     stream_options: StreamOptions = field(default_factory=StreamOptions)
 
-    def options_for(self, api_key: SecretStr | str | None, signal: AbortSignal) -> StreamOptions:
-        base = self.stream_options
-        return StreamOptions(
-            api_key=api_key,
-            signal=signal,
-            max_retries=base.max_retries,
-            max_retry_delay_ms=base.max_retry_delay_ms,
-            timeout_ms=base.timeout_ms,
-            idle_timeout_ms=base.idle_timeout_ms,
-            headers=base.headers,
-            reasoning=None if self.thinking_level == "off" else self.thinking_level,
-            session_id=base.session_id,
-            cache_retention=base.cache_retention,
-            max_tokens=base.max_tokens,
-            temperature=base.temperature,
-            on_response=base.on_response,
-            extra=base.extra,
-        )
+    async def request_options(self, signal: AbortSignal) -> StreamOptions:
+        """The options of one model request: the stream options with the key (``get_api_key`` asked now, else
+        ``api_key``), the signal and the thinking level."""
+        api_key = await maybe_await(self.get_api_key(self.model.provider)) if self.get_api_key is not None else None
+        reasoning = None if self.thinking_level == "off" else self.thinking_level
+        return replace(self.stream_options, api_key=api_key or self.api_key, signal=signal, reasoning=reasoning)
 
 
 def before_result(value: Any) -> BeforeToolCallResult | None:

@@ -241,10 +241,7 @@ class _Loop:
         else:
             llm = self.llm.convert(messages)
         request = Context(context.system_prompt, llm, _tool_specs(context.tools))
-        api_key = None
-        if config.get_api_key is not None:
-            api_key = await maybe_await(config.get_api_key(config.model.provider))
-        response = self.stream_fn(config.model, request, config.options_for(api_key or config.api_key, self.signal))
+        response = self.stream_fn(config.model, request, await config.request_options(self.signal))
         if not isinstance(response, AssistantMessageEventStream):
             response = await response
         transcript = context.messages

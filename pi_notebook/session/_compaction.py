@@ -20,7 +20,7 @@ import json
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import Field
@@ -226,10 +226,6 @@ class CompactionPlan:
     previous: CompactionSummaryMessage | None
     tokens_before: int
 
-    @property
-    def previous_summary(self) -> str | None:
-        return self.previous.summary if self.previous is not None else None
-
 
 def _starts_turn(message: AgentMessage) -> bool:
     return not isinstance(message, AssistantMessage | ToolResultMessage)
@@ -318,8 +314,7 @@ def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
 
 def _summary_body(summary: CompactionSummaryMessage) -> str:
     """The summary without the file lists appended to it (they are recomputed)."""
-    lists = format_file_lists(summary.read_files, summary.modified_files)
-    return summary.summary.removesuffix(lists) if lists else summary.summary
+    return summary.summary.removesuffix(format_file_lists(summary.read_files, summary.modified_files))
 
 
 class SummarizationFailed(Exception):
@@ -332,6 +327,7 @@ async def summarize(
     model: Model,
     stream_fn: StreamFn,
     policy: RetryPolicy,
+    options: StreamOptions,
     signal: AbortSignal,
     reserve_tokens: int,
     instructions: str | None = None,
@@ -339,7 +335,9 @@ async def summarize(
 ) -> CompactionSummaryMessage | None:
     """Ask the model for the summary (each request retried per ``policy``); ``None`` when aborted.
 
-    Raises :class:`SummarizationFailed` when a request ends in an error.
+    ``options`` are the session's request options (key, headers, timeouts); each summary request gets
+    ``signal``, its own token budget, a fresh session id and no caching. Raises :class:`SummarizationFailed`
+    when a request ends in an error.
     """
 
     async def ask(messages: Sequence[AgentMessage], prompt: str, budget: float, what: str) -> str | None:
@@ -348,15 +346,12 @@ async def summarize(
         limit = math.floor(budget * reserve_tokens)
         if model.max_tokens > 0:
             limit = min(limit, model.max_tokens)
-        options = StreamOptions(
-            signal=signal,
-            max_tokens=limit or None,
-            session_id=str(uuid.uuid4()),
-            cache_retention="none",
+        request = replace(
+            options, signal=signal, max_tokens=limit or None, session_id=str(uuid.uuid4()), cache_retention="none"
         )
 
         async def produce() -> AssistantMessage:
-            result = stream_fn(model, context, options)
+            result = stream_fn(model, context, request)
             stream = result if isinstance(result, AssistantMessageEventStream) else await result
             return await stream.result()
 
@@ -367,20 +362,25 @@ async def summarize(
             raise SummarizationFailed(f"{what} failed: {reply.error_message or 'Unknown error'}")
         return text_of(reply)
 
-    prompt = UPDATE_PROMPT if plan.previous_summary else PROMPT
+    previous = plan.previous
+    earlier = previous.summary if previous else ""
+    prompt = UPDATE_PROMPT if earlier else PROMPT
     if instructions:
         prompt += f"\n\nAdditional focus: {instructions}"
-    if plan.previous_summary:
-        prompt = f"<previous-summary>\n{plan.previous_summary}\n</previous-summary>\n\n{prompt}"
+    if earlier:
+        prompt = f"<previous-summary>\n{earlier}\n</previous-summary>\n\n{prompt}"
     # Pi writes "No prior history." here even when there is a previous summary, which then is lost.
-    summary: str | None = _summary_body(plan.previous) if plan.previous else "No prior history."
-    if plan.summarize or not plan.turn_prefix:
-        summary = await ask(plan.summarize, prompt, 0.8, "Summarization")
-    if summary is not None and plan.turn_prefix:
+    summary = _summary_body(previous) if previous else "No prior history."
+    if plan.summarize:  # empty only when the cut splits the first turn (then turn_prefix is not)
+        asked = await ask(plan.summarize, prompt, 0.8, "Summarization")
+        if asked is None:
+            return None
+        summary = asked
+    if plan.turn_prefix:
         prefix = await ask(plan.turn_prefix, TURN_PREFIX_PROMPT, 0.5, "Turn prefix summarization")
-        summary = None if prefix is None else summary + SPLIT_TURN_HEADING + prefix
-    if summary is None:
-        return None
+        if prefix is None:
+            return None
+        summary += SPLIT_TURN_HEADING + prefix
     read_files, modified_files = file_lists(plan)
     return CompactionSummaryMessage(
         summary=summary + format_file_lists(read_files, modified_files),

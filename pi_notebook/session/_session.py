@@ -64,11 +64,6 @@ __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 _log = logging.getLogger(__name__)
 SessionListener = Callable[[Any], object]
 
-OVERFLOW_FAILED = (
-    "Context overflow recovery failed after one compact-and-retry attempt. "
-    "Try reducing context or switching to a larger-context model."
-)
-
 
 class SessionBusyError(RuntimeError):
     """``prompt()``/``continue_()`` while an operation is active: queue with ``steer``/``follow_up`` instead."""
@@ -126,8 +121,7 @@ class AgentSession(CompactionMixin):
         self._compaction_controller: AbortController | None = None
         self._overflow_attempted = False
         self._last_assistant: AssistantMessage | None = None
-        self._assistant_seq: dict[int, tuple[AssistantMessage, int]] = {}
-        self._compaction_seq = -1
+        self._since_compaction: dict[int, AssistantMessage] | None = None
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -324,9 +318,7 @@ class AgentSession(CompactionMixin):
         messages stay queued (see ``clear_queue``)."""
         if self._active or self._compacting:
             self._aborted = True
-        self.abort_retry()
-        self.abort_compaction()
-        self.agent.abort()
+        self._abort_all()
         await self.wait_for_idle()
 
     def abort_retry(self) -> None:
@@ -338,6 +330,12 @@ class AgentSession(CompactionMixin):
         if self._compaction_controller is not None:
             self._compaction_controller.abort("compaction cancelled")
 
+    def _abort_all(self, reason: object = "aborted") -> None:
+        """Abort the retry backoff, a compaction and the agent's run, without waiting."""
+        self.abort_retry()
+        self.abort_compaction()
+        self.agent.abort(reason)
+
     def _stop(self, event: BudgetExceededEvent) -> None:
         """A budget or the turn timeout ran out: report it and abort with the reason."""
         if self._aborted or not self._active:
@@ -345,9 +343,7 @@ class AgentSession(CompactionMixin):
         self._emit(event)
         self._aborted = True
         self._abort_reason = event.reason
-        self.abort_retry()
-        self.abort_compaction()
-        self.agent.abort(event.reason)
+        self._abort_all(event.reason)
 
     async def wait_for_idle(self) -> None:
         """Return once the session is idle (after ``agent_settled`` was emitted)."""
@@ -359,9 +355,7 @@ class AgentSession(CompactionMixin):
 
     def dispose(self) -> None:
         """Abort everything without waiting, detach from the agent, drop listeners, close the store."""
-        self.abort_retry()
-        self.abort_compaction()
-        self.agent.abort()
+        self._abort_all()
         self._cancel_timers()
         self._unsubscribe_agent()
         self._listeners = ()
@@ -401,7 +395,8 @@ class AgentSession(CompactionMixin):
         if not isinstance(message, AssistantMessage):
             return
         self._last_assistant = message
-        self._assistant_seq[id(message)] = (message, len(self._assistant_seq))
+        if self._since_compaction is not None:
+            self._since_compaction[id(message)] = message
         if message.stop_reason not in ("error", "length"):
             self._overflow_attempted = False
         if self._retry_attempt > 0 and message.stop_reason != "error":

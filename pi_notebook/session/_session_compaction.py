@@ -52,10 +52,8 @@ class CompactionMixin:
     _compacting: bool
     _idle: asyncio.Event | None
     _overflow_attempted: bool
-    _last_assistant: AssistantMessage | None
     _compaction_controller: AbortController | None
-    _assistant_seq: dict[int, tuple[AssistantMessage, int]]
-    _compaction_seq: int
+    _since_compaction: dict[int, AssistantMessage] | None
 
     @property
     def settings(self) -> Settings:
@@ -77,13 +75,13 @@ class CompactionMixin:
     async def _pre_prompt_compaction(self) -> None:
         last = self._last_transcript_assistant()
         if last is not None:
-            await self._check_compaction(last, skip_aborted=False)
-            self._last_assistant = None
+            await self._check_compaction(last)
 
-    async def _check_compaction(self, message: AssistantMessage, *, skip_aborted: bool = True) -> bool:
-        """Pi's §7.5 triage: overflow -> compact (and retry once); over the threshold -> compact."""
+    async def _check_compaction(self, message: AssistantMessage) -> bool:
+        """Pi's §7.5 triage: overflow -> compact (and retry once); over the threshold -> compact. (Pi skips an
+        aborted reply after a run; ``_after_run`` never gets here with one. Before a prompt, Pi checks it too.)"""
         settings = self.settings.compaction
-        if not settings.enabled or (skip_aborted and message.stop_reason == "aborted"):
+        if not settings.enabled:
             return False
         if self._older_than_compaction(message):
             return False
@@ -108,11 +106,10 @@ class CompactionMixin:
         return False
 
     def _older_than_compaction(self, message: AssistantMessage) -> bool:
-        """Pi compares timestamps; replies can land within the same millisecond, so we count replies."""
-        if self._compaction_seq < 0:
-            return False
-        known = self._assistant_seq.get(id(message))
-        return known is None or known[0] is not message or known[1] < self._compaction_seq
+        """Pi compares timestamps; replies can land within the same millisecond, so we remember the replies made
+        since the last compaction (only those: a compaction frees the older ones)."""
+        since = self._since_compaction
+        return since is not None and since.get(id(message)) is not message
 
     def _drop_failed_reply(self) -> None:
         messages = self.agent.state.messages
@@ -179,6 +176,7 @@ class CompactionMixin:
                 model=self.model,
                 stream_fn=self.agent.stream_fn or default_stream,
                 policy=policy,
+                options=await self.agent.request_options(controller.signal),
                 signal=controller.signal,
                 reserve_tokens=self.settings.compaction.reserve_tokens,
                 instructions=instructions,
@@ -186,12 +184,12 @@ class CompactionMixin:
             )
         finally:
             self._compaction_controller = None
-        if summary is None or controller.signal.aborted:
+        if summary is None:
             self._emit(CompactionEndEvent(reason, aborted=True))
             return "aborted"
         if self.store is not None:
             self.store.append_compaction(summary, plan.keep[0] if plan.keep else None)
         self.agent.state.messages = [summary, *plan.keep]
-        self._compaction_seq = len(self._assistant_seq)
+        self._since_compaction = {}
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
         return "done"

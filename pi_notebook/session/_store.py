@@ -177,7 +177,6 @@ def load_session(path: str | Path) -> LoadedSession:
     loaded = LoadedSession(header=header, skipped_lines=skipped)
     loaded.all_ids = {str(entry["id"]) for entry in entries if entry.get("id") is not None}
     loaded.leaf_id = path_entries[-1].get("id") if path_entries else None
-    start = 0
     for index in range(len(path_entries) - 1, -1, -1):
         entry = path_entries[index]
         if entry.get("type") == "compaction":
@@ -193,8 +192,7 @@ def load_session(path: str | Path) -> LoadedSession:
             loaded.messages.append(summary)
             loaded.entry_ids.append(entry.get("id"))
             kept = entry.get("firstKeptEntryId")
-            positions = [i for i, e in enumerate(path_entries) if e.get("id") == kept]
-            start = positions[0] if positions else index + 1
+            start = next((i for i, e in enumerate(path_entries) if e.get("id") == kept), index + 1)
             path_entries = [e for i, e in enumerate(path_entries) if i >= start and i != index]
             break
     for entry in path_entries:

@@ -130,11 +130,10 @@ class OutputAccumulator:
     is then reported as not saved).
     """
 
-    def __init__(self, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES, prefix: str = "pi-bash"):
+    def __init__(self, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES):
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self._rolling = max(2 * max_bytes, 1)
-        self._prefix = prefix
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._raw: list[bytes] = []  # held only until the temp file opens (at most max_bytes + one chunk)
         self._pieces: list[str] = []
@@ -180,7 +179,8 @@ class OutputAccumulator:
         if self._needs_file():
             self._ensure_file()
 
-    def snapshot(self, *, persist_if_truncated: bool = True) -> Snapshot:
+    def snapshot(self) -> Snapshot:
+        """The tail to show; once the output is truncated, the full output is (being) saved to a file."""
         tail = truncate_tail(self._snapshot_text(), self.max_lines, self.max_bytes)
         truncated = self.total_lines > self.max_lines or self.total_bytes > self.max_bytes
         truncated_by = tail.truncated_by
@@ -197,7 +197,7 @@ class OutputAccumulator:
             max_lines=self.max_lines,
             max_bytes=self.max_bytes,
         )
-        if persist_if_truncated and truncated:
+        if truncated:
             self._ensure_file()
         return Snapshot(tail.content, truncation, self.full_output_path)
 
@@ -265,7 +265,7 @@ class OutputAccumulator:
     def _ensure_file(self) -> None:
         if self.full_output_path is not None or self.file_error is not None:
             return
-        path = os.path.join(tempfile.gettempdir(), f"{self._prefix}-{secrets.token_hex(8)}.log")
+        path = os.path.join(tempfile.gettempdir(), f"pi-bash-{secrets.token_hex(8)}.log")
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
@@ -342,7 +342,7 @@ class Progress:
             return
         self._dirty = False
         self._last = self._loop.time()
-        snapshot = self._output.snapshot(persist_if_truncated=True)
+        snapshot = self._output.snapshot()
         truncation = snapshot.truncation if snapshot.truncation["truncated"] else None
         details = {"truncation": truncation, "full_output_path": snapshot.full_output_path}
         self._call(AgentToolResult(content=snapshot.content, details=details))

@@ -210,7 +210,7 @@ class _Bash:
             outcome = await self._run(call, output, progress, signal)
             output.finish()
             progress.close(flush=True)
-            snapshot = output.snapshot(persist_if_truncated=True)
+            snapshot = output.snapshot()
         finally:
             progress.close(flush=False)
             output.close()

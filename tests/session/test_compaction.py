@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from session_helpers import error, make_session, reply
 
-from pi_notebook.ai import TextContent, ToolResultMessage, UserMessage
+from pi_notebook.ai import StreamOptions, TextContent, ToolResultMessage, UserMessage
 from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
 from pi_notebook.session import CompactionSummaryMessage, Settings
 from pi_notebook.session._compaction import plan_compaction
@@ -289,7 +289,9 @@ async def test_files_read_and_changed_are_listed_after_the_summary_and_carried_i
 
 
 async def test_a_split_turn_right_after_a_compaction_keeps_the_previous_summary() -> None:
-    previous = CompactionSummaryMessage(summary="earlier work", modified_files=["old.py"])
+    previous = CompactionSummaryMessage(  # as a compaction writes it: the file list appended to the summary
+        summary="earlier work\n\n<modified-files>\nold.py\n</modified-files>", modified_files=["old.py"]
+    )
     session, _, faux = make_session(
         [reply("prefix summary")],
         messages=[previous, *long_turn([("bash", "x"), ("bash", "y"), ("bash", "z")])],
@@ -333,3 +335,32 @@ async def test_abort_during_the_turn_prefix_summary_changes_nothing() -> None:
         await compaction
     assert compaction_events(rec)[-1] == "end:manual:aborted=True:retry=False"
     assert session.messages == messages
+
+
+async def test_summary_requests_carry_the_sessions_key_and_http_settings() -> None:
+    session, _, faux = make_session(
+        [reply("summary")],
+        messages=history(6),
+        settings={
+            **settings(),
+            "retry": {"provider": {"max_retries": 2, "timeout_ms": 1234}},
+            "timeouts": {"http_idle_ms": 4321},
+        },
+        api_key="sk-session-key",
+        stream_options=StreamOptions(headers={"x-team": "notebooks"}),
+    )
+    seen: list[Any] = []
+    inner = faux.stream
+
+    def spy(model: Any, context: Any, options: Any) -> Any:
+        seen.append(options)
+        return inner(model, context, options)
+
+    session.agent.stream_fn = spy
+    await session.compact()
+    (options,) = seen
+    assert options.api_key_value() == "sk-session-key"
+    assert dict(options.headers) == {"x-team": "notebooks"}
+    assert (options.max_retries, options.timeout_ms, options.idle_timeout_ms) == (2, 1234, 4321)
+    assert (options.cache_retention, options.max_tokens) == ("none", 13_107)  # 0.8 x reserve 16384
+    assert options.session_id and options.signal is not None
