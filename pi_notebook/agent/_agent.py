@@ -36,7 +36,7 @@ from ..ai import (
     UserMessage,
 )
 from ._config import LoopConfig, adapt_hook
-from ._loop import check_continuable, run_agent_loop, run_agent_loop_continue
+from ._loop import run_agent_loop, run_agent_loop_continue
 from ._types import (
     AgentContext,
     AgentEndEvent,
@@ -310,7 +310,6 @@ class Agent:
                 await self._run_prompts(follow_ups)
                 return
             raise RuntimeError("Cannot continue from message role: assistant")
-        check_continuable(messages)
 
         async def executor(signal: AbortSignal) -> None:
             await run_agent_loop_continue(self._snapshot(), self._config(), self._process, signal, stream_fn)
@@ -450,10 +449,8 @@ class Agent:
         state.is_streaming = False
         state.streaming_message = None
         state.pending_tool_calls = set()
-        if not run.idle.done():
-            run.idle.set_result(None)
-        if self._run is run:
-            self._run = None
+        run.idle.set_result(None)
+        self._run = None
 
     async def _process(self, event: AgentEvent) -> None:
         """Reduce the event into state, then await every listener in order."""

@@ -127,7 +127,7 @@ class _Loop:
     async def run(self) -> None:
         config, emit, signal = self.config, self.emit, self.signal
         first_turn = True
-        explicit_continuation = False
+        action: str | None = None  # what finish_turn said of the last turn
         pending = await _poll(config.get_steering_messages)
         pending_from = "steering"
         while True:
@@ -167,7 +167,6 @@ class _Loop:
                 if action == "end":
                     await emit(AgentEndEvent(self.new_messages))
                     return
-                explicit_continuation = action == "continue"
                 if config.prepare_next_turn is not None:
                     update = await maybe_await(config.prepare_next_turn(self._turn(message, tool_results), signal))
                     self._apply(turn_update(update, "prepare_next_turn"))
@@ -179,15 +178,11 @@ class _Loop:
                 # After an abort the queues are not drained: what is queued stays queued (Pi issue #9340).
                 pending = [] if signal.aborted else await _poll(config.get_steering_messages)
                 pending_from = "steering"
-                if has_more_tool_calls or pending:
-                    explicit_continuation = False
             follow_ups = [] if signal.aborted else await _poll(config.get_follow_up_messages)
             if follow_ups:
-                explicit_continuation = False
                 pending, pending_from = follow_ups, "follow_up"
                 continue
-            if explicit_continuation:  # finish_turn asked for one more request and nothing else supplied it
-                explicit_continuation = False
+            if action == "continue":  # finish_turn asked for one more request and nothing else supplied it
                 continue
             break
         await emit(AgentEndEvent(self.new_messages))

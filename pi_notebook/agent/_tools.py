@@ -146,8 +146,7 @@ async def _finish_parallel(batch: _Batch, prepared: _Prepared) -> _Done:
     if batch.signal.aborted:  # the abort landed during a later sibling's preflight: do not start it
         done = _Done(prepared.tool_call, error_result("Operation aborted"), True)
     else:
-        done = await _execute(batch, prepared)
-        done = await _finalize(batch, prepared, done)
+        done = await _run_prepared(batch, prepared)
     await _emit_end(done, batch.emit)
     return done
 
@@ -230,10 +229,8 @@ class _Updates:
     async def close(self) -> None:
         """Stop accepting updates and wait until the ones already given are emitted."""
         self.accepting = False
-        while self._task is not None and not self._task.done():
+        if self._task is not None:  # no new task can start now
             await self._task
-        if self._task is not None:
-            self._task.result()
 
 
 async def _execute(batch: _Batch, prepared: _Prepared) -> _Done:

@@ -212,15 +212,17 @@ async def test_parallel_immediate_outcomes_end_before_prepared_calls_start() -> 
         tools=[recording_tool("real", log)],
     )
     order: list[str] = []
+    started_when_b_ended: list[list[str]] = []
 
     def track(event: Any, signal: Any) -> None:
         if event.type in ("tool_execution_start", "tool_execution_end"):
             order.append(f"{event.type[15:]}:{event.tool_call_id}")
         if event.type == "tool_execution_end" and event.tool_call_id == "B":
-            assert log.started == []  # nothing executes before every preflight is done
+            started_when_b_ended.append(list(log.started))
 
     agent.subscribe(track)
     await agent.prompt("go")
+    assert started_when_b_ended == [[]]  # nothing executes before every preflight is done
     assert order[:4] == ["start:A", "start:B", "end:B", "start:C"]
     missing = next(m for m in agent.state.messages if getattr(m, "tool_call_id", None) == "B")
     assert missing.content[0].text == "Tool missing not found"  # type: ignore[union-attr]

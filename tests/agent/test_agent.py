@@ -202,12 +202,22 @@ async def test_tool_updates_after_the_tool_settles_are_ignored() -> None:
     tool = recording_tool("t")
     tool.execute = execute
     agent, rec, _, _ = scripted(
-        [faux_assistant_message([faux_tool_call("t", {}, id="c1")], "toolUse"), faux_assistant_message("ok")],
+        [
+            faux_assistant_message([faux_tool_call("t", {}, id="c1")], "toolUse"),
+            faux_assistant_message("ok"),
+            faux_assistant_message("again ok"),
+        ],
         tools=[tool],
     )
     await agent.prompt("go")
-    late[0](AgentToolResult(content="too late"))  # after the run: must not emit or raise
-    await asyncio.sleep(0)
+
+    async def poke(event: Any, signal: Any) -> None:  # the settled tool reports while a later run is active
+        if event.type == "agent_start":
+            late[0](AgentToolResult(content="too late"))  # must not emit or raise
+            await asyncio.sleep(0)  # let a wrongly scheduled update reach the listeners during this run
+
+    agent.subscribe(poke)
+    await agent.prompt("again")
     updates = [e for e in rec.events if e.type == "tool_execution_update"]
     assert [u.partial_result.content[0].text for u in updates] == ["progress"]
     assert rec.types().index("tool_execution_update") < rec.types().index("tool_execution_end")

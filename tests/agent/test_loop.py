@@ -534,9 +534,10 @@ async def test_continue_accepts_a_custom_message_tail() -> None:
     assert roles(new) == ["assistant"]
 
 
-async def test_the_loop_does_not_copy_the_transcript_per_request() -> None:
-    # The default conversion is incremental: each request is built from the previous one plus new messages,
-    # yet every request gets its own list, so a stream function may keep it.
+async def test_each_request_keeps_its_own_view_of_the_transcript() -> None:
+    # The default conversion is incremental (each request is built from the previous one plus new messages;
+    # bench_engine measures that the cost stays flat), yet every request gets its own view, which later
+    # requests do not change, so a stream function may keep it.
     agent, _, _, requests = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id=f"c{i}")], "toolUse") for i in range(3)]
         + [faux_assistant_message("done")],
