@@ -20,7 +20,7 @@ from IPython.display import display
 
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_spec
-from ..session import SettingsError, plan_compaction
+from ..session import SettingsError
 from ._controller import NotebookAgent, default_faux, get_agent
 from ._run import Run
 
@@ -162,8 +162,8 @@ class PiMagics(Magics):
         if agent.busy:
             raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
         session = agent.session
-        keep = session.settings.compaction.keep_recent_tokens
-        if plan_compaction(session.messages, keep) is None:
+        if session.compaction_plan() is None:
+            keep = session.settings.compaction.keep_recent_tokens
             print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
             return None
         focus = rest or None
@@ -203,7 +203,7 @@ class PiMagics(Magics):
             return _Ready(None)
         if run.done:
             return _Ready(run.report())
-        return run  # awaited by the cell (see wait_transformer)
+        return run  # awaited by the cell (see pi_transformer)
 
     # -- inspection -------------------------------------------------------------------------------------
     def _status(self, rest: str) -> None:

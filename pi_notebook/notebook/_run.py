@@ -64,7 +64,6 @@ class Run:
         self._loop = asyncio.get_running_loop()
         self._settled = self._loop.create_future()
         self._ids: dict[int, int] = {}
-        self._restored: list[str] = []
         self._state = "starting"
         self._retry_deadline = 0.0
         self._changed: asyncio.Future[None] | None = None
@@ -116,6 +115,7 @@ class Run:
         if self.view is not None:
             self.view.transcript.state = state
             self.view.transcript.retry_deadline = self._retry_deadline
+            self.view.show_retry(self._retry_deadline > 0)
         _control.publish(self.state())
 
     async def wait_for(self, event_type: str, count: int = 1) -> Any:
@@ -136,11 +136,9 @@ class Run:
             return
         snapshot = self.session.clear_queue()
         restored = [*snapshot.steering, *snapshot.follow_up]
-        if restored:
-            self._restored = restored
-            if self.view is not None:
-                current = self.view.input.value.strip()
-                self.view.input.value = "\n\n".join([*restored, current] if current else restored)
+        if restored and self.view is not None:
+            current = self.view.input.value.strip()
+            self.view.input.value = "\n\n".join([*restored, current] if current else restored)
         self._spawn(self.session.abort())
 
     def report(self) -> RunReport:
@@ -297,9 +295,6 @@ class Run:
             transcript.queue = [f"steer: {t}" for t in event.steering] + [f"follow-up: {t}" for t in event.follow_up]
         elif kind == "auto_retry_start":
             transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
-            view.show_retry(True)
-        elif kind in ("auto_retry_end", "agent_start"):
-            view.show_retry(False)
         elif kind == "budget_exceeded":
             transcript.usage = self.usage_line() + f" — {event.reason}"
         elif kind == "compaction_end" and event.result is not None:

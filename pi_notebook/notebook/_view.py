@@ -62,20 +62,24 @@ class TranscriptWidget(anywidget.AnyWidget):
             self._flush_handle = self._loop.call_later(FLUSH_INTERVAL, self.flush)
 
     def flush(self) -> None:
+        batch = self._take_pending()
+        if batch:
+            self.sent_batches += 1
+            self.send({"type": "batch", "ops": _merged(batch)})
+
+    def _take_pending(self) -> list[dict[str, Any]]:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        if self._pending:
-            batch, self._pending = self._pending, []
-            self.sent_batches += 1
-            self.send({"type": "batch", "ops": _merged(batch)})
+        batch, self._pending = self._pending, []
+        return batch
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "hello":
             self._call_in_loop(self._send_snapshot)
 
     def _send_snapshot(self) -> None:
-        self.flush()
+        self._take_pending()  # every view resets on a snapshot, which holds these ops too
         self.send({"type": "snapshot", "ops": _merged(self.ops)})
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
@@ -120,7 +124,6 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         on_follow_up: Callable[[str], None],
         loop: asyncio.AbstractEventLoop | None,
     ) -> None:
-        self.loop = loop
         self.transcript = TranscriptWidget(title=title)
         self.transcript.bind(loop)
         self.stop_button = widgets.Button(
@@ -146,15 +149,11 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
         )
-        self.queue_panel = queue_box
         super().__init__([controls, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
         self.add_class("pi-run-view")
 
     def _marshal(self, action: Callable[[], None]) -> None:
-        if self.loop is None:
-            action()
-        else:
-            self.loop.call_soon_threadsafe(action)
+        self.transcript._call_in_loop(action)
 
     def _send_input(self, action: Callable[[str], None]) -> None:
         text = self.input.value.strip()
@@ -166,7 +165,6 @@ class RunView(widgets.VBox):  # type: ignore[misc]
     def settle(self, aborted: bool) -> None:
         self.stop_button.disabled = True
         self.stop_button.description = "Stopped" if aborted else "Done"
-        self.cancel_retry_button.layout.display = "none"
         self.transcript.flush()
 
     def show_retry(self, visible: bool) -> None:

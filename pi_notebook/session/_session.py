@@ -283,13 +283,13 @@ class AgentSession(CompactionMixin):
         for the next ``prompt``/``continue_``."""
         self._steering_texts.append(text)
         self._emit_queue()
-        self.agent.steer(UserMessage(content=[TextContent(text=text)]))
+        self.agent.steer(text)
 
     async def follow_up(self, text: str) -> None:
         """Queue a message delivered once the agent would otherwise stop."""
         self._follow_up_texts.append(text)
         self._emit_queue()
-        self.agent.follow_up(UserMessage(content=[TextContent(text=text)]))
+        self.agent.follow_up(text)
 
     def clear_queue(self) -> QueueSnapshot:
         """Take every queued message back (their texts); nothing queued is delivered afterwards."""

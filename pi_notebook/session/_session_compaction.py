@@ -14,7 +14,7 @@ from ..ai import AbortController, AssistantMessage, Model
 from ..ai import stream as default_stream
 from ..ai.overflow import is_context_overflow, is_recoverable_length
 from ..ai.retry import RetryPolicy
-from ._compaction import SummarizationFailed, context_tokens, plan_compaction, summarize
+from ._compaction import CompactionPlan, SummarizationFailed, context_tokens, plan_compaction, summarize
 from ._events import (
     CompactionEndEvent,
     CompactionReason,
@@ -153,12 +153,15 @@ class CompactionMixin:
         if outcome == "aborted":
             raise CompactionCancelled
 
+    def compaction_plan(self) -> CompactionPlan | None:
+        """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
+        return plan_compaction(self.agent.state.messages, self.settings.compaction.keep_recent_tokens)
+
     async def _compact(
         self, reason: CompactionReason, *, will_retry: bool, instructions: str | None
     ) -> Literal["done", "nothing", "aborted"]:
         """Summarise and replace the older transcript; an abort is reported here, a failure raised."""
-        messages = self.agent.state.messages
-        plan = plan_compaction(messages, self.settings.compaction.keep_recent_tokens)
+        plan = self.compaction_plan()
         if plan is None:
             return "nothing"
         self._emit(CompactionStartEvent(reason))

@@ -231,7 +231,7 @@ def test_abort_stops_the_run_restores_queued_messages_and_replies_with_the_new_s
             """
             %pi steer look at the tests first
             %pi follow then write the summary
-            await asyncio.sleep(0)  # let the queueing tasks run
+            await run.wait_for("queue_update", count=2)  # both are queued
             print(get_session().queue)
             """
         )

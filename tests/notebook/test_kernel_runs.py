@@ -92,7 +92,7 @@ def test_stop_restores_queued_messages_to_the_input_box(kernel: Kernel) -> None:
             await streaming.wait()
             %pi steer look at the tests first
             %pi follow then write the summary
-            await asyncio.sleep(0)  # let the queueing tasks run
+            await run.wait_for("queue_update", count=2)  # both are queued
             print(get_session().queue)
             run.abort()
             await run
@@ -146,7 +146,8 @@ def test_cell_magic_body_is_the_prompt(kernel: Kernel) -> None:
     [
         ("%pi", "pi: nothing to do"),
         ("%pi steer", "pi: steer needs the text to deliver"),
-        ("%pi events 99", "pi: no run"),
+        ("%pi events 99", "pi: no run yet"),
+        ("%pi hi\n%pi wait\n%pi events 99", "pi: no run '99' (runs: 1..1)"),
         ("%pi interrupt maybe", "pi: interrupt takes 'on' or 'off'"),
         ("%pi settings retry.max_retries=-4", "settings.retry.max_retries"),
         ("%pi settings nonsense", "pi: expected KEY=VALUE"),
@@ -187,10 +188,10 @@ def test_interrupt_hook_aborts_active_runs_while_the_kernel_is_idle(kernel: Kern
 def test_status_queue_and_clear_queue_report_the_session(kernel: Kernel) -> None:
     setup_faux(kernel)
     kernel.run("run = %pi stream forever\nawait streaming.wait()")
-    kernel.run("%pi steer s1\n%pi follow f1\nawait asyncio.sleep(0)")
+    kernel.run("%pi steer s1\n%pi follow f1\nawait run.wait_for('queue_update', count=2)")
     assert "steer: s1\nfollow-up: f1" in kernel.run("%pi queue").text
     status = kernel.run("%pi status").text
-    assert "state: running (run 1)" in status or "state: running" in status
+    assert "state: running (run 1)" in status
     assert "queue: 1 steering, 1 follow-up" in status
     assert "took back 2: 's1'; 'f1'" in kernel.run("%pi clear-queue").text
     kernel.run("%pi abort\nawait run")
@@ -201,7 +202,6 @@ from pi_notebook.notebook import configure, get_session
 from pi_notebook.ai import TextContent, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 faux = FauxProvider(tokens_per_second={tps}, token_size=(1, 1))
-faux.set_responses([faux_assistant_message({summary!r})])
 history = []
 for i in range(4):
     history += [UserMessage(content=[TextContent(text=f"question {{i}} " + "x" * 400)]),
@@ -212,7 +212,7 @@ get_session().agent.state.messages = history
 
 
 def test_percent_pi_compact_summarises_the_older_transcript_and_shows_the_summary(kernel: Kernel) -> None:
-    kernel.run(COMPACT_FAUX.format(tps=0, summary=""))
+    kernel.run(COMPACT_FAUX.format(tps=0))
     kernel.run(  # the summary says whether the focus reached the model
         "focus = 'Additional focus: keep the question numbers'\n"
         "faux.set_responses([lambda context, *_: faux_assistant_message(\n"
@@ -233,7 +233,7 @@ def test_percent_pi_compact_summarises_the_older_transcript_and_shows_the_summar
 
 
 def test_percent_pi_abort_stops_a_compaction_and_leaves_the_transcript(kernel: Kernel) -> None:
-    kernel.run(COMPACT_FAUX.format(tps=20, summary="slow summary " * 100))
+    kernel.run(COMPACT_FAUX.format(tps=20) + "faux.set_responses([faux_assistant_message('slow summary ' * 100)])")
     kernel.run("run = %pi compact")
     busy = kernel.run("%pi compact").text
     assert "pi: a run is active; %pi abort it (or %pi wait) before compacting" in busy

@@ -82,22 +82,21 @@ def test_consecutive_appends_are_merged_in_a_batch(dummy_comm: list[dict[str, An
     ]
 
 
-async def test_stop_clicked_on_another_thread_is_handed_to_the_loop(dummy_comm: list[dict[str, Any]]) -> None:
+async def test_stop_clicked_on_another_thread_is_handed_to_the_loop(
+    dummy_comm: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aborts_on: list[int] = []
+    original = Run.abort
+
+    def recording_abort(self: Run) -> None:
+        aborts_on.append(threading.get_ident())
+        original(self)
+
+    monkeypatch.setattr(Run, "abort", recording_abort)  # the button is wired to it as the run is built
     session = session_for("word " * 5000, tps=2000)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
-    streaming = asyncio.Event()
-    session.subscribe(lambda e: streaming.set() if e.type == "message_update" else None)
-    await streaming.wait()
-    aborts_on: list[int] = []
-    original = run.abort
-
-    def recording_abort() -> None:
-        aborts_on.append(threading.get_ident())
-        original()
-
+    await run.wait_for("message_update")
     assert run.view is not None
-    run.view.stop_button._click_handlers.callbacks.clear()
-    run.view.stop_button.on_click(lambda _: run.view._marshal(recording_abort))  # type: ignore[union-attr]
     clicker = threading.Thread(target=run.view.stop_button.click)
     clicker.start()
     clicker.join()
@@ -111,9 +110,7 @@ async def test_stop_clicked_on_another_thread_is_handed_to_the_loop(dummy_comm: 
 async def test_stop_puts_queued_messages_back_in_the_input_box(dummy_comm: list[dict[str, Any]]) -> None:
     session = session_for("word " * 5000, tps=2000)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
-    streaming = asyncio.Event()
-    session.subscribe(lambda e: streaming.set() if e.type == "message_update" else None)
-    await streaming.wait()
+    await run.wait_for("message_update")
     await session.steer("first")
     await session.follow_up("second")
     assert run.view is not None
@@ -129,11 +126,9 @@ async def test_the_input_box_steers_and_follows_up(dummy_comm: list[dict[str, An
     session = session_for("word " * 5000, tps=2000)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
     assert run.view is not None
-    queued = asyncio.Event()
-    session.subscribe(lambda e: queued.set() if e.type == "queue_update" and e.steering else None)
     run.view.input.value = "  go left  "
     run.view.steer_button.click()
-    await queued.wait()
+    await run.wait_for("queue_update")
     assert session.queue.steering == ["go left"]
     assert run.view.input.value == ""
     run.abort()
@@ -146,9 +141,7 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     settings = Settings(retry={"base_delay_ms": 60_000}, compaction={"enabled": False})
     session = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
-    retrying = asyncio.Event()
-    session.subscribe(lambda e: retrying.set() if e.type == "auto_retry_start" else None)
-    await retrying.wait()
+    await run.wait_for("auto_retry_start")
     assert run.view is not None
     transcript = run.view.transcript
     assert transcript.state == "retrying"

@@ -29,14 +29,6 @@ class Outcome:
                 parts.append(data.get("text/markdown") or data.get("text/plain", ""))
         return "".join(parts)
 
-    def mime_types(self) -> list[str]:
-        return [
-            key
-            for output in self.outputs
-            if output["msg_type"] in ("execute_result", "display_data")
-            for key in output["content"]["data"]
-        ]
-
 
 class Kernel:
     """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs."""
