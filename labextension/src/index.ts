@@ -78,11 +78,16 @@ class RunStatus extends Widget {
     super.dispose();
   }
 
-  private _update(): void {
-    const connection = this._connection;
-    const text = connection?.text ?? '';
+  private _showText(): string {
+    const text = this._connection?.text ?? '';
     this.node.textContent = text;
     this.node.setAttribute('data-pi-status', text);
+    return text;
+  }
+
+  private _update(): void {
+    const connection = this._connection;
+    const text = this._showText();
     this.node.setAttribute('data-pi-active', String(connection?.active ?? false));
     const state = connection?.state;
     this.node.title = state
@@ -102,11 +107,7 @@ class RunStatus extends Widget {
 
   private _startTicking(): void {
     if (this._timer === null) {
-      this._timer = window.setInterval(() => {
-        const text = this._connection?.text ?? '';
-        this.node.textContent = text;
-        this.node.setAttribute('data-pi-status', text);
-      }, 250);
+      this._timer = window.setInterval(() => this._showText(), 250);
     }
   }
 
@@ -173,11 +174,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette?.addItem({ command: COMMAND, category: 'Notebook Operations' });
 
     // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
-    tracker.widgetAdded.connect((_, panel: NotebookPanel) => {
-      const connection = connections.get(panel.sessionContext);
-      connection.changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
-    });
-    tracker.forEach(panel => connections.get(panel.sessionContext));
+    const watch = (panel: NotebookPanel): void => {
+      connections.get(panel.sessionContext).changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+    };
+    tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
+    tracker.forEach(watch);
 
     if (toolbarRegistry) {
       toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, panel =>
