@@ -105,7 +105,7 @@ async def run_agent_loop_continue(
 
 
 class _Loop:
-    __slots__ = ("config", "context", "emit", "llm", "new_messages", "signal", "stream_fn")
+    __slots__ = ("_specs", "config", "context", "emit", "llm", "new_messages", "signal", "stream_fn")
 
     def __init__(
         self,
@@ -123,6 +123,13 @@ class _Loop:
         self.emit = emit
         self.stream_fn = stream_fn
         self.llm = _LlmView()
+        self._specs: tuple[object, list[Tool] | None] = ((), None)
+
+    def _tool_specs(self, tools: Sequence[Any]) -> list[Tool] | None:
+        """The tools as the model sees them, rebuilt only when the run's tool list is replaced."""
+        if self._specs[0] is not tools:
+            self._specs = (tools, [tool.to_tool() for tool in tools] if tools else None)
+        return self._specs[1]
 
     async def run(self) -> None:
         config, emit, signal = self.config, self.emit, self.signal
@@ -235,7 +242,7 @@ class _Loop:
             llm = list(await maybe_await(config.convert_to_llm(messages)))
         else:
             llm = self.llm.convert(messages)
-        request = Context(context.system_prompt, llm, _tool_specs(context.tools))
+        request = Context(context.system_prompt, llm, self._tool_specs(context.tools))
         response = self.stream_fn(config.model, request, await config.request_options(self.signal))
         if not isinstance(response, AssistantMessageEventStream):
             response = await response
@@ -287,21 +294,6 @@ async def _poll(
         return []
     return list(await maybe_await(source()) or ())
 
-
-_specs_cache: dict[int, tuple[object, list[Tool]]] = {}
-
-
-def _tool_specs(tools: Sequence[Any]) -> list[Tool] | None:
-    if not tools:
-        return None
-    cached = _specs_cache.get(id(tools))
-    if cached is not None and cached[0] is tools:
-        return cached[1]
-    specs = [tool.to_tool() for tool in tools]
-    if len(_specs_cache) > 64:
-        _specs_cache.clear()
-    _specs_cache[id(tools)] = (tools, specs)
-    return specs
 
 
 class _LlmView:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 __all__ = ["validate_arguments"]
 
 _validators: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_MAX_VALIDATORS = 256  # schemas built per call (a new bash_tool() each time) must not pile up for a kernel's life
 
 
 def validate_arguments(parameters: Mapping[str, Any] | type[BaseModel], name: str, raw: dict[str, Any]) -> Any:
@@ -48,6 +49,8 @@ def _validator(schema: Mapping[str, Any]) -> Any:
         return cached[1]
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     validator = cls(schema)
+    if len(_validators) >= _MAX_VALIDATORS:
+        _validators.clear()
     _validators[id(schema)] = (schema, validator)  # keeps the schema alive, so the id stays unique
     return validator
 
