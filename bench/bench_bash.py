@@ -20,17 +20,18 @@ import argparse
 import asyncio
 import itertools
 import json
-import re
 import shutil
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-import psutil
-
-from pi_notebook.agent import AgentToolResult
 from pi_notebook.ai import AbortController
 from pi_notebook.tools import BashError, bash_tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tools"))
+from bash_helpers import Watcher, is_gone  # the tests' own watcher and liveness check
 
 TARGET_MS = 300.0
 SETSID = shutil.which("setsid") or "setsid"
@@ -49,26 +50,10 @@ wait
 NAMES = ("shell", "child", "grandchild")
 
 
-def _gone(proc: psutil.Process) -> bool:
-    try:
-        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return True
-
-
 async def one_run(trap: bool, timeout_s: float | None) -> tuple[float, float]:
     """(ms until no process survives, ms until execute raised), counted from the abort or the deadline."""
     controller = AbortController()
-    seen = asyncio.Event()
-    text = ""
-
-    def on_update(result: AgentToolResult) -> None:
-        nonlocal text
-        if result.content:
-            text = str(getattr(result.content[0], "text", ""))
-            if all(re.search(rf"^{n} \d+$", text, re.M) for n in NAMES):
-                seen.set()
-
+    watcher = Watcher()
     args: dict[str, Any] = {"command": tree(trap)}
     if timeout_s is not None:
         args["timeout"] = timeout_s
@@ -76,7 +61,7 @@ async def one_run(trap: bool, timeout_s: float | None) -> tuple[float, float]:
 
     async def call() -> None:
         try:
-            await bash_tool().execute("bench", args, controller.signal, on_update)
+            await bash_tool().execute("bench", args, controller.signal, watcher)
         except BashError:
             returned.append(time.perf_counter())
         else:
@@ -84,15 +69,14 @@ async def one_run(trap: bool, timeout_s: float | None) -> tuple[float, float]:
 
     called = time.perf_counter()
     task = asyncio.create_task(call())
-    await seen.wait()
-    procs = [psutil.Process(int(re.search(rf"^{n} (\d+)$", text, re.M).group(1))) for n in NAMES]  # type: ignore[union-attr]
+    procs = list((await watcher.until_named(*NAMES)).values())
     if timeout_s is None:
         start = time.perf_counter()
         controller.abort()
     else:
         start = called + timeout_s
     for _ in itertools.count():  # poll: nothing to wait on but the processes themselves
-        if all(_gone(p) for p in procs):
+        if all(is_gone(p) for p in procs):
             break
         await asyncio.sleep(0.001)
     gone = time.perf_counter()
