@@ -108,11 +108,8 @@ def _abort(comm: Any) -> None:
         return
 
     async def reply_when_settled() -> None:
-        async def settled(run: Any) -> None:
-            await run
-
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.gather(*(settled(run) for run in runs)), ABORT_REPLY_TIMEOUT)
+            await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
         _send_status(comm, reply="abort")
 
     task = asyncio.get_running_loop().create_task(reply_when_settled())
@@ -130,12 +127,13 @@ def _agent() -> Any:
 def current_state() -> dict[str, Any]:
     """What the status bar shows: the active run's state, else the last run's final state, else ``idle``."""
     agent = _agent()
-    state: dict[str, Any]
-    if agent is None or not agent.runs:
-        state = {"state": "idle", "run": None, "aborted": False, "retry_deadline": 0}
-    else:
-        run = agent.active_run or agent.runs[-1]
-        state = run.state()
+    run = agent.current_run if agent is not None else None
+    if run is None:
+        return _state_message({"state": "idle", "run": None, "aborted": False, "retry_deadline": 0})
+    return _state_message(run.state())
+
+
+def _state_message(state: dict[str, Any]) -> dict[str, Any]:
     return {"type": "state", **state, "now": _now_ms()}
 
 
@@ -157,6 +155,6 @@ def _send_status(comm: Any, reply: str | None = None) -> None:
 
 def publish(state: dict[str, Any]) -> None:
     """Push a run's state change to every open control comm."""
-    message = {"type": "state", **state, "now": _now_ms()}
+    message = _state_message(state)
     for comm in list(_comms):
         _send(comm, message)

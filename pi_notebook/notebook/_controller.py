@@ -68,6 +68,11 @@ class NotebookAgent:
     def active_run(self) -> Run | None:
         return next((run for run in reversed(self.runs) if not run.done), None)
 
+    @property
+    def current_run(self) -> Run | None:
+        """The active run, else the last one (``None`` before the first)."""
+        return self.active_run or (self.runs[-1] if self.runs else None)
+
     def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
         run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
         self.runs.append(run)

@@ -197,7 +197,7 @@ class PiMagics(Magics):
     def _wait(self, rest: str) -> Any:
         _no_args("wait", rest)
         agent = get_agent()
-        run = agent.active_run or (agent.runs[-1] if agent.runs else None)
+        run = agent.current_run
         if run is None:
             print("pi: no run yet")  # noqa: T201
             return _Ready(None)
