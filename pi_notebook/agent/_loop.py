@@ -295,7 +295,6 @@ async def _poll(
     return list(await maybe_await(source()) or ())
 
 
-
 class _LlmView:
     """The default ``convert_to_llm`` (keep user, assistant and tool-result messages, and what custom
     messages' ``to_llm()`` returns), done incrementally.
