@@ -28,7 +28,8 @@ from ._settings import (
     SettingsError,
     TimeoutSettings,
 )
-from ._store import LoadedSession, SessionStore, load_session
+from ._store import SessionStore
+from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_session
 
 __all__ = [
     "AgentEndEvent",
@@ -44,6 +45,7 @@ __all__ = [
     "CompactionSettings",
     "CompactionStartEvent",
     "CompactionSummaryMessage",
+    "LoadProblem",
     "LoadedSession",
     "ProviderRetrySettings",
     "QueueSnapshot",
@@ -51,6 +53,7 @@ __all__ = [
     "RetrySettings",
     "SessionBusyError",
     "SessionEvent",
+    "SessionFileError",
     "SessionStore",
     "Settings",
     "SettingsError",

@@ -10,15 +10,13 @@ linear chain) and an ISO ``timestamp``:
   "modifiedFiles"}}`` after a compaction;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
-Each entry is one ``write`` of a whole line followed by a flush, so a process killed with SIGKILL leaves
-every entry written before it; a torn last line (a kill in the middle of a write) is skipped on load.
+Each entry is one ``write`` of a whole line, so a process killed with SIGKILL leaves every entry written
+before it; a torn last line (a kill in the middle of a write) is skipped on load, and a store that continues
+the file ends that line first, so the next entry starts on a line of its own.
 
-Reading Pi's files: :func:`load_session` follows the ``parentId`` chain from the last entry (Pi files can
-branch; the last entry is the current leaf), keeps ``message`` entries (Pi's ``custom`` message role is
-and Pi's ``custom_message`` entries are read as :class:`~pi_notebook.agent.CustomMessage` with role
-``custom``), applies the latest ``compaction`` entry (its summary
-becomes a :class:`CompactionSummaryMessage`, followed by the messages from ``firstKeptEntryId`` on), and
-ignores the other entry kinds (model and thinking-level changes, labels, branch summaries, custom data).
+A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
+not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
+and appends to any version). Reading, and what it tolerates, is described in ``_store_load.py``.
 """
 
 from __future__ import annotations
@@ -26,20 +24,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..agent import AgentMessage, CustomMessage
-from ..ai.messages import message_from_dict
 from ._compaction import CompactionSummaryMessage
+from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 
-__all__ = ["LoadedSession", "SessionStore", "load_session"]
-
-FORMAT_VERSION = 3
+__all__ = ["SessionStore"]
 
 
 def _now_iso() -> str:
@@ -48,32 +41,36 @@ def _now_iso() -> str:
 
 class SessionStore:
     """Appends session entries to a JSONL file. Open with ``SessionStore(path)`` (created if missing;
-    an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name."""
+    an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name.
+
+    Raises :class:`SessionFileError` for an existing file it must not continue (not a session file, no
+    header, a newer format version).
+    """
 
     def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._ids: dict[int, tuple[object, str]] = {}
         self._used: set[str] = set()
-        existing = self.path.exists() and self.path.stat().st_size > 0
+        self._unterminated = False
+        loaded = _continuable(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        if existing:
-            loaded = load_session(self.path)
-            self.session_id = loaded.header.get("id", "")
+        self.loaded: LoadedSession | None = loaded
+        if loaded is not None:
+            self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
                 if entry_id:
                     self._ids[id(message)] = (message, entry_id)
             self._used.update(loaded.all_ids)
-            self.loaded: LoadedSession | None = loaded
+            self._unterminated = not _ends_with_newline(self.path)
         else:
             self.session_id = secrets.token_hex(8)
             self._leaf = None
-            self.loaded = None
             header = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": _now_iso()}
             header["cwd"] = os.getcwd()
-            self._write(header)
+            self._write_header(header)
 
     @classmethod
     def new(cls, directory: str | Path, **options: Any) -> SessionStore:
@@ -110,9 +107,10 @@ class SessionStore:
         return found[1] if found is not None and found[0] is message else None
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self._fd < 0:
+            return
+        os.close(self._fd)
+        self._fd = -1
 
     def __enter__(self) -> SessionStore:
         return self
@@ -121,126 +119,56 @@ class SessionStore:
         self.close()
 
     def _append(self, body: dict[str, Any]) -> str:
+        if self._fd < 0:
+            raise ValueError(f"session store {self.path} is closed")
         entry_id = secrets.token_hex(4)
         while entry_id in self._used:
             entry_id = secrets.token_hex(4)
         self._used.add(entry_id)
         entry = {"type": body.pop("type"), "id": entry_id, "parentId": self._leaf, "timestamp": _now_iso(), **body}
-        self._write(entry)
+        self._write(_encode(entry))
         self._leaf = entry_id
         return entry_id
 
-    def _write(self, entry: dict[str, Any]) -> None:
-        if self._fd < 0:
-            raise ValueError(f"session store {self.path} is closed")
-        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        written = os.write(self._fd, line)  # O_APPEND: one write per line, no buffering in this process
-        while written < len(line):
-            written += os.write(self._fd, line[written:])
+    def _write_header(self, header: dict[str, Any]) -> None:
+        self._write(_encode(header))
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines)."""
+        if self._unterminated:  # a torn or unterminated last line: end it so ``data`` starts a line
+            data = b"\n" + data
+        view, written = memoryview(data), 0
+        while written < len(data):  # O_APPEND: one write per call, no buffering in this process
+            written += os.write(self._fd, view[written:])
+        self._unterminated = False
         if self._fsync:
             os.fsync(self._fd)
 
 
-@dataclass
-class LoadedSession:
-    header: dict[str, Any]
-    messages: list[AgentMessage] = field(default_factory=list)
-    entry_ids: list[str | None] = field(default_factory=list)
-    leaf_id: str | None = None
-    all_ids: set[str] = field(default_factory=set)
-    """Every entry id in the file (all branches), so a continued file never reuses one."""
-    skipped_lines: int = 0
-    """Lines that could not be read (a torn last line after a kill, or unknown message shapes)."""
-
-
-def load_session(path: str | Path) -> LoadedSession:
-    """Rebuild the transcript a session file describes (ours or Pi's; see the module docstring)."""
-    entries: list[dict[str, Any]] = []
-    header: dict[str, Any] = {}
-    skipped = 0
-    with open(path, encoding="utf-8") as file:
-        for line in file:
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                skipped += 1
-                continue
-            if not isinstance(entry, dict):
-                skipped += 1
-            elif entry.get("type") == "session":
-                header = entry
-            else:
-                entries.append(entry)
-    path_entries = _current_branch(entries)
-    loaded = LoadedSession(header=header, skipped_lines=skipped)
-    loaded.all_ids = {str(entry["id"]) for entry in entries if entry.get("id") is not None}
-    loaded.leaf_id = path_entries[-1].get("id") if path_entries else None
-    for index in range(len(path_entries) - 1, -1, -1):
-        entry = path_entries[index]
-        if entry.get("type") == "compaction":
-            details = entry.get("details")
-            if not isinstance(details, dict):
-                details = {}
-            summary = CompactionSummaryMessage(
-                summary=str(entry.get("summary", "")),
-                tokens_before=int(entry.get("tokensBefore") or 0),
-                read_files=_strings(details.get("readFiles")),
-                modified_files=_strings(details.get("modifiedFiles")),
-            )
-            loaded.messages.append(summary)
-            loaded.entry_ids.append(entry.get("id"))
-            kept = entry.get("firstKeptEntryId")
-            start = next((i for i, e in enumerate(path_entries) if e.get("id") == kept), index + 1)
-            path_entries = [e for i, e in enumerate(path_entries) if i >= start and i != index]
-            break
-    for entry in path_entries:
-        message = _message_of(entry)
-        if message is None:
-            if entry.get("type") in ("message", "custom_message", "notebook_message"):
-                loaded.skipped_lines += 1
-            continue
-        loaded.messages.append(message)
-        loaded.entry_ids.append(entry.get("id"))
+def _continuable(path: Path) -> LoadedSession | None:
+    """The existing session to continue (``None``: start a new file), or SessionFileError."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    loaded = load_session(path)
+    if not loaded.header and not loaded.all_ids and not loaded.problems:
+        return None  # only blank lines
+    if not loaded.header:
+        raise SessionFileError(
+            f"{path} has no session header: not continued (Pi cannot open it either); read it with load_session()"
+        )
+    if loaded.newer_version is not None:
+        raise SessionFileError(
+            f"{path} has session format version {loaded.newer_version!r}, newer than this pi_notebook's "
+            f"({FORMAT_VERSION}): not continued; read it with load_session() or start a new file"
+        )
     return loaded
 
 
-def _current_branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if not entries:
-        return []
-    by_id = {entry.get("id"): entry for entry in entries if entry.get("id") is not None}
-    if not by_id:
-        return entries
-    chain = []
-    seen = set()
-    node: dict[str, Any] | None = entries[-1]
-    while node is not None and id(node) not in seen:
-        seen.add(id(node))
-        chain.append(node)
-        parent = node.get("parentId")
-        node = by_id.get(parent) if parent is not None else None
-    chain.reverse()
-    return chain
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
 
 
-def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
-    kind = entry.get("type")
-    if kind == "custom_message":  # Pi's extension messages
-        fields = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
-        return CustomMessage(role="custom", **fields)
-    data = entry.get("message")
-    if kind not in ("message", "notebook_message") or not isinstance(data, dict):
-        return None
-    try:
-        if kind == "notebook_message" or data.get("role") not in ("user", "assistant", "toolResult"):
-            return CustomMessage.model_validate(data)
-        if data.get("content") is None:  # Pi tolerates hand-edited files with missing content
-            data = {**data, "content": []}
-        return message_from_dict(data)
-    except ValidationError:
-        return None
-
-
-def _strings(value: object) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+def _encode(entry: dict[str, Any]) -> bytes:
+    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
