@@ -12,7 +12,9 @@ linear chain) and an ISO ``timestamp``:
 
 Each entry is one ``write`` of a whole line, so a process killed with SIGKILL leaves every entry written
 before it; a torn last line (a kill in the middle of a write) is skipped on load, and a store that continues
-the file ends that line first, so the next entry starts on a line of its own.
+the file ends that line first, so the next entry starts on a line of its own. Text is UTF-8; a lone
+surrogate (half of a UTF-16 pair, e.g. from a provider's ``\\ud83d`` escape) is written as its JSON escape,
+as JavaScript's ``JSON.stringify`` does, and reads back as the same string.
 
 A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
 not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
@@ -171,4 +173,8 @@ def _ends_with_newline(path: Path) -> bool:
 
 
 def _encode(entry: dict[str, Any]) -> bytes:
-    return (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return line.encode()
+    except UnicodeEncodeError:  # lone surrogates: as JSON escapes (valid JSON; JSON.stringify writes them so)
+        return line.encode("utf-8", "backslashreplace")

@@ -1,4 +1,4 @@
-"""Damaged session files: torn or unterminated last lines, bad bytes, corrupt lines, newer
+"""Damaged session files: torn or unterminated last lines, bad bytes, corrupt lines, lone surrogates, newer
 versions, empty and garbage files. Nothing valid before the damage is lost; what was skipped is reported."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from session_helpers import make_session, reply
 
-from pi_notebook.ai import UserMessage
+from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, UserMessage
 from pi_notebook.ai.messages import text_of
 from pi_notebook.session import SessionStore, load_session
 
@@ -108,6 +109,35 @@ def test_a_corrupt_line_in_the_middle_loses_only_its_own_entry(tmp_path: Path) -
     assert loaded.skipped_lines == 1
     assert [(p.line, p.skipped) for p in loaded.problems] == [(4, True), (5, False)]
     assert "parent" in str(loaded.problems[1])
+
+
+# -- 5. lone surrogates ------------------------------------------------------------------------------------
+
+
+def test_lone_surrogates_are_written_as_json_escapes_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    text, args = "half \ud83d of an emoji, é", {"command": "echo \udc80"}
+    answer = AssistantMessage(content=[TextContent(text=text), ToolCall(id="c1", name="bash", arguments=args)])
+    with SessionStore(path) as store:
+        store.append_message(UserMessage(content="lone \ud800"))
+        store.append_message(answer)
+    data = path.read_bytes()
+    data.decode("utf-8")  # the file is valid UTF-8
+    assert b"\\ud800" in data and b"\\ud83d" in data and "é".encode() in data
+    user, assistant = load_session(path).messages
+    assert text_of(user) == "lone \ud800"  # type: ignore[arg-type]
+    assert isinstance(assistant, AssistantMessage)
+    assert assistant.content[0] == TextContent(text=text)
+    assert assistant.content[1].arguments == args  # type: ignore[union-attr]
+
+
+async def test_a_reply_with_a_lone_surrogate_reaches_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session, recorder, _ = make_session([reply("cut \ud83d emoji")], store=SessionStore(path))
+    await session.prompt("go")
+    session.dispose()
+    assert "agent_settled:aborted=false" in recorder.labels
+    assert texts_of(path) == ["go", "cut \ud83d emoji"]
 
 
 # -- 6. a newer format version -----------------------------------------------------------------------------
