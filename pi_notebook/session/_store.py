@@ -16,6 +16,12 @@ the file ends that line first, so the next entry starts on a line of its own. Te
 surrogate (half of a UTF-16 pair, e.g. from a provider's ``\\ud83d`` escape) is written as its JSON escape,
 as JavaScript's ``JSON.stringify`` does, and reads back as the same string.
 
+A write that fails (disk full, ``EFBIG`` from a file-size limit, an I/O error) never tears the file: the
+part of the line already written is truncated away, and the entry stays in memory and is written, in order,
+with the next one (or at ``close``). Each failure is reported to the store's subscribers as a
+:class:`~pi_notebook.session.SessionWriteFailedEvent` (an :class:`AgentSession` emits it as a session event)
+or, with no subscriber, logged as a warning; the run goes on.
+
 A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
 not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
 and appends to any version). Reading, and what it tolerates, is described in ``_store_load.py``.
@@ -23,18 +29,25 @@ and appends to any version). Reading, and what it tolerates, is described in ``_
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..agent import AgentMessage, CustomMessage
 from ._compaction import CompactionSummaryMessage
+from ._events import SessionWriteFailedEvent
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 
 __all__ = ["SessionStore"]
+
+_log = logging.getLogger(__name__)
+WriteFailureListener = Callable[[SessionWriteFailedEvent], object]
 
 
 def _now_iso() -> str:
@@ -46,7 +59,9 @@ class SessionStore:
     an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name.
 
     Raises :class:`SessionFileError` for an existing file it must not continue (not a session file, no
-    header, a newer format version).
+    header, a newer format version), ``OSError`` if the file cannot be opened or a new file's header cannot
+    be written. Later write failures do not raise (see the module docstring): ``unwritten`` and
+    ``write_error`` tell the state, ``subscribe`` reports each failure.
     """
 
     def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
@@ -54,7 +69,11 @@ class SessionStore:
         self._fsync = fsync
         self._ids: dict[int, tuple[object, str]] = {}
         self._used: set[str] = set()
+        self._pending: list[bytes] = []
         self._unterminated = False
+        self._listeners: tuple[WriteFailureListener, ...] = ()
+        self.write_error: str | None = None
+        """The last write failure's text; ``None`` once a write succeeds."""
         loaded = _continuable(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -78,6 +97,20 @@ class SessionStore:
     def new(cls, directory: str | Path, **options: Any) -> SessionStore:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
         return cls(Path(directory) / f"{stamp}_{secrets.token_hex(8)}.jsonl", **options)
+
+    @property
+    def unwritten(self) -> int:
+        """Entries recorded in memory but not yet in the file (after a failed write)."""
+        return len(self._pending)
+
+    def subscribe(self, listener: WriteFailureListener) -> Callable[[], None]:
+        """Call ``listener(event)`` on every failed write; returns an unsubscribe function."""
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return unsubscribe
 
     def append_message(self, message: AgentMessage) -> str:
         """Record a message; returns its entry id."""
@@ -109,8 +142,12 @@ class SessionStore:
         return found[1] if found is not None and found[0] is message else None
 
     def close(self) -> None:
+        """Write what a failed write left in memory (a last try), then close. Entries that still cannot
+        be written are reported (``final=True``) and logged: they are not in the file."""
         if self._fd < 0:
             return
+        if self._pending:
+            self._flush(final=True)
         os.close(self._fd)
         self._fd = -1
 
@@ -128,23 +165,64 @@ class SessionStore:
             entry_id = secrets.token_hex(4)
         self._used.add(entry_id)
         entry = {"type": body.pop("type"), "id": entry_id, "parentId": self._leaf, "timestamp": _now_iso(), **body}
-        self._write(_encode(entry))
+        self._pending.append(_encode(entry))
         self._leaf = entry_id
+        self._flush()
         return entry_id
 
     def _write_header(self, header: dict[str, Any]) -> None:
-        self._write(_encode(header))
+        try:
+            self._write(_encode(header))
+        except OSError as error:
+            os.close(self._fd)
+            self._fd = -1
+            raise OSError(error.errno, f"cannot write to session file {self.path}: {_describe(error)}") from None
+
+    def _flush(self, *, final: bool = False) -> None:
+        """Write every pending entry in one ``write``; on failure keep them all pending and report."""
+        try:
+            self._write(b"".join(self._pending))
+        except OSError as error:
+            self._failed(_describe(error), final=final)
+            return
+        self._pending.clear()
+        self.write_error = None
+        if self._fsync:
+            try:
+                os.fsync(self._fd)
+            except OSError as error:
+                self._failed(f"fsync: {_describe(error)}", final=final)
 
     def _write(self, data: bytes) -> None:
-        """Append ``data`` (whole lines)."""
+        """Append ``data`` (whole lines); on failure remove what was written of it, then raise."""
         if self._unterminated:  # a torn or unterminated last line: end it so ``data`` starts a line
             data = b"\n" + data
         view, written = memoryview(data), 0
-        while written < len(data):  # O_APPEND: one write per call, no buffering in this process
-            written += os.write(self._fd, view[written:])
+        try:
+            while written < len(data):  # O_APPEND: one write per call, no buffering in this process
+                written += os.write(self._fd, view[written:])
+        except OSError:
+            if written:
+                self._unwrite(written)
+            raise
         self._unterminated = False
-        if self._fsync:
-            os.fsync(self._fd)
+
+    def _unwrite(self, count: int) -> None:
+        try:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size - count)
+        except OSError:  # the partial line stays: the next write ends it first, and loading skips it
+            self._unterminated = True
+
+    def _failed(self, error: str, *, final: bool) -> None:
+        self.write_error = error
+        event = SessionWriteFailedEvent(str(self.path), error, len(self._pending), final=final)
+        if final or not self._listeners:
+            _log.warning("%s", event.reason)
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener must not turn a reported failure into a failed run
+                _log.exception("session store listener %r raised", listener)
 
 
 def _continuable(path: Path) -> LoadedSession | None:
@@ -178,3 +256,9 @@ def _encode(entry: dict[str, Any]) -> bytes:
         return line.encode()
     except UnicodeEncodeError:  # lone surrogates: as JSON escapes (valid JSON; JSON.stringify writes them so)
         return line.encode("utf-8", "backslashreplace")
+
+
+def _describe(error: OSError) -> str:
+    name = errno.errorcode.get(error.errno or 0)
+    text = error.strerror or str(error)
+    return f"{text} ({name})" if name else text
