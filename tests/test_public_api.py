@@ -24,6 +24,7 @@ PINNED = {
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
+        "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux", "get_agent",

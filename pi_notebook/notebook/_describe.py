@@ -61,7 +61,7 @@ def describe_event(event: Any) -> tuple[str, str]:
         if event.result is not None:
             detail += f" tokens_before={event.result.tokens_before} summary={len(event.result.summary)} chars"
         return kind, detail + (f": {event.error_message}" if event.error_message else "")
-    if kind == "budget_exceeded":
+    if kind in ("budget_exceeded", "session_write_failed"):
         return kind, event.reason
     if kind.startswith("summarization_retry") and hasattr(event, "attempt"):
         return kind, f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"

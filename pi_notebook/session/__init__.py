@@ -12,6 +12,7 @@ from ._events import (
     CompactionStartEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
@@ -28,7 +29,8 @@ from ._settings import (
     SettingsError,
     TimeoutSettings,
 )
-from ._store import LoadedSession, SessionStore, load_session
+from ._store import SessionStore
+from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_session
 
 __all__ = [
     "AgentEndEvent",
@@ -44,6 +46,7 @@ __all__ = [
     "CompactionSettings",
     "CompactionStartEvent",
     "CompactionSummaryMessage",
+    "LoadProblem",
     "LoadedSession",
     "ProviderRetrySettings",
     "QueueSnapshot",
@@ -51,7 +54,9 @@ __all__ = [
     "RetrySettings",
     "SessionBusyError",
     "SessionEvent",
+    "SessionFileError",
     "SessionStore",
+    "SessionWriteFailedEvent",
     "Settings",
     "SettingsError",
     "SummarizationRetryAttemptStartEvent",

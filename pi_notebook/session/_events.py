@@ -24,6 +24,7 @@ __all__ = [
     "CompactionStartEvent",
     "QueueUpdateEvent",
     "SessionEvent",
+    "SessionWriteFailedEvent",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
@@ -128,6 +129,30 @@ class BudgetExceededEvent:
         return f"{what}: {_num(self.used)}{unit} used, limit {_num(self.limit)}{unit}"
 
 
+@dataclass(slots=True)
+class SessionWriteFailedEvent:
+    """Writing the session file failed (disk full, file-size limit, I/O error); the run goes on. Nothing
+    already in the file is lost (a partly written line is removed). ``unwritten`` entries are in memory but
+    not in the file; they are written with the next entry, unless ``final``: the store was closing, so they
+    never will be."""
+
+    path: str
+    error_message: str
+    unwritten: int
+    final: bool = False
+    type: Literal["session_write_failed"] = field(default="session_write_failed", init=False)
+
+    @property
+    def reason(self) -> str:
+        what = f"Could not write session file {self.path}: {self.error_message}"
+        entries = f"{self.unwritten} entr{'y' if self.unwritten == 1 else 'ies'}"
+        if self.final and self.unwritten:
+            return f"{what}; {entries} not written (store closed)"
+        if self.unwritten:
+            return f"{what}; {entries} kept in memory, retried with the next write"
+        return what
+
+
 def _num(value: float) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
 
@@ -144,4 +169,5 @@ SessionEvent: TypeAlias = (
     | SummarizationRetryAttemptStartEvent
     | SummarizationRetryFinishedEvent
     | BudgetExceededEvent
+    | SessionWriteFailedEvent
 )

@@ -125,6 +125,7 @@ class AgentSession(CompactionMixin):
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -354,13 +355,16 @@ class AgentSession(CompactionMixin):
             await idle.wait()
 
     def dispose(self) -> None:
-        """Abort everything without waiting, detach from the agent, drop listeners, close the store."""
+        """Abort everything without waiting, detach from the agent, close the store (listeners still hear
+        whether its last write failed), drop listeners."""
         self._abort_all()
         self._cancel_timers()
         self._unsubscribe_agent()
-        self._listeners = ()
         if self.store is not None:
             self.store.close()
+        if self._unsubscribe_store is not None:
+            self._unsubscribe_store()
+        self._listeners = ()
 
     # -- the agent's events -----------------------------------------------------------------------------
     def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:

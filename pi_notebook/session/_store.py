@@ -10,36 +10,44 @@ linear chain) and an ISO ``timestamp``:
   "modifiedFiles"}}`` after a compaction;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
-Each entry is one ``write`` of a whole line followed by a flush, so a process killed with SIGKILL leaves
-every entry written before it; a torn last line (a kill in the middle of a write) is skipped on load.
+Each entry is one ``write`` of a whole line, so a process killed with SIGKILL leaves every entry written
+before it; a torn last line (a kill in the middle of a write) is skipped on load, and a store that continues
+the file ends that line first, so the next entry starts on a line of its own. Text is UTF-8; a lone
+surrogate (half of a UTF-16 pair, e.g. from a provider's ``\\ud83d`` escape) is written as its JSON escape,
+as JavaScript's ``JSON.stringify`` does, and reads back as the same string.
 
-Reading Pi's files: :func:`load_session` follows the ``parentId`` chain from the last entry (Pi files can
-branch; the last entry is the current leaf), keeps ``message`` entries (Pi's ``custom`` message role is
-and Pi's ``custom_message`` entries are read as :class:`~pi_notebook.agent.CustomMessage` with role
-``custom``), applies the latest ``compaction`` entry (its summary
-becomes a :class:`CompactionSummaryMessage`, followed by the messages from ``firstKeptEntryId`` on), and
-ignores the other entry kinds (model and thinking-level changes, labels, branch summaries, custom data).
+A write that fails (disk full, ``EFBIG`` from a file-size limit, an I/O error) never tears the file: the
+part of the line already written is truncated away, and the entry stays in memory and is written, in order,
+with the next one (or at ``close``). Each failure is reported to the store's subscribers as a
+:class:`~pi_notebook.session.SessionWriteFailedEvent` (an :class:`AgentSession` emits it as a session event)
+or, with no subscriber, logged as a warning; the run goes on.
+
+A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
+not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
+and appends to any version). Reading, and what it tolerates, is described in ``_store_load.py``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import secrets
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..agent import AgentMessage, CustomMessage
-from ..ai.messages import message_from_dict
 from ._compaction import CompactionSummaryMessage
+from ._events import SessionWriteFailedEvent
+from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 
-__all__ = ["LoadedSession", "SessionStore", "load_session"]
+__all__ = ["SessionStore"]
 
-FORMAT_VERSION = 3
+_log = logging.getLogger(__name__)
+WriteFailureListener = Callable[[SessionWriteFailedEvent], object]
 
 
 def _now_iso() -> str:
@@ -48,37 +56,61 @@ def _now_iso() -> str:
 
 class SessionStore:
     """Appends session entries to a JSONL file. Open with ``SessionStore(path)`` (created if missing;
-    an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name."""
+    an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name.
+
+    Raises :class:`SessionFileError` for an existing file it must not continue (not a session file, no
+    header, a newer format version), ``OSError`` if the file cannot be opened or a new file's header cannot
+    be written. Later write failures do not raise (see the module docstring): ``unwritten`` and
+    ``write_error`` tell the state, ``subscribe`` reports each failure.
+    """
 
     def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._ids: dict[int, tuple[object, str]] = {}
         self._used: set[str] = set()
-        existing = self.path.exists() and self.path.stat().st_size > 0
+        self._pending: list[bytes] = []
+        self._unterminated = False
+        self._listeners: tuple[WriteFailureListener, ...] = ()
+        self.write_error: str | None = None
+        """The last write failure's text; ``None`` once a write succeeds."""
+        loaded = _continuable(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        if existing:
-            loaded = load_session(self.path)
-            self.session_id = loaded.header.get("id", "")
+        self.loaded: LoadedSession | None = loaded
+        if loaded is not None:
+            self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
                 if entry_id:
                     self._ids[id(message)] = (message, entry_id)
             self._used.update(loaded.all_ids)
-            self.loaded: LoadedSession | None = loaded
+            self._unterminated = not _ends_with_newline(self.path)
         else:
             self.session_id = secrets.token_hex(8)
             self._leaf = None
-            self.loaded = None
             header = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": _now_iso()}
             header["cwd"] = os.getcwd()
-            self._write(header)
+            self._write_header(header)
 
     @classmethod
     def new(cls, directory: str | Path, **options: Any) -> SessionStore:
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
         return cls(Path(directory) / f"{stamp}_{secrets.token_hex(8)}.jsonl", **options)
+
+    @property
+    def unwritten(self) -> int:
+        """Entries recorded in memory but not yet in the file (after a failed write)."""
+        return len(self._pending)
+
+    def subscribe(self, listener: WriteFailureListener) -> Callable[[], None]:
+        """Call ``listener(event)`` on every failed write; returns an unsubscribe function."""
+        self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return unsubscribe
 
     def append_message(self, message: AgentMessage) -> str:
         """Record a message; returns its entry id."""
@@ -110,9 +142,14 @@ class SessionStore:
         return found[1] if found is not None and found[0] is message else None
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Write what a failed write left in memory (a last try), then close. Entries that still cannot
+        be written are reported (``final=True``) and logged: they are not in the file."""
+        if self._fd < 0:
+            return
+        if self._pending:
+            self._flush(final=True)
+        os.close(self._fd)
+        self._fd = -1
 
     def __enter__(self) -> SessionStore:
         return self
@@ -121,126 +158,107 @@ class SessionStore:
         self.close()
 
     def _append(self, body: dict[str, Any]) -> str:
+        if self._fd < 0:
+            raise ValueError(f"session store {self.path} is closed")
         entry_id = secrets.token_hex(4)
         while entry_id in self._used:
             entry_id = secrets.token_hex(4)
         self._used.add(entry_id)
         entry = {"type": body.pop("type"), "id": entry_id, "parentId": self._leaf, "timestamp": _now_iso(), **body}
-        self._write(entry)
+        self._pending.append(_encode(entry))
         self._leaf = entry_id
+        self._flush()
         return entry_id
 
-    def _write(self, entry: dict[str, Any]) -> None:
-        if self._fd < 0:
-            raise ValueError(f"session store {self.path} is closed")
-        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        written = os.write(self._fd, line)  # O_APPEND: one write per line, no buffering in this process
-        while written < len(line):
-            written += os.write(self._fd, line[written:])
+    def _write_header(self, header: dict[str, Any]) -> None:
+        try:
+            self._write(_encode(header))
+        except OSError as error:
+            os.close(self._fd)
+            self._fd = -1
+            raise OSError(error.errno, f"cannot write to session file {self.path}: {_describe(error)}") from None
+
+    def _flush(self, *, final: bool = False) -> None:
+        """Write every pending entry in one ``write``; on failure keep them all pending and report."""
+        try:
+            self._write(b"".join(self._pending))
+        except OSError as error:
+            self._failed(_describe(error), final=final)
+            return
+        self._pending.clear()
+        self.write_error = None
         if self._fsync:
-            os.fsync(self._fd)
-
-
-@dataclass
-class LoadedSession:
-    header: dict[str, Any]
-    messages: list[AgentMessage] = field(default_factory=list)
-    entry_ids: list[str | None] = field(default_factory=list)
-    leaf_id: str | None = None
-    all_ids: set[str] = field(default_factory=set)
-    """Every entry id in the file (all branches), so a continued file never reuses one."""
-    skipped_lines: int = 0
-    """Lines that could not be read (a torn last line after a kill, or unknown message shapes)."""
-
-
-def load_session(path: str | Path) -> LoadedSession:
-    """Rebuild the transcript a session file describes (ours or Pi's; see the module docstring)."""
-    entries: list[dict[str, Any]] = []
-    header: dict[str, Any] = {}
-    skipped = 0
-    with open(path, encoding="utf-8") as file:
-        for line in file:
-            if not line.strip():
-                continue
             try:
-                entry = json.loads(line)
-            except ValueError:
-                skipped += 1
-                continue
-            if not isinstance(entry, dict):
-                skipped += 1
-            elif entry.get("type") == "session":
-                header = entry
-            else:
-                entries.append(entry)
-    path_entries = _current_branch(entries)
-    loaded = LoadedSession(header=header, skipped_lines=skipped)
-    loaded.all_ids = {str(entry["id"]) for entry in entries if entry.get("id") is not None}
-    loaded.leaf_id = path_entries[-1].get("id") if path_entries else None
-    for index in range(len(path_entries) - 1, -1, -1):
-        entry = path_entries[index]
-        if entry.get("type") == "compaction":
-            details = entry.get("details")
-            if not isinstance(details, dict):
-                details = {}
-            summary = CompactionSummaryMessage(
-                summary=str(entry.get("summary", "")),
-                tokens_before=int(entry.get("tokensBefore") or 0),
-                read_files=_strings(details.get("readFiles")),
-                modified_files=_strings(details.get("modifiedFiles")),
-            )
-            loaded.messages.append(summary)
-            loaded.entry_ids.append(entry.get("id"))
-            kept = entry.get("firstKeptEntryId")
-            start = next((i for i, e in enumerate(path_entries) if e.get("id") == kept), index + 1)
-            path_entries = [e for i, e in enumerate(path_entries) if i >= start and i != index]
-            break
-    for entry in path_entries:
-        message = _message_of(entry)
-        if message is None:
-            if entry.get("type") in ("message", "custom_message", "notebook_message"):
-                loaded.skipped_lines += 1
-            continue
-        loaded.messages.append(message)
-        loaded.entry_ids.append(entry.get("id"))
+                os.fsync(self._fd)
+            except OSError as error:
+                self._failed(f"fsync: {_describe(error)}", final=final)
+
+    def _write(self, data: bytes) -> None:
+        """Append ``data`` (whole lines); on failure remove what was written of it, then raise."""
+        if self._unterminated:  # a torn or unterminated last line: end it so ``data`` starts a line
+            data = b"\n" + data
+        view, written = memoryview(data), 0
+        try:
+            while written < len(data):  # O_APPEND: one write per call, no buffering in this process
+                written += os.write(self._fd, view[written:])
+        except OSError:
+            if written:
+                self._unwrite(written)
+            raise
+        self._unterminated = False
+
+    def _unwrite(self, count: int) -> None:
+        try:
+            os.ftruncate(self._fd, os.fstat(self._fd).st_size - count)
+        except OSError:  # the partial line stays: the next write ends it first, and loading skips it
+            self._unterminated = True
+
+    def _failed(self, error: str, *, final: bool) -> None:
+        self.write_error = error
+        event = SessionWriteFailedEvent(str(self.path), error, len(self._pending), final=final)
+        if final or not self._listeners:
+            _log.warning("%s", event.reason)
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener must not turn a reported failure into a failed run
+                _log.exception("session store listener %r raised", listener)
+
+
+def _continuable(path: Path) -> LoadedSession | None:
+    """The existing session to continue (``None``: start a new file), or SessionFileError."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    loaded = load_session(path)
+    if not loaded.header and not loaded.all_ids and not loaded.problems:
+        return None  # only blank lines
+    if not loaded.header:
+        raise SessionFileError(
+            f"{path} has no session header: not continued (Pi cannot open it either); read it with load_session()"
+        )
+    if loaded.newer_version is not None:
+        raise SessionFileError(
+            f"{path} has session format version {loaded.newer_version!r}, newer than this pi_notebook's "
+            f"({FORMAT_VERSION}): not continued; read it with load_session() or start a new file"
+        )
     return loaded
 
 
-def _current_branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if not entries:
-        return []
-    by_id = {entry.get("id"): entry for entry in entries if entry.get("id") is not None}
-    if not by_id:
-        return entries
-    chain = []
-    seen = set()
-    node: dict[str, Any] | None = entries[-1]
-    while node is not None and id(node) not in seen:
-        seen.add(id(node))
-        chain.append(node)
-        parent = node.get("parentId")
-        node = by_id.get(parent) if parent is not None else None
-    chain.reverse()
-    return chain
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
 
 
-def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
-    kind = entry.get("type")
-    if kind == "custom_message":  # Pi's extension messages
-        fields = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
-        return CustomMessage(role="custom", **fields)
-    data = entry.get("message")
-    if kind not in ("message", "notebook_message") or not isinstance(data, dict):
-        return None
+def _encode(entry: dict[str, Any]) -> bytes:
+    line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
     try:
-        if kind == "notebook_message" or data.get("role") not in ("user", "assistant", "toolResult"):
-            return CustomMessage.model_validate(data)
-        if data.get("content") is None:  # Pi tolerates hand-edited files with missing content
-            data = {**data, "content": []}
-        return message_from_dict(data)
-    except ValidationError:
-        return None
+        return line.encode()
+    except UnicodeEncodeError:  # lone surrogates: as JSON escapes (valid JSON; JSON.stringify writes them so)
+        return line.encode("utf-8", "backslashreplace")
 
 
-def _strings(value: object) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+def _describe(error: OSError) -> str:
+    name = errno.errorcode.get(error.errno or 0)
+    text = error.strerror or str(error)
+    return f"{text} ({name})" if name else text

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import dummy_comm as dummy
 import pytest
+from session_helpers import DiskFull
 
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
 from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
-from pi_notebook.session import AgentSession, Settings
+from pi_notebook.session import AgentSession, SessionStore, Settings
 
 
 @pytest.fixture(autouse=True)
@@ -153,3 +155,24 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     assert transcript.retry_deadline == 0
     assert run.view.cancel_retry_button.layout.display == "none"
     assert "Retry cancelled" in report.markdown
+
+
+async def test_a_failed_session_write_shows_in_the_widget_event_log(
+    dummy_comm: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SessionStore(tmp_path / "s.jsonl")
+    DiskFull(monkeypatch.setattr, store._fd).full = True
+    faux = FauxProvider(token_size=(1, 1))
+    faux.set_responses([faux_assistant_message("still answered")])
+    session = AgentSession(
+        model=faux.model, stream_fn=faux.stream, store=store, settings=Settings(compaction={"enabled": False})
+    )
+    report = await Run(session, 1, lambda: session.prompt("go"), label="go")
+    events = [op for m in custom_messages(dummy_comm) for op in m.get("ops", []) if op["op"] == "event"]
+    failed = [op["detail"] for op in events if op["label"] == "session_write_failed"]
+    assert failed == [
+        f"Could not write session file {store.path}: No space left on device (ENOSPC); {n} kept in memory, "
+        "retried with the next write"
+        for n in ("1 entry", "2 entries")
+    ]
+    assert "still answered" in report.markdown and "`session_write_failed`" in report.markdown

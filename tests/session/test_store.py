@@ -163,3 +163,11 @@ def test_a_process_killed_with_sigkill_mid_run_leaves_a_loadable_file(tmp_path: 
     assert len(loaded.messages) >= reported
     assert [m.role for m in loaded.messages[:4]] == ["user", "assistant", "toolResult", "assistant"]
     assert loaded.skipped_lines <= 1
+
+
+def test_a_branched_pi_file_follows_its_current_branch_without_reporting_problems(tmp_path: Path) -> None:
+    path = tmp_path / "pi.jsonl"
+    path.write_text(PI_FILE)  # its abandoned branch has no child on the current one: no missing parent
+    loaded = load_session(path)
+    assert [m.role for m in loaded.messages] == ["compactionSummary", "user", "custom", "assistant"]
+    assert loaded.problems == []

@@ -45,3 +45,29 @@ def roles(session: AgentSession) -> str:
     return ",".join(
         m.role[0] + (f"({m.stop_reason})" if getattr(m, "stop_reason", None) else "") for m in session.messages
     )
+
+
+class DiskFull:
+    """While ``full``, ``os.write`` on one descriptor writes half of what it is given and then fails with
+    ``ENOSPC``, as a disk that fills up in the middle of a line does; other descriptors are untouched."""
+
+    def __init__(self, setattr: Any, fd: int) -> None:
+        import os
+
+        self.full = False
+        self.failures = 0
+        real_write = os.write
+        torn = False
+
+        def write(target: int, data: Any) -> int:
+            nonlocal torn
+            if target != fd or not self.full:
+                return real_write(target, data)
+            if not torn and len(data) > 1:
+                torn = True
+                return real_write(target, data[: len(data) // 2])
+            torn = False
+            self.failures += 1
+            raise OSError(28, "No space left on device")
+
+        setattr(os, "write", write)

@@ -1,0 +1,268 @@
+"""Reading session files (ours and Pi's), tolerating the damage a crash, a full disk or another tool leaves.
+
+:func:`load_session` follows the ``parentId`` chain from the last entry (Pi files can branch; the last entry
+is the current leaf), keeps ``message`` entries (Pi's ``custom`` message role and Pi's ``custom_message``
+entries are read as :class:`~pi_notebook.agent.CustomMessage` with role ``custom``), applies the latest
+``compaction`` entry (its summary becomes a :class:`CompactionSummaryMessage`, followed by the messages from
+``firstKeptEntryId`` on), and ignores the other entry kinds (model and thinking-level changes, labels, branch
+summaries, custom data). Pi's version 1 files (no ids) are read in file order.
+
+What the loader tolerates, and how it reports it in :attr:`LoadedSession.problems` (one
+:class:`LoadProblem` per line, its 1-based number and a reason):
+
+* a line that is not valid JSON (a torn write after a kill, a corrupt line) is skipped and counted in
+  ``skipped_lines``; if a complete entry was glued onto a torn line (a file continued by an older
+  version of this package, or by Pi, which appends the same way), that entry is recovered;
+* bytes that are not UTF-8 are read as U+FFFD (as Pi's reader does), so a line that is still valid JSON
+  keeps its entry (reported, not skipped);
+* an entry whose ``parentId`` names a missing entry (the lost line) continues with the entry before it in
+  the file, so one bad line loses only its own entry, never the messages before it;
+* a header whose format ``version`` is newer than ours is read as version 3 and reported
+  (:class:`SessionStore` refuses to append to such a file); entries without a header are read and
+  reported (Pi cannot open such a file, and :class:`SessionStore` refuses it).
+
+An empty file loads as an empty session; a non-empty file in which no line is a JSON object raises
+:class:`SessionFileError` (a one-line message naming the file).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..agent import AgentMessage, CustomMessage
+from ..ai.messages import message_from_dict
+from ._compaction import CompactionSummaryMessage
+
+__all__ = ["FORMAT_VERSION", "LoadProblem", "LoadedSession", "SessionFileError", "load_session"]
+
+FORMAT_VERSION = 3
+"""The session format version we read and write (Pi 0.83's ``CURRENT_SESSION_VERSION``)."""
+
+_ENTRY_START = '{"type"'
+"""How every entry line starts (ours and Pi's ``JSON.stringify`` put ``type`` first)."""
+_DECODER = json.JSONDecoder()
+
+
+class SessionFileError(ValueError):
+    """Raised by :func:`load_session` for a file that is not a session file, and by :class:`SessionStore`
+    for a file it must not append to (no session header, or a newer format version)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadProblem:
+    """A line of a session file that could not be read as written. ``skipped``: its entry was left out
+    (otherwise it was kept, e.g. with U+FFFD for bytes that are not UTF-8)."""
+
+    line: int
+    reason: str
+    skipped: bool = True
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass
+class LoadedSession:
+    header: dict[str, Any]
+    messages: list[AgentMessage] = field(default_factory=list)
+    entry_ids: list[str | None] = field(default_factory=list)
+    leaf_id: str | None = None
+    all_ids: set[str] = field(default_factory=set)
+    """Every entry id in the file (all branches), so a continued file never reuses one."""
+    skipped_lines: int = 0
+    """Lines whose entry was left out (torn or corrupt lines, unknown message shapes): see ``problems``."""
+    problems: list[LoadProblem] = field(default_factory=list)
+    """What could not be read as written, line by line (see the module docstring)."""
+    newer_version: object = None
+    """The header's format version when it is newer than ours (``None`` otherwise)."""
+
+
+@dataclass
+class _Lines:
+    """The entries of a file in file order, with their line numbers."""
+
+    header: dict[str, Any] | None = None
+    header_line: int = 0
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+    any_json: bool = False
+
+
+def load_session(path: str | Path) -> LoadedSession:
+    """Rebuild the transcript a session file describes (ours or Pi's): the current branch (from the last
+    entry up its ``parentId`` chain), with the latest compaction applied. Raises :class:`SessionFileError`
+    if the file is not a session file, ``OSError`` if it cannot be read."""
+    path = Path(path)
+    data = path.read_bytes()
+    lines = _read_lines(data)
+    if not lines.any_json and data.strip():
+        raise SessionFileError(f"{path} is not a session file: none of its lines is a JSON object")
+    header = lines.header or {}
+    problems = lines.problems
+    if lines.header is None and lines.entries:
+        reason = "no session header before this entry (Pi cannot open this file)"
+        problems.append(LoadProblem(lines.numbers[0], reason, skipped=False))
+    version = header.get("version", 1) if lines.header is not None else None
+    newer = version is not None and not (isinstance(version, int) and version <= FORMAT_VERSION)
+    if newer:
+        reason = f"format version {version!r} is newer than ours ({FORMAT_VERSION}); read as {FORMAT_VERSION}"
+        problems.append(LoadProblem(lines.header_line, reason, skipped=False))
+    loaded = LoadedSession(header=header, newer_version=version if newer else None)
+    loaded.all_ids = {str(entry["id"]) for entry in lines.entries if entry.get("id") is not None}
+    branch = _current_branch(lines)
+    loaded.leaf_id = lines.entries[branch[-1]].get("id") if branch else None
+    _rebuild(loaded, lines, _apply_compaction(loaded, lines, branch))
+    loaded.problems = sorted(problems, key=lambda problem: problem.line)
+    loaded.skipped_lines = sum(1 for problem in loaded.problems if problem.skipped)
+    return loaded
+
+
+def _read_lines(data: bytes) -> _Lines:
+    lines = _Lines()
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        entry = _parse_line(raw, number, lines.problems)
+        if entry is None:
+            continue
+        lines.any_json = True
+        if entry.get("type") == "session" and lines.header is None and not lines.entries:
+            lines.header, lines.header_line = entry, number
+        elif entry.get("type") == "session":
+            lines.problems.append(LoadProblem(number, "a second session header"))
+        else:
+            lines.entries.append(entry)
+            lines.numbers.append(number)
+    return lines
+
+
+def _parse_line(raw: bytes, number: int, problems: list[LoadProblem]) -> dict[str, Any] | None:
+    try:
+        text, utf8 = raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, utf8 = raw.decode("utf-8", "replace"), False
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        entry = _glued_entry(text)
+        if entry is None:
+            what = "not valid JSON" if utf8 else "not valid JSON nor UTF-8"
+            problems.append(LoadProblem(number, f"{what} ({len(raw)} bytes; a torn write?)"))
+            return None
+        problems.append(LoadProblem(number, "began with a torn entry, skipped; the entry glued onto it was kept"))
+    if not isinstance(entry, dict):
+        problems.append(LoadProblem(number, "not a JSON object"))
+        return None
+    if not utf8:
+        problems.append(LoadProblem(number, "invalid UTF-8, read as U+FFFD", skipped=False))
+    return entry
+
+
+def _glued_entry(text: str) -> dict[str, Any] | None:
+    """A complete entry that an append glued onto an unterminated torn line: the rest of the line from the
+    first ``{"type"`` at which it parses as one entry (``raw_decode`` in place: no copy per attempt)."""
+    text = text.rstrip()
+    start = text.find(_ENTRY_START, 1)
+    while start > 0:
+        try:
+            entry, end = _DECODER.raw_decode(text, start)
+        except ValueError:
+            entry, end = None, -1
+        if end == len(text):
+            return entry if isinstance(entry, dict) and "id" in entry else None
+        start = text.find(_ENTRY_START, start + 1)
+    return None
+
+
+def _current_branch(lines: _Lines) -> list[int]:
+    """Indices of the entries from the first to the leaf (the last entry), following ``parentId``. A parent
+    that is not in the file (its line was lost) is bridged to the entry before the child in file order."""
+    entries = lines.entries
+    position = {entry["id"]: index for index, entry in enumerate(entries) if isinstance(entry.get("id"), str)}
+    if not position:  # Pi's version 1 files: no ids, one linear sequence
+        return list(range(len(entries)))
+    chain: list[int] = []
+    seen: set[int] = set()
+    index: int | None = len(entries) - 1
+    while index is not None and index >= 0 and index not in seen:
+        seen.add(index)
+        chain.append(index)
+        parent = entries[index].get("parentId")
+        if parent is None:
+            break
+        found = position.get(parent) if isinstance(parent, str) else None
+        if found is None:
+            reason = f"its parent entry {parent!r} is missing; continued with the entry before it in the file"
+            lines.problems.append(LoadProblem(lines.numbers[index], reason, skipped=False))
+            found = index - 1
+        index = found
+    chain.reverse()
+    return chain
+
+
+def _apply_compaction(loaded: LoadedSession, lines: _Lines, branch: list[int]) -> list[int]:
+    """Add the latest compaction's summary to ``loaded``; return the branch entries that follow it."""
+    entries = lines.entries
+    for at in range(len(branch) - 1, -1, -1):
+        entry = entries[branch[at]]
+        if entry.get("type") != "compaction":
+            continue
+        details = entry.get("details")
+        if not isinstance(details, dict):
+            details = {}
+        summary = CompactionSummaryMessage(
+            summary=str(entry.get("summary", "")),
+            tokens_before=_int(entry.get("tokensBefore")),
+            read_files=_strings(details.get("readFiles")),
+            modified_files=_strings(details.get("modifiedFiles")),
+        )
+        loaded.messages.append(summary)
+        loaded.entry_ids.append(entry.get("id"))
+        kept = entry.get("firstKeptEntryId")
+        start = next((i for i, index in enumerate(branch) if entries[index].get("id") == kept), at + 1)
+        return [index for i, index in enumerate(branch) if i >= start and i != at]
+    return branch
+
+
+def _rebuild(loaded: LoadedSession, lines: _Lines, indices: list[int]) -> None:
+    for index in indices:
+        entry = lines.entries[index]
+        message = _message_of(entry)
+        if message is None:
+            if entry.get("type") in ("message", "custom_message", "notebook_message"):
+                lines.problems.append(LoadProblem(lines.numbers[index], "not a message this version can read"))
+            continue
+        loaded.messages.append(message)
+        loaded.entry_ids.append(entry.get("id"))
+
+
+def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
+    kind = entry.get("type")
+    try:
+        if kind == "custom_message":  # Pi's extension messages
+            fields = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
+            return CustomMessage(role="custom", **fields)
+        data = entry.get("message")
+        if kind not in ("message", "notebook_message") or not isinstance(data, dict):
+            return None
+        if kind == "notebook_message" or data.get("role") not in ("user", "assistant", "toolResult"):
+            return CustomMessage.model_validate(data)
+        if data.get("content") is None:  # Pi tolerates hand-edited files with missing content
+            data = {**data, "content": []}
+        return message_from_dict(data)
+    except (ValidationError, TypeError, ValueError):
+        return None
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, int | float) and value == value and abs(value) != float("inf") else 0
+
+
+def _strings(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []

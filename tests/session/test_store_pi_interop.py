@@ -1,0 +1,80 @@
+"""Our session files, damaged and repaired ones included, load in Pi 0.83's own SessionManager (Node 22 and
+``@earendil-works/pi-coding-agent`` 0.83 in ``$PI083_DIR/node_modules``, default /work/scratch/pi083)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from pi_notebook.ai.messages import text_of
+from pi_notebook.session import CompactionSummaryMessage, SessionStore, load_session
+
+PI = Path(os.environ.get("PI083_DIR", "/work/scratch/pi083")) / "node_modules"
+NODE = PI / ".bin" / "node"
+MANAGER = PI / "@earendil-works" / "pi-coding-agent" / "dist" / "core" / "session-manager.js"
+
+READ_WITH_PI = """
+const { SessionManager } = await import(process.argv[1]);
+const manager = SessionManager.open(process.argv[2], process.argv[3]);
+const text = (m) => typeof m.content === "string" ? m.content
+  : (m.content ?? []).map((b) => b.text ?? (b.type === "toolCall" ? JSON.stringify(b.arguments) : "")).join("");
+const messages = manager.buildSessionContext().messages;
+console.log(JSON.stringify(messages.map((m) => [m.role, m.role === "compactionSummary" ? m.summary : text(m)])));
+"""
+
+
+def read_with_pi(path: Path) -> list[list[Any]]:
+    if not (NODE.exists() and MANAGER.exists()):
+        pytest.skip(f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed under {PI}; set PI083_DIR")
+    done = subprocess.run(
+        [str(NODE), "--input-type=module", "-e", READ_WITH_PI, MANAGER.as_uri(), str(path), str(path.parent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: list[list[Any]] = json.loads(done.stdout)
+    return result
+
+
+def ours(path: Path) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    for message in load_session(path).messages:
+        if isinstance(message, CompactionSummaryMessage):
+            out.append([message.role, message.summary])
+        elif isinstance(message, AssistantMessage):
+            parts = [b.text if isinstance(b, TextContent) else "" for b in message.content]
+            parts += [
+                json.dumps(b.arguments, separators=(",", ":")) for b in message.content if isinstance(b, ToolCall)
+            ]
+            out.append([message.role, "".join(parts)])
+        else:
+            out.append([message.role, text_of(message)])  # type: ignore[arg-type]
+    return out
+
+
+def test_a_file_with_surrogates_a_compaction_and_a_repaired_torn_line_loads_in_pi(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    kept = UserMessage(content=[TextContent(text="kept é \ud800")])
+    call = ToolCall(id="c1", name="bash", arguments={"command": "echo \udc80"})
+    with SessionStore(path) as store:
+        store.append_message(UserMessage(content="old question"))
+        store.append_message(kept)
+        store.append_message(AssistantMessage(content=[TextContent(text="half \ud83d"), call], stop_reason="toolUse"))
+        summary = CompactionSummaryMessage(summary="summary \u2603", tokens_before=10)
+        store.append_compaction(summary, kept)
+        store.append_message(ToolResultMessage(tool_call_id="c1", tool_name="bash", content=[TextContent(text="ok")]))
+    with open(path, "ab") as file:
+        file.write(b'{"type":"message","id":"torn","parentId":null,"message":{"role":"user","content":"\xc3')
+    with SessionStore(path) as store:
+        store.append_message(UserMessage(content="after the tear"))
+    expected = ours(path)
+    assert [role for role, _ in expected] == ["compactionSummary", "user", "assistant", "toolResult", "user"]
+    assert read_with_pi(path) == expected
