@@ -96,6 +96,7 @@ def kill_while_writing(writer: subprocess.Popen[str], path: Path, target: int) -
     raise AssertionError("the writer process ended")
 
 
+@pytest.mark.timeout(180)  # 8 forked writers of 100 KB lines: slow on a loaded 2-core machine
 def test_writers_killed_mid_write_leave_files_that_load_and_continue(tmp_path: Path) -> None:
     chooser = random.Random(1234)
     command = [sys.executable, "-c", WRITER]
