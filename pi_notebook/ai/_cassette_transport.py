@@ -12,6 +12,7 @@ as live).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -19,7 +20,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Literal, TypeAlias
 
 import anyio
-import anyio.lowlevel
 import httpx
 
 from ._cassette_format import BodyEnd, Chunk, Exchange, Failure, RecordedResponse, TapeRequest
@@ -169,7 +169,7 @@ class _Pace:
         if self.real:
             await anyio.sleep(max(0.0, self.started + at - time.monotonic()))
         else:
-            await anyio.lowlevel.checkpoint()  # a point where an abort can land, as between live reads
+            await asyncio.sleep(0)  # a point where an abort can land, as between live reads (asyncio, as the kernel)
 
     async def fail(self, failure: Failure) -> None:
         """Raise the recorded failure at its time, or wait like a silent server if the client gave up."""
