@@ -131,9 +131,11 @@ class Cassette:
     def describe(self) -> str:
         """One line: path, mode, what it does, counts (what ``%pi cassette`` prints)."""
         self.load()
+        doing = "recording"
+        if self._replaying:
+            doing = "replaying, recording new requests" if self._effective == "new" else "replaying"
         return (
-            f"cassette {self.path}: {self._mode_text()}, {'replaying' if self._replaying else 'recording'}"
-            f"{' new requests' if self._effective == 'new' else ''}, timing {self.timing}; "
+            f"cassette {self.path}: {self._mode_text()}, {doing}, timing {self.timing}; "
             f"{self.replayed} replayed, {self.recorded} recorded, {self.unplayed} not replayed yet"
         )
 
@@ -190,6 +192,8 @@ class Cassette:
             raise CassetteError(f"{MODE_VARIABLE}={override!r} is not a cassette mode ({', '.join(_MODES)})")
         self._from_environment = bool(override)
         self._effective = override or self.mode  # type: ignore[assignment]  # checked just above
+        if self.path.exists() and not self.path.is_file():
+            raise CassetteError(f"cassette {self.path} is not a file")
         exists = self.path.is_file()
         if self._effective == "none" and not exists:
             raise CassetteError(f"cassette {self.path} does not exist ({self._mode_text()} only replays)")

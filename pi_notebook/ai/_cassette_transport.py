@@ -124,8 +124,10 @@ class _RecordingStream(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         # Written before awaiting anything: providers close the response before they push their terminal event,
         # so the exchange is in the file by the time anyone sees the stream's result.
-        self._end("closed")
-        await self._inner.aclose()
+        try:
+            self._end("closed")
+        finally:
+            await self._inner.aclose()
 
     def _end(self, end: BodyEnd, error: Failure | None = None) -> None:
         if not self._done:

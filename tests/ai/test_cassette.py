@@ -26,7 +26,7 @@ from pi_notebook.ai import (
     complete,
     stream,
 )
-from pi_notebook.ai._cassette_format import Chunk
+from pi_notebook.ai._cassette_format import Chunk, decode_bytes, encode_bytes
 from pi_notebook.ai._cassette_match import Redactor, first_difference, without_fields
 from pi_notebook.testing import Fault, FaultServer, Reply
 
@@ -250,6 +250,8 @@ async def test_new_replays_what_it_has_and_appends_what_it_has_not(server: Fault
         _, old = await run_stream(model, "old")
         _, new = await run_stream(model, "new")
     assert (cassette.replayed, cassette.recorded) == (1, 1)
+    assert cassette.describe().endswith("mode new, replaying, recording new requests, timing fast; "
+                                        "1 replayed, 1 recorded, 0 not replayed yet")  # fmt: skip
     assert (old.content[0].text, new.content[0].text) == ("old answer", "new answer")  # type: ignore[union-attr]
     assert len(server.requests) == 2
     assert len(lines(path)) == 3
@@ -314,6 +316,8 @@ def test_bad_arguments_and_bad_files_are_clear_errors(path: Path) -> None:
     path.write_text('{"pi_notebook_cassette": 1}\n{"request": {}}\n')
     with pytest.raises(CassetteError, match="line 2: 'method'"):
         Cassette(path).load()
+    with pytest.raises(CassetteError, match="is not a file"):
+        Cassette(path.parent).load()
 
 
 # ---------------------------------------------------------------------------------------------- matching
@@ -549,3 +553,30 @@ async def test_no_cassette_no_file_and_complete_works_too(server: FaultServer, p
         await complete(model, context())
     assert cassette.recorded == 1
     assert repr(cassette) == f"Cassette({str(path)!r}, mode='once', timing='fast')"
+
+
+async def test_concurrent_tasks_each_use_their_own_cassette(server: FaultServer, tmp_path: Path) -> None:
+    model = model_for("openai", server.base_url)
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path, answer in zip(paths, ("from a", "from b"), strict=True):
+        server.script([Reply.text(answer)])
+        with Cassette(path):
+            await run_stream(model)
+    await close_server(server)
+
+    async def replay(path: Path) -> str:
+        async with Cassette(path, mode="none"):
+            await asyncio.sleep(0)  # both tasks are inside their cassettes before either sends
+            _, message = await run_stream(model)
+        return message.content[0].text  # type: ignore[union-attr]
+
+    assert await asyncio.gather(replay(paths[0]), replay(paths[1])) == ["from a", "from b"]
+    _, outside = await run_stream(model)
+    assert (outside.error_message or "").startswith("Connection error")  # no cassette leaked out of the tasks
+
+
+def test_bytes_that_are_not_utf8_are_kept_as_base64() -> None:
+    split = "é".encode()  # one character in two chunks, as a network read may cut it
+    assert encode_bytes(b"data: caf" + split[:1]) == {"base64": "ZGF0YTogY2Fmww=="}
+    assert decode_bytes(encode_bytes(split[1:] + b"\n\n")) == split[1:] + b"\n\n"
+    assert decode_bytes("plain text") == b"plain text"
