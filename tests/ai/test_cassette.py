@@ -580,3 +580,20 @@ def test_bytes_that_are_not_utf8_are_kept_as_base64() -> None:
     assert encode_bytes(b"data: caf" + split[:1]) == {"base64": "ZGF0YTogY2Fmww=="}
     assert decode_bytes(encode_bytes(split[1:] + b"\n\n")) == split[1:] + b"\n\n"
     assert decode_bytes("plain text") == b"plain text"
+
+
+async def test_a_request_given_up_before_any_response_replays_as_a_silent_server(
+    server: FaultServer, path: Path
+) -> None:
+    server.script([Fault.stall()])  # the request is read; no response head ever comes
+    model = model_for("anthropic", server.base_url)
+    with Cassette(path):
+        _, live = await run_stream(model, timeout_ms=150)
+    [line] = lines(path)[1:]
+    assert line["response"] is None and line["error"]["type"] == "Cancelled"
+    await close_server(server)
+    with Cassette(path, mode="none"):
+        _, replayed = await run_stream(model, timeout_ms=150)
+        _, idle = await run_stream(model, idle_timeout_ms=100)  # a second ask: nothing recorded for it
+    assert live.error_message == replayed.error_message == "Request timed out after 150 ms"
+    assert "were all replayed already" in (idle.error_message or "")
