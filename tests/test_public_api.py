@@ -36,7 +36,8 @@ ALSO_REQUIRED = {
     "pi_notebook.ai": {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
-        "UserMessage", "Usage", "stream", "complete", "abort_scope",
+        "UserMessage", "Usage", "stream", "complete", "abort_scope", "Cassette", "CassetteError", "CassetteMode",
+        "CassetteTiming",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {

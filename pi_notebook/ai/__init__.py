@@ -3,10 +3,13 @@
 A *stream function* ``stream_fn(model, context, options)`` returns an :class:`AssistantMessageEventStream`
 and never raises for request/model/runtime failures: those are data (an assistant message whose
 ``stop_reason`` is ``error`` or ``aborted``).
+
+:class:`Cassette` records the providers' HTTP exchanges to a JSONL file and replays them (no key, no network).
 """
 
 from ._abort import AbortController, AbortSignal, abort_scope, abortable_sleep
 from ._builder import MessageBuilder
+from ._cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
 from ._events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -46,6 +49,10 @@ __all__ = [
     "AssistantMessage",
     "AssistantMessageEvent",
     "AssistantMessageEventStream",
+    "Cassette",
+    "CassetteError",
+    "CassetteMode",
+    "CassetteTiming",
     "Context",
     "Cost",
     "DoneEvent",

@@ -24,6 +24,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
+from ._cassette_route import route_through_cassettes
 from ._model import Model, StreamOptions
 from ._stream import AssistantMessageEventStream
 
@@ -64,6 +65,7 @@ def http_client() -> httpx.AsyncClient:
     client = _clients.get(loop)
     if client is None or client.is_closed:
         client = httpx.AsyncClient(timeout=None, limits=httpx.Limits(max_keepalive_connections=8))
+        route_through_cassettes(client)  # an active Cassette answers requests (pi_notebook.ai.Cassette)
         _clients[loop] = client
     return client
 

@@ -7,6 +7,7 @@ provider (``%pi model openai:gpt-4o-mini`` with ``OPENAI_API_KEY`` set, and so o
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 from ..agent import AgentTool
-from ..ai import Context, Model, StreamFn, StreamOptions, UserMessage
+from ..ai import Cassette, Context, Model, StreamFn, StreamOptions, UserMessage
 from ..ai.messages import text_of
 from ..ai.models import SPEC_HELP, model_from_spec
 from ..ai.providers.faux import FauxProvider, faux_assistant_message
@@ -57,6 +58,7 @@ class NotebookAgent:
     faux: FauxProvider | None = None
     runs: list[Run] = field(default_factory=list)
     interrupt_hook: bool = False
+    cassette: Cassette | None = None
     _previous_sigint: Any = None
 
     @property
@@ -74,6 +76,8 @@ class NotebookAgent:
         return self.active_run or (self.runs[-1] if self.runs else None)
 
     def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
+        if self.cassette is not None:
+            operation = _within(self.cassette, operation)
         run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
         self.runs.append(run)
         return run
@@ -109,7 +113,18 @@ class NotebookAgent:
         self.interrupt_hook = on
 
 
+def _within(cassette: Cassette, operation: Callable[[], Any]) -> Callable[[], Any]:
+    """``operation`` with ``cassette`` active: the run's provider requests (its tasks inherit it) use it."""
+
+    async def run() -> Any:
+        async with cassette:
+            return await operation()
+
+    return run
+
+
 _agent: NotebookAgent | None = None
+_KEEP: Any = object()
 
 
 def configure(
@@ -117,13 +132,24 @@ def configure(
     stream_fn: StreamFn | None = None,
     tools: Iterable[AgentTool] = (),
     settings: Settings | Mapping[str, Any] | None = None,
+    cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
     **session_options: Any,
 ) -> AgentSession:
     """(Re)create the notebook's session. ``model`` is a :class:`~pi_notebook.ai.Model` or a spec string
     (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. ``settings`` is a
     :class:`~pi_notebook.session.Settings` or a dict of its fields (``{"retry": {"max_retries": 5}}``). An active
-    run of the previous session is aborted."""
+    run of the previous session is aborted.
+
+    ``cassette``: a :class:`~pi_notebook.ai.Cassette` (or a path, for ``Cassette(path)``) that every ``%pi`` run
+    records to or replays from, as ``%pi cassette PATH`` sets; ``None`` turns it off. Left out, the cassette in
+    use is kept, so ``configure()`` after ``%pi cassette`` never makes a notebook call out unnoticed."""
     global _agent
+    if cassette is _KEEP:
+        cassette = _agent.cassette if _agent is not None else None
+    elif cassette is not None and not isinstance(cassette, Cassette):
+        cassette = Cassette(cassette)
+    if cassette is not None:
+        cassette.load()  # a missing file in replay-only mode fails here, not in the first run
     if _agent is not None:
         _agent.abort_active()
         _agent.session.dispose()
@@ -140,7 +166,7 @@ def configure(
     if not isinstance(model, Model):
         raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
     session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
-    _agent = NotebookAgent(session=session, model_spec=spec, faux=faux)
+    _agent = NotebookAgent(session=session, model_spec=spec, faux=faux, cassette=cassette)
     return session
 
 

@@ -9,15 +9,17 @@ usage. Without a running loop (plain terminal IPython) runs complete before the 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
+from ..ai import Cassette, CassetteError
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_spec
 from ..session import SettingsError
@@ -43,6 +45,9 @@ usage:
   %pi model [SPEC]          show or set the model ({SPEC_HELP})
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
+  %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
+                            record runs' HTTP exchanges to PATH, or replay them from it (no key, no network)
+  %pi cassette [off]        show the cassette in use, or stop using one
   %pi help                  this text
 A prompt that starts with one of these words: %pi -- steer the ship"""
 
@@ -135,6 +140,7 @@ class PiMagics(Magics):
             "model": self._model,
             "settings": self._settings,
             "interrupt": self._interrupt,
+            "cassette": self._cassette,
             "help": lambda rest: print(USAGE),  # noqa: T201
         }
 
@@ -293,6 +299,35 @@ class PiMagics(Magics):
         _require_loop("%pi interrupt")
         get_agent().set_interrupt_hook(rest == "on", kernel=getattr(self.shell, "kernel", None))
         print(f"pi: interrupt hook {rest}")  # noqa: T201
+
+    def _cassette(self, rest: str) -> None:
+        """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show)."""
+
+        class Parser(argparse.ArgumentParser):
+            def error(self, message: str) -> NoReturn:
+                raise UsageError(f"cassette: {message}")
+
+        parser = Parser(prog="%pi cassette", add_help=False)
+        parser.add_argument("path")
+        parser.add_argument("--mode", choices=("once", "none", "all", "new"), default="once")
+        parser.add_argument("--timing", choices=("fast", "real"), default="fast")
+        agent = get_agent()
+        if not rest:
+            print(f"pi: {agent.cassette.describe()}" if agent.cassette else "pi: no cassette (runs call out)")  # noqa: T201
+            return
+        if agent.busy:
+            raise RuntimeError("a run is active; wait for it (or abort) before changing the cassette")
+        if rest == "off":
+            agent.cassette = None
+            print("pi: cassette off (runs call out)")  # noqa: T201
+            return
+        args = parser.parse_args(shlex.split(rest))
+        try:
+            cassette = Cassette(args.path, mode=args.mode, timing=args.timing).load()
+        except CassetteError as exc:
+            raise RuntimeError(str(exc)) from None
+        agent.cassette = cassette
+        print(f"pi: {cassette.describe()}")  # noqa: T201
 
 
 def _show(value: Any) -> None:

@@ -131,10 +131,11 @@ class _Dropped(Exception):
 class FaultServer:
     """The server; it listens from construction until :meth:`close` (or the end of a ``with``/``async with``).
 
-    Thread-safe: the script, the recorded requests and the connection count are guarded by one lock.
+    Thread-safe: the script, the recorded requests and the connection count are guarded by one lock. ``port`` 0
+    (the default) picks a free port; a fixed one gives recordings a stable URL (cassettes match on the URL).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self._lock = threading.RLock()  # re-entrant: wait_until runs conditions that read locked properties
         self._changed = threading.Condition(self._lock)
         self._script: deque[ScriptEntry] = deque()
@@ -146,7 +147,7 @@ class FaultServer:
         self._accepted = 0
         self._closed = False
         self._closing = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", port))
         self._listener.setblocking(False)
         self._wake_reader, self._wake_writer = socket.socketpair()
         self.port: int = self._listener.getsockname()[1]

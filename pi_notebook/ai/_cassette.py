@@ -1,0 +1,253 @@
+"""Cassettes: record the providers' HTTP exchanges once, replay them later with no key and no network.
+
+    from pi_notebook.ai import Cassette
+
+    with Cassette("cassettes/demo.jsonl"):          # mode "once": replay if the file exists, else record
+        message = await complete(model, context)
+
+A cassette answers the requests made while it is active, at the HTTP transport of the shared client, so the
+providers' code (streaming, layer-1 retries, 429s with ``retry-after``, overflow errors, Stop) runs the same in
+replay as it did live. It is active inside ``with``/``async with`` and in every task started there (a context
+variable); in a notebook, ``%pi cassette PATH`` or ``configure(cassette=...)`` applies one to every ``%pi`` run.
+
+Modes (vcrpy's): ``once`` replays when the file exists (a request it has no answer for is an error), else
+records; ``none`` only replays (a missing file or an unmatched request is an error); ``all`` records everything
+again (the file is rewritten from the first recorded exchange); ``new`` replays what it has and records what it
+has not (appended). The environment variable ``PI_NOTEBOOK_CASSETTE_MODE`` overrides the mode of every cassette:
+``PI_NOTEBOOK_CASSETTE_MODE=none`` in CI makes sure nothing calls out.
+
+Matching: method, URL and JSON body, minus the fields in ``ignore_body_fields`` (dotted paths, ``*`` matches any
+key or list index). Each recorded exchange answers once; identical requests get their answers in recorded order.
+An unmatched request fails with :class:`CassetteError` naming it; providers report it as the stream's error
+message (failures are data), e.g. ``CassetteError: cassette x.jsonl (mode none) has no recorded response for
+POST https://…/chat/completions: …``. It is no transport error, so layer-1 retry leaves it alone; a session
+retries it (in vain) only if the text happens to hold a word of the retry table, e.g. a port with ``500`` in it.
+
+While a cassette can only replay (mode ``none``, or ``once`` with an existing file), a provider that finds no API
+key sends a placeholder instead of failing, so a notebook recorded with a key replays without one.
+
+What replay does not reproduce: time spent outside the HTTP body (a layer-1 retry still waits for the recorded
+``retry-after``; session backoff still waits), and a Stop made by hand while recording: the body replays up to
+where it was stopped, then goes quiet until the run is stopped again or its idle timeout expires. Stop runs
+from code (a listener, ``run.abort()``) in notebooks meant for CI.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, TypeAlias, get_args
+
+import httpx
+
+from ._cassette_format import Exchange, FormatError, TapeRequest, header_line, parse_lines
+from ._cassette_match import Redactor, first_difference, match_key, without_fields
+from ._cassette_route import activate, deactivate
+from ._cassette_transport import Timing, record, replay, tape_request
+from ._keys import ENV_KEYS
+
+__all__ = ["DEFAULT_IGNORED_FIELDS", "MODE_VARIABLE", "Cassette", "CassetteError", "CassetteMode", "CassetteTiming"]
+
+CassetteMode: TypeAlias = Literal["once", "none", "all", "new"]
+CassetteTiming: TypeAlias = Timing
+MODE_VARIABLE = "PI_NOTEBOOK_CASSETTE_MODE"
+DEFAULT_IGNORED_FIELDS = ("metadata", "user", "prompt_cache_key", "safety_identifier")
+"""Request fields that carry per-user or per-session ids in the OpenAI and Anthropic APIs."""
+
+_MODES: tuple[str, ...] = get_args(CassetteMode)
+_TIMINGS: tuple[str, ...] = get_args(Timing)
+
+
+class CassetteError(Exception):
+    """A cassette cannot serve: its file is missing in replay-only mode or is not a cassette, the mode override
+    is invalid (raised on entering it), or it has no recorded answer for a request (raised to the provider,
+    which reports it as the stream's error message)."""
+
+
+class Cassette:
+    """Records and replays HTTP exchanges in a JSONL file. See the module docstring.
+
+    One object keeps its place: entering it again continues the replay where it stopped (a new object starts
+    from the beginning of the file). The file is read on first use; mode and replay/record are decided then.
+    ``secrets``: more values to keep out of the file, besides API keys in the environment and auth headers.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        mode: CassetteMode = "once",
+        timing: CassetteTiming = "fast",
+        ignore_body_fields: Sequence[str] = DEFAULT_IGNORED_FIELDS,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"unknown cassette mode {mode!r} (modes: {', '.join(_MODES)})")
+        if timing not in _TIMINGS:
+            raise ValueError(f"unknown cassette timing {timing!r} (fast or real)")
+        if isinstance(ignore_body_fields, str):
+            raise TypeError("ignore_body_fields is a sequence of dotted paths, not one string")
+        self.path = Path(path)
+        self.mode: CassetteMode = mode
+        self.timing: CassetteTiming = timing
+        self.ignore_body_fields = tuple(ignore_body_fields)
+        self._ignored = [field.split(".") for field in self.ignore_body_fields]
+        self._secrets = tuple(secrets)
+        self._lock = threading.Lock()
+        self._loaded = False
+        self._effective: CassetteMode = mode
+        self._from_environment = False
+        self._replaying = False
+        self._unplayed: dict[str, deque[Exchange]] = {}
+        self._known: list[Exchange] = []
+        self._writing = False
+        self.replayed = 0
+        self.recorded = 0
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.mode!r}, timing={self.timing!r})"
+
+    # -- state ------------------------------------------------------------------------------------------
+    @property
+    def effective_mode(self) -> CassetteMode:
+        """The mode in force: ``PI_NOTEBOOK_CASSETTE_MODE`` when set, else ``mode`` (read on first use)."""
+        self.load()
+        return self._effective
+
+    @property
+    def offline(self) -> bool:
+        """True when every request is answered from the file or refused: nothing will be recorded."""
+        self.load()
+        return self._effective == "none" or (self._effective == "once" and self._replaying)
+
+    @property
+    def unplayed(self) -> int:
+        """Recorded exchanges not replayed yet."""
+        return sum(len(queue) for queue in self._unplayed.values())
+
+    def describe(self) -> str:
+        """One line: path, mode, what it does, counts (what ``%pi cassette`` prints)."""
+        self.load()
+        doing = "recording"
+        if self._replaying:
+            doing = "replaying, recording new requests" if self._effective == "new" else "replaying"
+        return (
+            f"cassette {self.path}: {self._mode_text()}, {doing}, timing {self.timing}; "
+            f"{self.replayed} replayed, {self.recorded} recorded, {self.unplayed} not replayed yet"
+        )
+
+    def load(self) -> Cassette:
+        """Read the file and fix the mode now (done on first use anyway); raises :class:`CassetteError`."""
+        with self._lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+        return self
+
+    # -- activation -------------------------------------------------------------------------------------
+    def __enter__(self) -> Cassette:
+        self.load()
+        activate(self)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        deactivate()
+
+    async def __aenter__(self) -> Cassette:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, error, traceback)
+
+    # -- the transport's side ---------------------------------------------------------------------------
+    async def handle(self, request: httpx.Request, transport: httpx.AsyncBaseTransport) -> httpx.Response:
+        """Replay the next recorded answer to ``request``, or record it through ``transport``, or raise
+        :class:`CassetteError` when this cassette may do neither."""
+        self.load()
+        await request.aread()
+        redactor = self._redactor()
+        tape = tape_request(request, redactor.with_header_secrets(request.headers.multi_items()))
+        key = self._key(tape)
+        with self._lock:
+            queue = self._unplayed.get(key)
+            exchange = queue.popleft() if queue else None
+            self.replayed += exchange is not None
+        if exchange is not None:
+            return await replay(exchange, request, self.timing)
+        if self.offline:
+            raise CassetteError(self._unmatched(tape, key))
+        return await record(request, transport, redactor, self._write)
+
+    # -- internals --------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        override = os.environ.get(MODE_VARIABLE, "").strip()
+        if override and override not in _MODES:
+            raise CassetteError(f"{MODE_VARIABLE}={override!r} is not a cassette mode ({', '.join(_MODES)})")
+        self._from_environment = bool(override)
+        self._effective = override or self.mode  # type: ignore[assignment]  # checked just above
+        if self.path.exists() and not self.path.is_file():
+            raise CassetteError(f"cassette {self.path} is not a file")
+        exists = self.path.is_file()
+        if self._effective == "none" and not exists:
+            raise CassetteError(f"cassette {self.path} does not exist ({self._mode_text()} only replays)")
+        if self._effective == "all" or not exists:
+            return
+        try:
+            with self.path.open(encoding="utf-8") as file:
+                self._known = list(parse_lines(file))
+        except (OSError, UnicodeDecodeError, FormatError) as exc:
+            raise CassetteError(f"cannot read cassette {self.path}: {exc}") from None
+        self._replaying = True
+        for exchange in self._known:
+            self._unplayed.setdefault(self._key(exchange.request), deque()).append(exchange)
+
+    def _key(self, request: TapeRequest) -> str:
+        body = without_fields(request.body, self._ignored) if request.is_json else request.body
+        return match_key(request.method, request.url, body)
+
+    def _redactor(self) -> Redactor:
+        names = {*ENV_KEYS.values(), *(name for name in os.environ if name.endswith("_API_KEY"))}
+        return Redactor([*(os.environ.get(name, "") for name in names), *self._secrets])
+
+    def _write(self, exchange: Exchange) -> None:
+        with self._lock:
+            fresh = not self._writing and (self._effective == "all" or not self.path.is_file())
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("w" if fresh else "a", encoding="utf-8") as file:
+                if fresh:
+                    file.write(header_line() + "\n")
+                file.write(exchange.to_line() + "\n")
+            self._writing = True
+            self.recorded += 1
+
+    def _mode_text(self) -> str:
+        return f"mode {self._effective}" + (f" from {MODE_VARIABLE}" if self._from_environment else "")
+
+    def _unmatched(self, tape: TapeRequest, key: str) -> str:
+        return (
+            f"cassette {self.path} ({self._mode_text()}) has no recorded response for {tape.method} {tape.url}: "
+            f"{self._why_unmatched(tape, key)}; record it again with mode new or all"
+        )
+
+    def _why_unmatched(self, tape: TapeRequest, key: str) -> str:
+        same = [e for e in self._known if self._key(e.request) == key]
+        if same:
+            return f"its {len(same)} recorded response(s) were all replayed already (each answers once, in order)"
+        here = [e.request for e in self._known if (e.request.method, e.request.url) == (tape.method, tape.url)]
+        if not here:
+            return f"nothing was recorded for this URL ({len(self._known)} exchange(s) in the file)"
+        if not tape.is_json:
+            return f"the body differs from the {len(here)} recorded at this URL"
+        sent = without_fields(tape.body, self._ignored)
+        paths = [first_difference(without_fields(r.body, self._ignored), sent) or "" for r in here if r.is_json]
+        closest = max(paths, key=lambda path: path.count(".") + bool(path), default="")
+        where = f"at body field {closest}" if closest else "in its whole body"
+        return f"the body differs from the {len(here)} recorded at this URL (the closest differs {where})"
