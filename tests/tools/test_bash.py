@@ -26,8 +26,17 @@ def test_the_public_api_is_pinned() -> None:
         "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_LINES",
         "BashError",
+        "FileToolError",
         "Truncation",
         "bash_tool",
+        "coding_tools",
+        "edit_tool",
+        "find_tool",
+        "grep_tool",
+        "ls_tool",
+        "read_only_tools",
+        "read_tool",
+        "write_tool",
     ]
 
 
