@@ -110,9 +110,8 @@ async def in_thread(work: Callable[[Stop], T], signal: AbortSignal | None, *, ab
         return future.result()
     except asyncio.CancelledError:
         stop.cancel()
-        if abandon_on_abort:
-            future.add_done_callback(_consume)
-        else:
+        future.add_done_callback(_consume)  # its outcome is dropped: we were cancelled
+        if not abandon_on_abort:
             with suppress(BaseException):
                 await asyncio.wait({future})
         raise

@@ -17,7 +17,7 @@ from ._common import Stop
 
 __all__ = ["Change", "diff_lines", "generate_diff_string", "generate_unified_patch"]
 
-_SEPARATOR = re.compile(r"(\n|\r\n)")
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 @dataclass(slots=True)
@@ -47,16 +47,8 @@ class _Path:
 
 
 def _tokenize(value: str) -> list[str]:
-    parts = _SEPARATOR.split(value)
-    if not parts[-1]:
-        parts.pop()
-    lines: list[str] = []
-    for index, part in enumerate(parts):
-        if index % 2:
-            lines[-1] += part
-        else:
-            lines.append(part)
-    return [line for line in lines if line]
+    """jsdiff's line tokens: each line with its ``\n`` (or ``\r\n``), the last one without if unterminated."""
+    return _LINE.findall(value)
 
 
 def _add_to_path(path: _Path, added: bool, removed: bool, old_pos_inc: int) -> _Path:
@@ -66,19 +58,27 @@ def _add_to_path(path: _Path, added: bool, removed: bool, old_pos_inc: int) -> _
     return _Path(path.old_pos + old_pos_inc, _Component(1, added, removed, last))
 
 
+def _common_run(old: list[str], old_start: int, new: list[str], new_start: int) -> int:
+    """How many tokens from ``old[old_start:]`` and ``new[new_start:]`` are equal in a row (compared in blocks)."""
+    limit = min(len(old) - old_start, len(new) - new_start)
+    run = 0
+    for step in (4096, 256, 16, 1):
+        while (
+            run + step <= limit
+            and old[old_start + run : old_start + run + step] == new[new_start + run : new_start + run + step]
+        ):
+            run += step
+    return run
+
+
 def _extract_common(path: _Path, new: list[str], old: list[str], diagonal: int) -> int:
-    new_len, old_len = len(new), len(old)
     old_pos = path.old_pos
     new_pos = old_pos - diagonal
-    common = 0
-    while new_pos + 1 < new_len and old_pos + 1 < old_len and old[old_pos + 1] == new[new_pos + 1]:
-        new_pos += 1
-        old_pos += 1
-        common += 1
+    common = _common_run(old, old_pos + 1, new, new_pos + 1) if new_pos + 1 >= 0 else 0
     if common:
         path.last = _Component(common, False, False, path.last)
-    path.old_pos = old_pos
-    return new_pos
+    path.old_pos = old_pos + common
+    return new_pos + common
 
 
 def _build(last: _Component | None, new: list[str], old: list[str]) -> list[Change]:
@@ -159,11 +159,15 @@ def _numbered(sign: str, number: int | None, width: int, line: str) -> str:
 
 
 def generate_diff_string(
-    old_content: str, new_content: str, context_lines: int = 4, stop: Stop | None = None
+    old_content: str,
+    new_content: str,
+    context_lines: int = 4,
+    stop: Stop | None = None,
+    changes: list[Change] | None = None,
 ) -> tuple[str, int | None]:
     """Pi's display diff (``+N line``, ``-N line``, `` N line``, `` ... `` for skipped context) and the first
-    changed line number in the new file."""
-    parts = diff_lines(old_content, new_content, stop)
+    changed line number in the new file. ``changes``: ``diff_lines(old_content, new_content)`` if already made."""
+    parts = diff_lines(old_content, new_content, stop) if changes is None else changes
     output: list[str] = []
     width = len(str(max(len(old_content.split("\n")), len(new_content.split("\n")))))
     old_line = new_line = 1
@@ -286,10 +290,13 @@ def _finish_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def generate_unified_patch(path: str, old_content: str, new_content: str, context_lines: int = 4) -> str:
+def generate_unified_patch(
+    path: str, old_content: str, new_content: str, context_lines: int = 4, changes: list[Change] | None = None
+) -> str:
     """jsdiff's ``createTwoFilesPatch(path, path, old, new, undefined, undefined, {context, FILE_HEADERS_ONLY})``."""
     out = [f"--- {path}", f"+++ {path}"]
-    for hunk in _hunks(diff_lines(old_content, new_content), context_lines):
+    changes = diff_lines(old_content, new_content) if changes is None else changes
+    for hunk in _hunks(changes, context_lines):
         old_start = hunk.old_start - 1 if hunk.old_lines == 0 else hunk.old_start
         new_start = hunk.new_start - 1 if hunk.new_lines == 0 else hunk.new_start
         out.append(f"@@ -{old_start},{hunk.old_lines} +{new_start},{hunk.new_lines} @@")

@@ -10,10 +10,11 @@ not overlap another; the replacements together must change something.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ._common import FileToolError
@@ -28,12 +29,16 @@ __all__ = [
     "strip_bom",
 ]
 
-# JavaScript's String.prototype.trimEnd whitespace: WhiteSpace and LineTerminator code points.
-_TRAILING_JS_SPACE = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+$")
-_SINGLE_QUOTES = re.compile("[\u2018\u2019\u201a\u201b]")
-_DOUBLE_QUOTES = re.compile("[\u201c\u201d\u201e\u201f]")
-_DASHES = re.compile("[\u2010\u2011\u2012\u2013\u2014\u2015\u2212]")
-_SPACES = re.compile("[\u00a0\u2002-\u200a\u202f\u205f\u3000]")
+# JavaScript's String.prototype.trimEnd whitespace (WhiteSpace and LineTerminator code points), at the end of
+# each line: the same as trimming every line of text.split("\n").
+_TRAILING_JS_SPACE = re.compile("[\t\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+(?=\n|\\Z)")
+# Typographic quotes, dashes and spaces -> ASCII.
+_ASCII = str.maketrans(
+    dict.fromkeys("\u2018\u2019\u201a\u201b", "'")
+    | dict.fromkeys("\u201c\u201d\u201e\u201f", '"')
+    | dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212", "-")
+    | dict.fromkeys("\u00a0\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " ")
+)
 _LINES_WITH_ENDINGS = re.compile(r"[^\n]*\n|[^\n]+")
 _EXACT = "The old text must match exactly including all whitespace and newlines"
 _MORE_CONTEXT = "Please provide more context to make it unique."
@@ -77,20 +82,17 @@ def strip_bom(content: str) -> tuple[str, str]:
 
 def normalize_for_fuzzy_match(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
-    text = "\n".join(_TRAILING_JS_SPACE.sub("", line) for line in text.split("\n"))
-    text = _SINGLE_QUOTES.sub("'", text)
-    text = _DOUBLE_QUOTES.sub('"', text)
-    text = _DASHES.sub("-", text)
-    return _SPACES.sub(" ", text)
+    text = _TRAILING_JS_SPACE.sub("", text)
+    return text if text.isascii() else text.translate(_ASCII)
 
 
-def _find(content: str, old_text: str) -> tuple[int, int, bool]:
+def _find(content: str, old_text: str, fuzzy_content: Callable[[], str]) -> tuple[int, int, bool]:
     """``(index, length, fuzzy)`` of ``old_text`` in ``content``: exact first, then in normalised space."""
     index = content.find(old_text)
     if index != -1:
         return index, len(old_text), False
     fuzzy_old = normalize_for_fuzzy_match(old_text)
-    index = normalize_for_fuzzy_match(content).find(fuzzy_old)
+    index = fuzzy_content().find(fuzzy_old)
     return (index, len(fuzzy_old), True) if index != -1 else (-1, 0, False)
 
 
@@ -160,11 +162,13 @@ def apply_edits(content: str, edits: Sequence[Edit], path: str) -> tuple[str, st
             raise _error(
                 total, f"oldText must not be empty in {path}.", f"edits[{i}].oldText must not be empty in {path}."
             )
-    fuzzy = any(_find(content, edit.old_text)[2] for edit in normalized)
-    base = normalize_for_fuzzy_match(content) if fuzzy else content
+    normalized_content = functools.cache(lambda: normalize_for_fuzzy_match(content))
+    fuzzy = any(_find(content, edit.old_text, normalized_content)[2] for edit in normalized)
+    base = normalized_content() if fuzzy else content
+    normalized_base = functools.cache(lambda: normalize_for_fuzzy_match(base))
     matches: list[_Match] = []
     for i, edit in enumerate(normalized):
-        index, length, _ = _find(base, edit.old_text)
+        index, length, _ = _find(base, edit.old_text, normalized_base)
         if index == -1:
             raise _error(
                 total,
@@ -172,7 +176,7 @@ def apply_edits(content: str, edits: Sequence[Edit], path: str) -> tuple[str, st
                 f"Could not find edits[{i}] in {path}. The oldText must match exactly including all whitespace and "
                 "newlines.",
             )
-        occurrences = normalize_for_fuzzy_match(base).count(normalize_for_fuzzy_match(edit.old_text))
+        occurrences = normalized_base().count(normalize_for_fuzzy_match(edit.old_text))
         if occurrences > 1:
             raise _error(
                 total,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -215,11 +215,3 @@ class IgnoreRules:
             if found is not None:
                 return found
         return self.explicit.match(rel, is_dir) if self.explicit is not None else None
-
-
-def matches_any(patterns: Sequence[PatternSet], rel: str, is_dir: bool) -> bool | None:
-    for patterns_ in patterns:
-        found = patterns_.match(rel, is_dir)
-        if found is not None:
-            return found
-    return None

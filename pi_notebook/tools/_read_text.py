@@ -79,6 +79,7 @@ class _Window:
         self.kept: list[str] = []
         self.kept_bytes = 0
         self.next_size: int | None = None  # size of the first line not stored
+        self.next_index = 0  # and its index in the selection
         self.count = 0
         self.bytes = 0
         self.last_empty = False
@@ -96,6 +97,7 @@ class _Window:
         cost = size + (1 if self.kept else 0)
         if len(self.kept) > self.max_lines or self.kept_bytes + cost > self.max_bytes:
             self.next_size = size
+            self.next_index = self.count - 1
             return
         self.kept.append(line)
         self.kept_bytes += cost
@@ -104,14 +106,16 @@ class _Window:
         if self.next_size is None:
             return truncate_head("\n".join(self.kept), self.max_lines, self.max_bytes)
         # Some line was not stored, so the selection is over a limit: truncated, and no trailing empty line
-        # of the selection is among the stored ones.
-        lines = self.count - (1 if self.count > 1 and self.last_empty else 0)
+        # of the selection is among the stored ones. Pi does not count that line (a final newline ends the
+        # line before it), so when it is the unstored one Pi's loop simply runs out of lines.
+        popped = self.count > 1 and self.last_empty
+        lines = self.count - (1 if popped else 0)
         total_bytes = self.bytes + max(self.count - 1, 0)
         if self.first_line_bytes > self.max_bytes:
             return HeadTruncation("", True, "bytes", lines, total_bytes, 0, 0, True, self.max_lines, self.max_bytes)
         kept, truncated_by = keep_head(self.kept, self.max_lines, self.max_bytes)
         text = "\n".join(kept)
-        if len(kept) == len(self.kept) and len(kept) < self.max_lines:
+        if len(kept) == len(self.kept) and len(kept) < self.max_lines and not (popped and self.next_index == lines):
             truncated_by = "bytes"  # Pi's loop goes on to the unstored line, which does not fit
         return HeadTruncation(
             text, True, truncated_by, lines, total_bytes, len(kept), utf8_len(text), False, self.max_lines,

@@ -49,13 +49,6 @@ class HeadTruncation:
         }
 
 
-def count_lines(lines: list[str]) -> int:
-    """How many lines Pi counts in ``"\\n".join(lines)``: a final newline ends a line, it does not start one."""
-    if len(lines) == 1 and lines[0] == "":
-        return 0
-    return len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
-
-
 def keep_head(lines: list[str], max_lines: int, max_bytes: int) -> tuple[list[str], Literal["lines", "bytes"]]:
     """The longest prefix of ``lines`` within both limits (Pi's loop), and which limit stopped it."""
     kept: list[str] = []

@@ -29,7 +29,7 @@ from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
 from ._atomic import write_atomic
 from ._common import FileToolError, Stop, in_thread, required_string
-from ._diff import generate_diff_string, generate_unified_patch
+from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
@@ -157,8 +157,9 @@ def _edit(absolute: str, path: str, edits: list[Edit], stop: Stop) -> dict[str, 
     base, new = _apply(normalize_to_lf(content), edits, path)
     stop.check()
     shown_base, shown_new = _display(base), _display(new)
-    diff, first_changed = generate_diff_string(shown_base, shown_new, stop=stop)
-    patch = generate_unified_patch(path, shown_base, shown_new)
+    changes = diff_lines(shown_base, shown_new, stop)
+    diff, first_changed = generate_diff_string(shown_base, shown_new, changes=changes)
+    patch = generate_unified_patch(path, shown_base, shown_new, changes=changes)
     data = (bom + restore_line_endings(new, ending)).encode("utf-8", "surrogateescape")
     try:
         write_atomic(absolute, data, stop)

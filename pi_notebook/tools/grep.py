@@ -137,13 +137,13 @@ def _collect(query: _Query, root: str, is_dir: bool, compiled: regex.Pattern[str
             matches = search_file(
                 path, compiled, stop, limit=limit - total, binary_quit=not explicit, timeout_s=SEARCH_TIMEOUT_S
             )
-        except OSError:
-            return  # unreadable files are skipped, as ripgrep does (it reports them on stderr)
-        except TimeoutError:
+        except TimeoutError:  # before OSError, its base class
             raise FileToolError(
                 f"Search timed out in {shown_as}: the pattern is too slow on this file (catastrophic backtracking?). "
                 "Simplify the pattern or use literal=true."
             ) from None
+        except OSError:
+            return  # unreadable files are skipped, as ripgrep does (it reports them on stderr)
         if matches:
             found.append(_FileMatches(path, shown_as, matches))
             total += len(matches)
