@@ -21,7 +21,7 @@ import os
 import secrets
 import stat as stats
 
-from ._common import Stop
+from ._common import Stop, not_regular
 from ._paths import node_error
 
 __all__ = ["encode_text", "js_length", "make_directories", "write_atomic"]
@@ -85,8 +85,9 @@ def _fsync_directory(directory: str) -> None:
 def write_atomic(path: str, data: bytes, stop: Stop) -> None:
     """Replace the content of ``path`` (or create it) with ``data``; see the module docstring.
 
-    Raises ``IsADirectoryError`` when ``path`` is a directory, other ``OSError`` from the file system, and
-    ``FileToolError("Operation aborted")`` when ``stop`` fires before the rename (the file is then unchanged).
+    Raises ``IsADirectoryError`` when ``path`` is a directory, ``FileToolError`` for a device, pipe or socket
+    and, with "Operation aborted", when ``stop`` fires before the rename (the file is then unchanged), and other
+    ``OSError`` from the file system.
     """
     target = os.path.realpath(path)
     try:
@@ -95,6 +96,8 @@ def write_atomic(path: str, data: bytes, stop: Stop) -> None:
         old = None
     if old is not None and stats.S_ISDIR(old.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if old is not None and not stats.S_ISREG(old.st_mode):  # never rename over /dev/null or a pipe
+        raise not_regular("write", path)
     if old is not None and not os.access(target, os.W_OK):  # a rename would bypass a read-only file's mode
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
     directory, name = os.path.split(target)

@@ -51,6 +51,11 @@ class FileToolError(RuntimeError):
         return self.code == "ABORTED"
 
 
+def not_regular(verb: str, path: str) -> FileToolError:
+    """For a device, pipe or socket: reading one may never end and replacing one is never wanted."""
+    return FileToolError(f"Cannot {verb} {path}: not a regular file (a device, pipe or socket)", "EINVAL")
+
+
 def aborted_error() -> FileToolError:
     return FileToolError(ABORTED, "ABORTED")
 

@@ -50,19 +50,23 @@ def read_chunks(file: BinaryIO, stop: Stop) -> Iterator[str]:
         yield tail
 
 
-def _lines(chunks: Iterable[str]) -> Iterator[str]:
-    """``"".join(chunks).split("\\n")``, one line at a time."""
-    pending: list[str] = []
+def _lines(chunks: Iterable[str], keep: int) -> Iterator[tuple[str | None, int]]:
+    """``"".join(chunks).split("\n")`` as ``(line, UTF-8 size)``, one line at a time; a line over ``keep`` bytes
+    comes as ``(None, size)``, so one huge line (minified JSON, ``/dev/zero``) never sits in memory."""
+    pending: list[str] | None = []
+    size = 0
     for chunk in chunks:
         parts = chunk.split("\n")
-        if len(parts) == 1:
-            pending.append(chunk)
-            continue
-        pending.append(parts[0])
-        yield "".join(pending)
-        yield from parts[1:-1]
-        pending = [parts[-1]]
-    yield "".join(pending)
+        for index, part in enumerate(parts):
+            if index:
+                yield ("".join(pending) if pending is not None else None), size
+                pending, size = [], 0
+            size += utf8_len(part)
+            if pending is not None:
+                pending.append(part)
+                if size > keep:
+                    pending = None
+    yield ("".join(pending) if pending is not None else None), size
 
 
 class _Window:
@@ -85,17 +89,17 @@ class _Window:
         self.last_empty = False
         self.first_line_bytes = 0
 
-    def add(self, line: str) -> None:
-        size = utf8_len(line)
+    def add(self, line: str | None, size: int) -> None:
+        """Count a selected line; ``line`` is ``None`` when it is over ``max_bytes`` (it cannot be shown)."""
         if self.count == 0:
             self.first_line_bytes = size
         self.count += 1
         self.bytes += size
-        self.last_empty = line == ""
+        self.last_empty = size == 0
         if self.next_size is not None:
             return
         cost = size + (1 if self.kept else 0)
-        if len(self.kept) > self.max_lines or self.kept_bytes + cost > self.max_bytes:
+        if line is None or len(self.kept) > self.max_lines or self.kept_bytes + cost > self.max_bytes:
             self.next_size = size
             self.next_index = self.count - 1
             return
@@ -140,10 +144,10 @@ def select_lines(
     window = _Window(max_lines, max_bytes)
     end: int | None = None if limit is None else start + limit
     total = 0
-    for index, line in enumerate(_lines(chunks)):
+    for index, (line, size) in enumerate(_lines(chunks, max_bytes)):
         total = index + 1
         if index >= start and (end is None or index < end):
-            window.add(line)
+            window.add(line, size)
     if start >= total:
         raise OffsetBeyondEnd(total)
     user_limited = None if end is None else min(end, total) - start

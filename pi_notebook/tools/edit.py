@@ -14,7 +14,7 @@ Differences from Pi: the file is replaced atomically (``_atomic``; never half-wr
 and bytes that are not valid UTF-8 are kept as they were (Pi rewrites them as U+FFFD); a line holding such
 bytes cannot be matched, and when an ``oldText`` contains U+FFFD the not-found error says so. Edits of the same
 file from parallel calls run one at a time (``_mutation``). The abort signal is checked between the steps and
-while writing; an abort before the rename leaves the file untouched.
+while writing; an abort before the rename leaves the file untouched. Devices, pipes and sockets are refused.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
 from ._atomic import write_atomic
-from ._common import FileToolError, Stop, in_thread, required_string
+from ._common import FileToolError, Stop, in_thread, not_regular, required_string
 from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
 from ._mutation import file_mutation_lock
@@ -146,6 +146,8 @@ def _apply(content: str, edits: list[Edit], path: str) -> tuple[str, str]:
 def _edit(absolute: str, path: str, edits: list[Edit], stop: Stop) -> dict[str, Any]:
     _check_access(absolute, path)
     stop.check()
+    if not os.path.isdir(absolute) and not os.path.isfile(absolute):
+        raise not_regular("edit", path)
     try:
         with open(absolute, "rb") as file:
             raw = file.read()

@@ -23,8 +23,9 @@ Differences: the pattern is a Python ``regex`` pattern, not Rust's (the usual sy
 and back-references work here, ``rg`` rejects them), and an invalid one reads ``regex parse error: ...`` with
 Python's explanation. Files are searched one by one in a fixed order (sorted by path, depth first) where
 ripgrep searches in parallel and its order varies. A search slower than 10 s on one block (catastrophic
-backtracking) fails with an error. The abort signal is checked between files and blocks; the tool returns at
-once on abort.
+backtracking) fails with an error. A device, pipe or socket given as ``path`` is refused (ripgrep would read
+it and may never finish). The abort signal is checked between files and blocks; the tool returns at once on
+abort.
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ import regex
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
-from ._common import FileToolError, Stop, in_thread, js_number, optional_number, optional_string, required_string
+from ._common import (
+    FileToolError,
+    Stop,
+    in_thread,
+    js_number,
+    not_regular,
+    optional_number,
+    optional_string,
+    required_string,
+)
 from ._ignore import IgnoreRules, PatternSet
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import resolve_to_cwd
@@ -149,6 +159,8 @@ def _collect(query: _Query, root: str, is_dir: bool, compiled: regex.Pattern[str
             total += len(matches)
 
     if not is_dir:
+        if not os.path.isfile(root):
+            raise not_regular("search", query.path or root)
         search(root, os.path.basename(root), explicit=True)
         return found
     rules = IgnoreRules.for_root(root, "grep", require_git=True)

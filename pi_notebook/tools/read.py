@@ -13,20 +13,23 @@
 - Errors are Pi's: Node's file-system texts (``ENOENT: no such file or directory, access '/abs/path'``) and
   ``Offset N is beyond end of file (M lines total)``.
 
-Differences from Pi: the file is streamed, so a huge file costs one pass and about 50 KB of memory (Pi reads it
-whole); the abort signal is checked between 1 MB chunks; Pi's note for models without image input is left to
-the provider layer (the tool does not know the model). Paths: see ``_paths``.
+Differences from Pi: the file is streamed, so a huge file (even one huge line) costs one pass and about one
+1 MB chunk plus the shown text in memory (Pi reads it whole); the abort signal is checked between chunks; a
+device, pipe or socket is refused (``Cannot read <path>: not a regular file ...``) where Pi would block or read
+forever; Pi's note for models without image input is left to the provider layer (the tool does not know the
+model). Paths: see ``_paths``.
 """
 
 from __future__ import annotations
 
 import os
+import stat as stats
 from pathlib import Path
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, ImageContent, TextContent
-from ._common import FileToolError, Stop, in_thread, optional_number, required_string
+from ._common import FileToolError, Stop, in_thread, not_regular, optional_number, required_string
 from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
@@ -93,8 +96,11 @@ def _read(cwd: str, path: str, offset: int | None, limit: int | None, stop: Stop
     absolute = resolve_read_path(path, cwd)
     _check_access(absolute)
     stop.check()
-    if os.path.isdir(absolute):  # Node opens a directory fine and fails reading it
+    mode = os.stat(absolute).st_mode
+    if stats.S_ISDIR(mode):  # Node opens a directory fine and fails reading it
         raise FileToolError("EISDIR: illegal operation on a directory, read", "EISDIR")
+    if not stats.S_ISREG(mode):
+        raise not_regular("read", path)
     try:
         with open(absolute, "rb") as file:
             mime = detect_image_mime_type(file.read(SNIFF_BYTES))

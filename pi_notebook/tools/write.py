@@ -9,7 +9,8 @@ Unlike Pi (``fs.writeFile`` truncates and rewrites in place), the file is replac
 an abort, a crash or ``kill -9`` mid-write leaves the old content or the new, never a part. Writes to the same
 file from parallel tool calls run one at a time, in call order (``_mutation``). The abort signal is checked
 before the directories are made, between 1 MB chunks and before the rename; once the rename happened the
-tool reports success (Pi would report "Operation aborted" for a file it had in fact written).
+tool reports success (Pi would report "Operation aborted" for a file it had in fact written). A device, pipe or
+socket at ``path`` is refused, never replaced (``Cannot write <path>: not a regular file ...``).
 """
 
 from __future__ import annotations

@@ -453,3 +453,35 @@ async def test_the_tools_work_through_an_agent_run(tmp_path: Path) -> None:
     assert results[0].content[0].text == "# Notes\nstatus: draft\n"
     assert results[1].details["diff"] == " 1 # Notes\n-2 status: draft\n+2 status: final"
     assert (tmp_path / "notes.md").read_text() == "# Notes\nstatus: final\n"
+
+
+# -- hostile inputs -----------------------------------------------------------------------------------------
+
+
+async def test_devices_and_pipes_are_refused_not_waited_on_or_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for tool, args, verb in [
+        (read_tool(tmp_path), {"path": "pipe"}, "read"),  # opening a pipe blocks until a writer comes
+        (grep_tool(tmp_path), {"pattern": "x", "path": "pipe"}, "search"),
+        (write_tool(tmp_path), {"path": "pipe", "content": "x"}, "write"),  # a rename would replace it
+        (edit_tool(tmp_path), {"path": "pipe", "edits": [{"oldText": "a", "newText": "b"}]}, "edit"),
+    ]:
+        with pytest.raises(FileToolError, match=r"not a regular file \(a device, pipe or socket\)$") as refused:
+            await call(tool, args)
+        assert verb in str(refused.value)
+    assert fifo.is_fifo()  # noqa: ASYNC240
+
+
+async def test_reading_one_huge_line_keeps_memory_small(tmp_path: Path) -> None:
+    import tracemalloc
+
+    (tmp_path / "min.json").write_bytes(b"[" + b"1," * (15 << 20) + b"1]\n")
+    tracemalloc.start()
+    try:
+        result = await call(read_tool(tmp_path), {"path": "min.json"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text_of(result).startswith("[Line 1 is 30.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' min.json")
+    assert peak < 8 << 20  # the file is 30 MB; one chunk and its decoded text are held at a time
