@@ -470,7 +470,7 @@ async def test_devices_and_pipes_are_refused_not_waited_on_or_replaced(tmp_path:
         with pytest.raises(FileToolError, match=r"not a regular file \(a device, pipe or socket\)$") as refused:
             await call(tool, args)
         assert verb in str(refused.value)
-    assert fifo.is_fifo()  # noqa: ASYNC240
+    assert fifo.is_fifo()
 
 
 async def test_reading_one_huge_line_keeps_memory_small(tmp_path: Path) -> None:
