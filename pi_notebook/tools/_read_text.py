@@ -19,7 +19,7 @@ from ._truncate import HeadTruncation, keep_head, truncate_head, utf8_len
 
 __all__ = ["Selection", "read_chunks", "select_lines"]
 
-CHUNK = 1 << 20
+CHUNK = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)

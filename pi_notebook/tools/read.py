@@ -14,7 +14,7 @@
   ``Offset N is beyond end of file (M lines total)``.
 
 Differences from Pi: the file is streamed, so a huge file (even one huge line) costs one pass and about one
-1 MB chunk plus the shown text in memory (Pi reads it whole); the abort signal is checked between chunks; a
+256 KB chunk plus the shown text in memory (Pi reads it whole); the abort signal is checked between chunks; a
 device, pipe or socket is refused (``Cannot read <path>: not a regular file ...``) where Pi would block or read
 forever; Pi's note for models without image input is left to the provider layer (the tool does not know the
 model). Paths: see ``_paths``.
