@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from ._common import FileToolError
 
-__all__ = ["expand_path", "node_error", "resolve_read_path", "resolve_to_cwd"]
+__all__ = ["display_name", "expand_path", "node_error", "resolve_read_path", "resolve_to_cwd"]
 
 _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _AM_PM = re.compile(r" (AM|PM)\.", re.IGNORECASE)
@@ -57,6 +57,14 @@ def node_error(exc: OSError, syscall: str, path: str | None = None) -> FileToolE
     text = _UV_TEXT.get(code) or (exc.strerror or code).lower()
     where = f"{syscall} '{path}'" if path is not None else syscall
     return FileToolError(f"{code}: {text}, {where}", code)
+
+
+def display_name(name: str) -> str:
+    """A file name for output: bytes that are not UTF-8 (held by Python as surrogate escapes, which JSON and
+    session files cannot carry) become U+FFFD, as in Node, which decodes the names rg, fd and readdir give it."""
+    if name.isascii() or not any("\udc80" <= ch <= "\udcff" for ch in name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _home() -> str:

@@ -31,7 +31,7 @@ from ._common import FileToolError, Stop, in_thread, js_number, optional_number,
 from ._glob import GlobError, compile_glob
 from ._ignore import IgnoreRules
 from ._output import DEFAULT_MAX_BYTES, format_size
-from ._paths import resolve_to_cwd
+from ._paths import display_name, resolve_to_cwd
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
 from ._walk import walk
 
@@ -96,7 +96,7 @@ def _find(cwd: str, pattern: str, path: str | None, limit: float, stop: Stop) ->
     for entry in walk(root, rules, stop):
         subject = entry.path if full_path else entry.rel.rsplit("/", 1)[-1]
         if compiled.match(subject):
-            results.append(entry.rel + "/" if entry.is_dir else entry.rel)
+            results.append(display_name(entry.rel) + ("/" if entry.is_dir else ""))
             if len(results) == limit:  # fd: 0 means no limit
                 break
     if not results:

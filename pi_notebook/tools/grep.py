@@ -52,7 +52,7 @@ from ._common import (
 )
 from ._ignore import IgnoreRules, PatternSet
 from ._output import DEFAULT_MAX_BYTES, format_size
-from ._paths import resolve_to_cwd
+from ._paths import display_name, resolve_to_cwd
 from ._search import LineMatch, file_lines, search_file
 from ._truncate import GREP_MAX_LINE_LENGTH, MAX_SAFE_INTEGER, truncate_head, truncate_line
 from ._walk import walk
@@ -155,7 +155,7 @@ def _collect(query: _Query, root: str, is_dir: bool, compiled: regex.Pattern[str
         except OSError:
             return  # unreadable files are skipped, as ripgrep does (it reports them on stderr)
         if matches:
-            found.append(_FileMatches(path, shown_as, matches))
+            found.append(_FileMatches(path, display_name(shown_as), matches))
             total += len(matches)
 
     if not is_dir:

@@ -22,7 +22,7 @@ from ..ai import AbortSignal, TextContent
 from ._collate import collation_key
 from ._common import FileToolError, Stop, in_thread, js_number, optional_number, optional_string
 from ._output import DEFAULT_MAX_BYTES, format_size
-from ._paths import node_error, resolve_to_cwd
+from ._paths import display_name, node_error, resolve_to_cwd
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
 
 __all__ = ["ls_tool"]
@@ -64,7 +64,7 @@ def _list(directory: str, limit: float, stop: Stop) -> AgentToolResult:
             is_dir = stats.S_ISDIR(os.stat(os.path.join(directory, name)).st_mode)
         except OSError:
             continue  # cannot stat (a broken symlink): left out, as in Pi
-        entries.append(name + "/" if is_dir else name)
+        entries.append(display_name(name) + ("/" if is_dir else ""))
     if not entries:
         return AgentToolResult(content=[TextContent(text="(empty directory)")], details=None)
     truncation = truncate_head("\n".join(entries), max_lines=MAX_SAFE_INTEGER)

@@ -485,3 +485,14 @@ async def test_reading_one_huge_line_keeps_memory_small(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert text_of(result).startswith("[Line 1 is 30.0MB, exceeds 50.0KB limit. Use bash: sed -n '1p' min.json")
     assert peak < 8 << 20  # the file is 30 MB; one chunk and its decoded text are held at a time
+
+
+async def test_file_names_that_are_not_utf8_are_shown_with_replacement_characters(tmp_path: Path) -> None:
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.txt"), "w") as file:  # noqa: ASYNC230
+        file.write("needle\n")
+    for result in [
+        await call(ls_tool(tmp_path), {}),
+        await call(find_tool(tmp_path), {"pattern": "*.txt"}),
+    ]:
+        assert text_of(result) == "caf\ufffd.txt"
+    assert text_of(await call(grep_tool(tmp_path), {"pattern": "needle"})) == "caf\ufffd.txt:1: needle"
