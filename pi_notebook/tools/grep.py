@@ -21,7 +21,9 @@ files), each line counts once however often it matches, matches never span lines
 
 Differences: the pattern is a Python ``regex`` pattern, not Rust's (the usual syntax is the same; look-around
 and back-references work here, ``rg`` rejects them), and an invalid one reads ``regex parse error: ...`` with
-Python's explanation. Files are searched one by one in a fixed order (sorted by path, depth first) where
+Python's explanation; a pattern that names a newline reads ``the literal "\\n" is not allowed in a regex (grep
+matches within one line)`` (ripgrep's first line; its advice to use ``--multiline`` does not apply). Files are
+searched one by one in a fixed order (sorted by path, depth first) where
 ripgrep searches in parallel and its order varies. A search slower than 10 s on one block (catastrophic
 backtracking) fails with an error. A device, pipe or socket given as ``path`` is refused (ripgrep would read
 it and may never finish). The abort signal is checked between files and blocks; the tool returns at once on
@@ -106,7 +108,13 @@ class _FileMatches:
     matches: list[LineMatch]
 
 
+_NEWLINE_ESCAPE = regex.compile(r"(?<!\\)(?:\\\\)*\\(?:n|x0[aA]|x\{0*[aA]\}|u000[aA])")
+NEWLINE_REFUSED = 'the literal "\\n" is not allowed in a regex (grep matches within one line)'
+
+
 def _compile(query: _Query) -> regex.Pattern[str]:
+    if "\n" in query.pattern or (not query.literal and _NEWLINE_ESCAPE.search(query.pattern)):
+        raise FileToolError(NEWLINE_REFUSED)  # ripgrep refuses these too: lines are searched one by one
     source = regex.escape(query.pattern) if query.literal else query.pattern
     flags = regex.MULTILINE | regex.V0 | (regex.IGNORECASE if query.ignore_case else 0)
     try:

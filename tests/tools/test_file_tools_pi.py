@@ -71,6 +71,11 @@ def _fd_limit_error(pi: dict[str, Any], ours: Outcome) -> None:
     assert ours.error == "error: invalid value '2.5' for '--max-results <count>': invalid digit found in string"
 
 
+def _newline_refused(pi: dict[str, Any], ours: Outcome) -> None:
+    assert pi["error"].startswith('rg: the literal "\\n" is not allowed in a regex\n\nConsider enabling multiline')
+    assert ours.error == 'the literal "\\n" is not allowed in a regex (grep matches within one line)'
+
+
 def _ls_order(pi: dict[str, Any], ours: Outcome) -> None:
     assert ours.details == pi["details"]
     assert ours.content is not None
@@ -100,6 +105,8 @@ DEVIATIONS: dict[str, tuple[str, Callable[[dict[str, Any], Outcome], None]]] = {
         "fd's command-line parser words the error (fd 8.6 here, fd 10's wording ours)",
         _fd_limit_error,
     ),
+    "grep_newline_in_pattern": ("ripgrep's advice to use --multiline does not apply to the tool", _newline_refused),
+    "grep_literal_newline": ("ripgrep's advice to use --multiline does not apply to the tool", _newline_refused),
     "ls_basic": ("names equal but for case keep the directory's order in Pi, code-point order here", _ls_order),
     "edit_non_utf8": ("bytes that are not UTF-8 are kept, where Pi rewrites them as U+FFFD", _edit_keeps_invalid_bytes),
 }
