@@ -26,7 +26,8 @@ PINNED = {
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
     },
     "pi_notebook.tools": {
-        "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError", "Truncation", "bash_tool",
+        "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
+        "Truncation", "bash_tool",
         "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
         "find_tool",
     },

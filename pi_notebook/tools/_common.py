@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..ai import AbortSignal
 
@@ -22,6 +22,7 @@ __all__ = [
     "ABORTED",
     "FileToolError",
     "Stop",
+    "ToolPrompt",
     "in_thread",
     "js_number",
     "js_to_fixed",
@@ -33,6 +34,13 @@ __all__ = [
 ABORTED = "Operation aborted"
 
 T = TypeVar("T")
+
+
+class ToolPrompt(NamedTuple):
+    """What Pi's system prompt says about a tool: a one-line snippet for the tool list, and guidelines."""
+
+    snippet: str
+    guidelines: tuple[str, ...] = ()
 
 
 class FileToolError(RuntimeError):

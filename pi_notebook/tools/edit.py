@@ -28,7 +28,7 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
 from ._atomic import write_atomic
-from ._common import FileToolError, Stop, in_thread, not_regular, required_string
+from ._common import FileToolError, Stop, ToolPrompt, in_thread, not_regular, required_string
 from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
 from ._mutation import file_mutation_lock
@@ -40,6 +40,18 @@ DESCRIPTION = (
     "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping "
     "region of the original file. If two changes affect the same block or nearby lines, merge them into one edit "
     "instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes."
+)
+PROMPT = ToolPrompt(
+    "Make precise file edits with exact text replacement, including multiple disjoint edits in one call",
+    (
+        "Use edit for precise changes (edits[].oldText must match exactly)",
+        "When changing multiple separate locations in one file, use one edit call with multiple entries in edits[] "
+        "instead of multiple edit calls",
+        "Each edits[].oldText is matched against the original file, not after earlier edits are applied. Do not emit "
+        "overlapping or nested edits. Merge nearby changes into one edit.",
+        "Keep edits[].oldText as small as possible while still being unique in the file. Do not pad with large "
+        "unchanged regions.",
+    ),
 )
 PARAMETERS: dict[str, Any] = {
     "type": "object",

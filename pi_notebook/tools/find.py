@@ -27,7 +27,16 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
-from ._common import FileToolError, Stop, in_thread, js_number, optional_number, optional_string, required_string
+from ._common import (
+    FileToolError,
+    Stop,
+    ToolPrompt,
+    in_thread,
+    js_number,
+    optional_number,
+    optional_string,
+    required_string,
+)
 from ._glob import GlobError, compile_glob
 from ._ignore import IgnoreRules
 from ._output import DEFAULT_MAX_BYTES, format_size
@@ -43,6 +52,7 @@ DESCRIPTION = (
     f".gitignore. Output is truncated to {DEFAULT_LIMIT} results or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit "
     "first)."
 )
+PROMPT = ToolPrompt("Find files by glob pattern (respects .gitignore)", ())
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "required": ["pattern"],

@@ -45,6 +45,7 @@ from ..ai import AbortSignal, TextContent
 from ._common import (
     FileToolError,
     Stop,
+    ToolPrompt,
     in_thread,
     js_number,
     not_regular,
@@ -68,6 +69,7 @@ DESCRIPTION = (
     f".gitignore. Output is truncated to {DEFAULT_LIMIT} matches or {DEFAULT_MAX_BYTES // 1024}KB (whichever is "
     f"hit first). Long lines are truncated to {GREP_MAX_LINE_LENGTH} chars."
 )
+PROMPT = ToolPrompt("Search file contents for patterns (respects .gitignore)", ())
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "required": ["pattern"],

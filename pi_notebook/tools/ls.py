@@ -20,7 +20,7 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
 from ._collate import collation_key
-from ._common import FileToolError, Stop, in_thread, js_number, optional_number, optional_string
+from ._common import FileToolError, Stop, ToolPrompt, in_thread, js_number, optional_number, optional_string
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, node_error, resolve_to_cwd
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
@@ -33,6 +33,7 @@ DESCRIPTION = (
     f"dotfiles. Output is truncated to {DEFAULT_LIMIT} entries or {DEFAULT_MAX_BYTES // 1024}KB (whichever is hit "
     "first)."
 )
+PROMPT = ToolPrompt("List directory contents", ())
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, ImageContent, TextContent
-from ._common import FileToolError, Stop, in_thread, not_regular, optional_number, required_string
+from ._common import FileToolError, Stop, ToolPrompt, in_thread, not_regular, optional_number, required_string
 from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
@@ -43,6 +43,7 @@ DESCRIPTION = (
     "(whichever is hit first). Use offset/limit for large files. When you need the full file, continue with offset "
     "until complete."
 )
+PROMPT = ToolPrompt("Read file contents", ("Use read to examine files instead of cat or sed.",))
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "required": ["path"],

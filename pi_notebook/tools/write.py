@@ -22,7 +22,7 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, TextContent
 from ._atomic import encode_text, js_length, make_directories, write_atomic
-from ._common import Stop, in_thread, required_string
+from ._common import Stop, ToolPrompt, in_thread, required_string
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
@@ -32,6 +32,7 @@ DESCRIPTION = (
     "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. Automatically creates "
     "parent directories."
 )
+PROMPT = ToolPrompt("Create or overwrite files", ("Use write only for new files or complete rewrites.",))
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "required": ["path", "content"],

@@ -25,8 +25,10 @@ def test_the_public_api_is_pinned() -> None:
     assert pi_notebook.tools.__all__ == [
         "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_LINES",
+        "TOOL_PROMPTS",
         "BashError",
         "FileToolError",
+        "ToolPrompt",
         "Truncation",
         "bash_tool",
         "coding_tools",
