@@ -496,3 +496,13 @@ async def test_file_names_that_are_not_utf8_are_shown_with_replacement_character
     ]:
         assert text_of(result) == "caf\ufffd.txt"
     assert text_of(await call(grep_tool(tmp_path), {"pattern": "needle"})) == "caf\ufffd.txt:1: needle"
+
+
+async def test_edit_keeps_undecodable_bytes_and_says_why_a_replacement_character_cannot_match(tmp_path: Path) -> None:
+    (tmp_path / "mixed.txt").write_bytes(b"caf\xe9 au lait\nplain line\n")
+    await call(edit_tool(tmp_path), {"path": "mixed.txt", "edits": [{"oldText": "plain", "newText": "PLAIN"}]})
+    assert (tmp_path / "mixed.txt").read_bytes() == b"caf\xe9 au lait\nPLAIN line\n"
+    shown = text_of(await call(read_tool(tmp_path), {"path": "mixed.txt"}))
+    assert shown.startswith("caf\ufffd au lait")  # what the model sees, and may copy into oldText
+    with pytest.raises(FileToolError, match=r"^Could not find the exact text in mixed\.txt\. .*not valid UTF-8"):
+        await call(edit_tool(tmp_path), {"path": "mixed.txt", "edits": [{"oldText": "caf\ufffd", "newText": "x"}]})
