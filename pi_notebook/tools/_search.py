@@ -68,8 +68,8 @@ def _text_blocks(file: BinaryIO, stop: Stop, binary_quit: bool) -> Iterator[str]
 
 def _block_matches(
     block: str, pattern: regex.Pattern[str], first_line: int, limit: int, timeout_s: float
-) -> tuple[list[LineMatch], int]:
-    """Matching lines of ``block`` (numbered from ``first_line``), at most ``limit``; and the block's line count."""
+) -> list[LineMatch]:
+    """Matching lines of ``block`` (numbered from ``first_line``), at most ``limit``."""
     found: list[LineMatch] = []
     size = len(block)
     line = first_line
@@ -91,7 +91,7 @@ def _block_matches(
         if pattern.search(block, line_start, line_end, timeout=timeout_s) is not None:
             found.append(LineMatch(line, block[line_start:line_end]))
         pos = line_end + 1
-    return found, block.count("\n")
+    return found
 
 
 def search_file(
@@ -100,13 +100,14 @@ def search_file(
     """Up to ``limit`` matching lines of the file at ``path``; see the module docstring. Raises ``OSError``."""
     found: list[LineMatch] = []
     first_line = 1
+    previous = ""
     with open(path, "rb") as file:
         for block in _text_blocks(file, stop, binary_quit):
-            matches, lines = _block_matches(block, pattern, first_line, limit - len(found), timeout_s)
-            found.extend(matches)
+            first_line += previous.count("\n")  # counted only when another block follows
+            found.extend(_block_matches(block, pattern, first_line, limit - len(found), timeout_s))
             if len(found) >= limit:
                 break
-            first_line += lines
+            previous = block
     return found
 
 
