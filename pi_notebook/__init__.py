@@ -2,7 +2,7 @@
 
 Layers (each imports only the ones before it): :mod:`pi_notebook.ai` (messages, streams, providers),
 :mod:`pi_notebook.agent` (the loop and ``Agent``), :mod:`pi_notebook.session` (``AgentSession``: settling,
-retry, compaction, budgets, session files), :mod:`pi_notebook.tools` (bash), :mod:`pi_notebook.notebook`
+retry, compaction, budgets, session files), :mod:`pi_notebook.tools` (Pi's coding tools), :mod:`pi_notebook.notebook`
 (``%pi`` magics and the run widget). ``%load_ext pi_notebook`` loads the notebook extension.
 """
 

@@ -26,6 +26,12 @@ PINNED = {
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
     },
+    "pi_notebook.tools": {
+        "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
+        "Truncation", "bash_tool",
+        "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
+        "find_tool",
+    },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux", "get_agent",
         "get_session", "load_ipython_extension", "unload_ipython_extension",
@@ -48,6 +54,12 @@ ALSO_REQUIRED = {
     "pi_notebook.ai.transform": {"transform_messages"},
     "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "EventRecorder", "trace_label"},
     "pi_notebook.tools.bash": {"bash_tool"},
+    "pi_notebook.tools.read": {"read_tool"},
+    "pi_notebook.tools.write": {"write_tool"},
+    "pi_notebook.tools.edit": {"edit_tool"},
+    "pi_notebook.tools.ls": {"ls_tool"},
+    "pi_notebook.tools.grep": {"grep_tool"},
+    "pi_notebook.tools.find": {"find_tool"},
 }  # fmt: skip
 
 

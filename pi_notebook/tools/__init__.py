@@ -1,6 +1,47 @@
-"""Tools for agents: Pi's ``bash`` tool (process-tree kill on abort and timeout, output tail, progress)."""
+"""Pi's coding tools for agents, with Pi 0.83's names, parameters, limits, texts and result shapes.
 
+- ``read``: a text file's lines (offset/limit, 2000 lines / 50 KB per call) or an image (:mod:`.read`);
+- ``write``: create or overwrite a file, atomically (:mod:`.write`);
+- ``edit``: exact-text replacements returning a diff, atomically (:mod:`.edit`);
+- ``ls``: a directory's entries (:mod:`.ls`);
+- ``grep``: matching lines, honouring ``.gitignore``, pure Python (:mod:`.grep`);
+- ``find``: paths matching a glob, honouring ``.gitignore``, pure Python (:mod:`.find`);
+- ``bash``: a shell command with process-tree kill on abort and timeout, output tail (:mod:`.bash`).
+
+Each ``*_tool(cwd)`` returns an :class:`~pi_notebook.agent.AgentTool` whose relative paths resolve against
+``cwd``; :func:`coding_tools` gives all seven, :func:`read_only_tools` the four that change nothing, and
+:data:`TOOL_PROMPTS` Pi's system-prompt snippet and guidelines for each. Every tool
+stops between files or chunks when its abort signal fires; file work runs in a worker thread so the event loop
+stays free. Failures raise :class:`FileToolError` (``BashError`` for ``bash``) with Pi's texts, which the agent
+loop turns into error tool results.
+"""
+
+from ._common import FileToolError, ToolPrompt
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
+from ._sets import TOOL_PROMPTS, coding_tools, read_only_tools
 from .bash import BashError, bash_tool
+from .edit import edit_tool
+from .find import find_tool
+from .grep import grep_tool
+from .ls import ls_tool
+from .read import read_tool
+from .write import write_tool
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "Truncation", "bash_tool"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_LINES",
+    "TOOL_PROMPTS",
+    "BashError",
+    "FileToolError",
+    "ToolPrompt",
+    "Truncation",
+    "bash_tool",
+    "coding_tools",
+    "edit_tool",
+    "find_tool",
+    "grep_tool",
+    "ls_tool",
+    "read_only_tools",
+    "read_tool",
+    "write_tool",
+]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, TypedDict
 
 from ..agent import AgentToolResult
+from ._common import js_to_fixed
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -69,12 +70,12 @@ class Snapshot:
 
 
 def format_size(size: int) -> str:
-    """``512B``, ``50.0KB``, ``1.5MB`` (Pi's ``formatSize``)."""
+    """``512B``, ``50.0KB``, ``1.5MB`` (Pi's ``formatSize``, rounding ties up as JavaScript's ``toFixed``)."""
     if size < 1024:
         return f"{size}B"
     if size < 1024 * 1024:
-        return f"{size / 1024:.1f}KB"
-    return f"{size / (1024 * 1024):.1f}MB"
+        return f"{js_to_fixed(size / 1024, 1)}KB"
+    return f"{js_to_fixed(size / (1024 * 1024), 1)}MB"
 
 
 def _nbytes(text: str) -> int:

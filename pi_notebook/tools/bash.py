@@ -40,6 +40,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal
+from ._common import js_number
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, Snapshot, format_size
 from ._process import Outcome, run_shell
 
@@ -63,34 +64,29 @@ class BashError(RuntimeError):
         self.details = details
 
 
-def _number(value: float) -> str:
-    """A number as JavaScript prints it (``1``, ``0.5``), so texts match Pi's."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
 def _resolve_timeout(value: object) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise BashError("Invalid timeout: must be a finite number of seconds", "invalid")
     if value * 1000 > 2_147_483_647:
-        raise BashError(f"Invalid timeout: maximum is {_number(MAX_TIMEOUT_S)} seconds", "invalid")
+        raise BashError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_S)} seconds", "invalid")
     return float(value)
 
 
 def _description(max_lines: int, max_bytes: int, timeout_s: float | None) -> str:
     text = (
         "Execute a bash command in the current working directory. Returns stdout and stderr. Output is truncated "
-        f"to last {max_lines} lines or {_number(max_bytes / 1024)}KB (whichever is hit first). If truncated, full "
+        f"to last {max_lines} lines or {js_number(max_bytes / 1024)}KB (whichever is hit first). If truncated, full "
         "output is saved to a temp file. Optionally provide a timeout in seconds."
     )
     if timeout_s is not None:
-        text += f" Without one, commands time out after {_number(timeout_s)} seconds."
+        text += f" Without one, commands time out after {js_number(timeout_s)} seconds."
     return text
 
 
 def _schema(timeout_s: float | None) -> dict[str, Any]:
-    default = "no default timeout" if timeout_s is None else f"default {_number(timeout_s)}"
+    default = "no default timeout" if timeout_s is None else f"default {js_number(timeout_s)}"
     return {
         "type": "object",
         "properties": {
@@ -141,7 +137,7 @@ def _status(outcome: Outcome, timeout: float | None) -> tuple[str, str] | None:
     if outcome.kind == "aborted":
         return "aborted", "Command aborted"
     if outcome.kind == "timeout":
-        return "timeout", f"Command timed out after {_number(timeout or 0)} seconds"
+        return "timeout", f"Command timed out after {js_number(timeout or 0)} seconds"
     if code is not None and code < 0:
         try:
             name = signals.Signals(-code).name
@@ -246,8 +242,8 @@ class _Bash:
 
 
 def bash_tool(
-    *,
     cwd: str | Path | None = None,
+    *,
     shell: str | None = None,
     timeout_s: float | None = None,
     kill_grace_ms: int = 200,

@@ -25,9 +25,20 @@ def test_the_public_api_is_pinned() -> None:
     assert pi_notebook.tools.__all__ == [
         "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_LINES",
+        "TOOL_PROMPTS",
         "BashError",
+        "FileToolError",
+        "ToolPrompt",
         "Truncation",
         "bash_tool",
+        "coding_tools",
+        "edit_tool",
+        "find_tool",
+        "grep_tool",
+        "ls_tool",
+        "read_only_tools",
+        "read_tool",
+        "write_tool",
     ]
 
 

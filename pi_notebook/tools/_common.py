@@ -1,0 +1,177 @@
+"""What the file tools share: their error, Pi's texts for aborts and numbers, and blocking work in a thread.
+
+File work (reading, walking a tree, writing) blocks, and a notebook's event loop must stay free for Stop clicks
+and streaming. So each tool runs its file work in a worker thread with :func:`in_thread`; the work calls
+``stop.check()`` between files or chunks, which raises ``FileToolError("Operation aborted")`` once the run's
+signal aborts or the awaiting task is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, NamedTuple, TypeVar
+
+from ..ai import AbortSignal
+
+__all__ = [
+    "ABORTED",
+    "FileToolError",
+    "Stop",
+    "ToolPrompt",
+    "in_thread",
+    "js_number",
+    "js_to_fixed",
+    "optional_number",
+    "optional_string",
+    "required_string",
+]
+
+ABORTED = "Operation aborted"
+
+T = TypeVar("T")
+
+
+class ToolPrompt(NamedTuple):
+    """What Pi's system prompt says about a tool: a one-line snippet for the tool list, and guidelines."""
+
+    snippet: str
+    guidelines: tuple[str, ...] = ()
+
+
+class FileToolError(RuntimeError):
+    """Raised by the file tools' ``execute``; the agent loop turns its text into an error tool result.
+
+    ``code`` is the file-system error's name (``"ENOENT"``, ``"EISDIR"``...) when one caused it, ``"ABORTED"``
+    when the run's signal aborted, and ``None`` for invalid arguments and the tools' own refusals.
+    """
+
+    def __init__(self, text: str, code: str | None = None) -> None:
+        super().__init__(text)
+        self.code = code
+
+    @property
+    def aborted(self) -> bool:
+        return self.code == "ABORTED"
+
+
+def not_regular(verb: str, path: str) -> FileToolError:
+    """For a device, pipe or socket: reading one may never end and replacing one is never wanted."""
+    return FileToolError(f"Cannot {verb} {path}: not a regular file (a device, pipe or socket)", "EINVAL")
+
+
+def aborted_error() -> FileToolError:
+    return FileToolError(ABORTED, "ABORTED")
+
+
+class Stop:
+    """Handed to work running in a thread: ``check()`` raises once the signal aborted or the caller gave up."""
+
+    __slots__ = ("_cancelled", "_signal")
+
+    def __init__(self, signal: AbortSignal | None) -> None:
+        self._signal = signal
+        self._cancelled = threading.Event()
+
+    @property
+    def requested(self) -> bool:
+        # Reading ``aborted`` from another thread is a plain attribute read; it only ever goes False -> True.
+        return self._cancelled.is_set() or (self._signal is not None and self._signal.aborted)
+
+    def check(self) -> None:
+        if self.requested:
+            raise aborted_error()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+
+async def in_thread(work: Callable[[Stop], T], signal: AbortSignal | None, *, abandon_on_abort: bool = False) -> T:
+    """Run ``work(stop)`` in the loop's default executor and return its result.
+
+    When the signal aborts, the work sees it at its next ``stop.check()``. With ``abandon_on_abort`` (read-only
+    work) this returns "Operation aborted" at once and lets the thread finish on its own at that check;
+    otherwise it waits for the thread, so a file operation has settled before the caller (and the file's
+    mutation lock) moves on. Cancelling the awaiting task stops the work the same way, then re-raises.
+    """
+    stop = Stop(signal)
+    stop.check()
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, work, stop)
+    aborted: asyncio.Future[None] | None = None
+
+    def on_abort() -> None:
+        if aborted is not None and not aborted.done():
+            aborted.set_result(None)
+
+    if abandon_on_abort and signal is not None:
+        aborted = loop.create_future()
+        signal.add_listener(on_abort)
+    try:
+        if aborted is None:
+            return await asyncio.shield(future)
+        waiting: set[asyncio.Future[Any]] = {future, aborted}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not future.done():
+            stop.cancel()
+            future.add_done_callback(_consume)
+            raise aborted_error()
+        return future.result()
+    except asyncio.CancelledError:
+        stop.cancel()
+        future.add_done_callback(_consume)  # its outcome is dropped: we were cancelled
+        if not abandon_on_abort:
+            with suppress(BaseException):
+                await asyncio.wait({future})
+        raise
+    finally:
+        if aborted is not None and signal is not None:
+            signal.remove_listener(on_abort)
+            aborted.cancel()
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # retrieved, so an abandoned failure is not reported as never retrieved
+
+
+def js_number(value: float) -> str:
+    """A number as JavaScript prints it (``1``, ``0.5``, ``Infinity``), so texts match Pi's."""
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+def js_to_fixed(value: float, digits: int) -> str:
+    """JavaScript's ``Number.prototype.toFixed``: ties on the exact binary value round up, not to even."""
+    quantum = Decimal(1).scaleb(-digits)
+    return str(Decimal(value).quantize(quantum, rounding=ROUND_HALF_UP))
+
+
+def required_string(args: Any, name: str, tool: str) -> str:
+    value = args.get(name) if isinstance(args, Mapping) else None
+    if not isinstance(value, str):
+        raise FileToolError(f"Invalid {tool} input: {name} must be a string")
+    return value
+
+
+def optional_string(args: Mapping[str, Any], name: str, tool: str) -> str | None:
+    value = args.get(name)
+    if value is not None and not isinstance(value, str):
+        raise FileToolError(f"Invalid {tool} input: {name} must be a string")
+    return value
+
+
+def optional_number(args: Mapping[str, Any], name: str, tool: str) -> float | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise FileToolError(f"Invalid {tool} input: {name} must be a number")
+    return float(value)
