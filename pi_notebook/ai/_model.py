@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
+from ._secret import secret_value, strip_api_key
 from ._stream import AssistantMessageEventStream
 from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
 
@@ -80,7 +81,7 @@ class Context:
 
 @dataclass(slots=True, repr=False)
 class StreamOptions:
-    """Per-request options. ``api_key`` is held as a secret and never printed.
+    """Per-request options. ``api_key`` is held as a secret (surrounding whitespace stripped) and never printed.
 
     Timeouts: ``timeout_ms`` bounds the whole HTTP request (connect to last byte); ``idle_timeout_ms``
     bounds each gap between received bytes. Neither covers time spent in tools or between turns.
@@ -104,12 +105,10 @@ class StreamOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if isinstance(self.api_key, str):
-            self.api_key = SecretStr(self.api_key)
+        self.api_key = strip_api_key(self.api_key)
 
     def api_key_value(self) -> str | None:
-        key = self.api_key
-        return key.get_secret_value() if isinstance(key, SecretStr) else key
+        return secret_value(self.api_key)
 
     def __repr__(self) -> str:
         key = "'**********'" if self.api_key else None

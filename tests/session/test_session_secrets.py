@@ -1,0 +1,152 @@
+"""API keys never show (issue 10, items 7 and 8): a key with a trailing newline is stripped, a key with a control
+character inside is refused without being sent or retried, and no spelling of a key reaches a message, an event,
+the session file or a repr. Over real loopback HTTP, through a session, for both wire formats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from pi_notebook.ai import Model, close_connections
+from pi_notebook.ai.messages import message_to_json
+from pi_notebook.session import AgentSession, SessionStore, Settings
+from pi_notebook.testing import Fault, FaultServer, Reply
+
+APIS = ["openai", "anthropic"]
+VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+CORE = "canary-5e1f0c7d9b2a"  # every spelling of the key (raw, repr, JSON, percent-encoded) contains this
+CANARY = f"sk-{CORE}"
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FaultServer]:
+    with FaultServer() as running:
+        yield running
+
+
+def provider_model(api: str, server: FaultServer, **fields: Any) -> Model:
+    """A model of the real provider name, so its environment variable is read."""
+    if api == "openai":
+        return Model(
+            id="gpt-test", api="openai-completions", provider="openai", base_url=server.openai_base_url, **fields
+        )
+    return Model(
+        id="claude-test", api="anthropic-messages", provider="anthropic", base_url=server.anthropic_base_url, **fields
+    )
+
+
+class Everything:
+    """Every place a key could show: the events (as repr and as JSON of their messages), and whatever the test
+    adds (the session file, reprs, messages)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.types: list[str] = []
+
+    def __call__(self, event: Any, signal: Any = None) -> None:
+        self.types.append(event.type)
+        self.texts.append(repr(event))
+        message = getattr(event, "message", None)
+        if message is not None and hasattr(message, "model_dump_json"):
+            self.texts.append(message_to_json(message))
+
+    def hits(self, needle: str = CORE) -> list[str]:
+        return [text for text in self.texts if needle in text]
+
+
+def session_for(
+    api: str, server: FaultServer, tmp_path: Path, model: Model | None = None, **options: Any
+) -> tuple[AgentSession, Everything]:
+    settings = Settings(retry={"base_delay_ms": 1, "max_retries": 2}, compaction={"enabled": False})
+    store = SessionStore(tmp_path / f"{api}.jsonl")
+    session = AgentSession(model=model or provider_model(api, server), settings=settings, store=store, **options)
+    seen = Everything()
+    session.subscribe(seen)
+    session.agent.subscribe(seen)
+    return session, seen
+
+
+async def settle(session: AgentSession, seen: Everything, server: FaultServer) -> None:
+    assert session.store is not None
+    session.store.close()
+    await close_connections()
+    await server.wait_until_async(lambda s: s.open_connections == 0)
+    seen.texts.append(session.store.path.read_text(encoding="utf-8"))
+    seen.texts += [message_to_json(m) for m in session.messages if hasattr(m, "model_dump_json")]
+    seen.texts += [repr(m) for m in session.messages]
+    seen.texts += [repr(session), repr(session.agent), repr(vars(session.agent)), repr(session.agent.stream_options)]
+
+
+def echo_fault() -> Any:
+    """A 401 whose message quotes the key with its newline in three spellings (as proxies and SDKs do)."""
+    raw = CANARY + "\n"
+    return Fault.status(401, message=f"bad key {raw!r} / {quote(raw)} / {json.dumps(raw)} / {CANARY}")
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("source", ["env", "api_key", "get_api_key"])
+async def test_a_key_with_a_trailing_newline_is_stripped_and_no_spelling_of_it_shows(
+    api: str, source: str, server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = CANARY + "\n"
+    options: dict[str, Any] = {}
+    if source == "env":
+        monkeypatch.setenv(VARIABLES[api], raw)
+    else:
+        monkeypatch.delenv(VARIABLES[api], raising=False)
+        options = {"api_key": raw} if source == "api_key" else {"get_api_key": lambda provider: raw}
+    server.script([Reply.text("hello"), echo_fault()])
+    session, seen = session_for(api, server, tmp_path, **options)
+
+    await session.prompt("first")
+    assert session.messages[-1].stop_reason == "stop"
+    assert server.requests[0].api_key == CANARY  # sent without the newline
+
+    await session.prompt("second")  # the server quotes the key back in its error
+    failed = session.messages[-1]
+    assert failed.stop_reason == "error"
+    assert "***" in (failed.error_message or "")
+    assert len(server.requests) == 2  # a 401 is not retried
+    await settle(session, seen, server)
+    assert seen.hits() == []
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("inner", ["\x01", "\n", "\u00e9"])
+async def test_a_key_with_a_control_or_non_ascii_character_inside_is_refused_unsent_and_not_retried(
+    api: str, inner: str, server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(VARIABLES[api], f"{CANARY[:8]}{inner}{CANARY[8:]}\n")
+    session, seen = session_for(api, server, tmp_path)
+    await session.prompt("hello")
+    failed = session.messages[-1]
+    assert failed.stop_reason == "error"
+    assert failed.error_message is not None
+    assert failed.error_message.startswith(f"The API key for provider {failed.provider} (from {VARIABLES[api]}) ")
+    assert server.requests == []
+    assert "auto_retry_start" not in seen.types
+    await settle(session, seen, server)
+    assert seen.hits() == []
+    assert seen.hits(CANARY[8:]) == []
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_credential_header_the_transport_refuses_is_scrubbed_and_not_retried(
+    api: str, server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(VARIABLES[api], "sk-a-valid-looking-key")
+    model = provider_model(api, server, headers={"x-custom-token": CANARY + "\n"})
+    session, seen = session_for(api, server, tmp_path, model=model)
+    await session.prompt("hello")
+    failed = session.messages[-1]
+    assert failed.stop_reason == "error"
+    assert (failed.error_message or "").startswith("Invalid request, not sent: ")
+    assert server.requests == []
+    assert "auto_retry_start" not in seen.types
+    await settle(session, seen, server)
+    assert seen.hits() == []
