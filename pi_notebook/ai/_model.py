@@ -6,11 +6,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
-from ._secret import secret_value, strip_api_key
+from ._secret import mask_headers, secret_value, strip_api_key
 from ._stream import AssistantMessageEventStream
 from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
 
@@ -41,7 +41,11 @@ class ModelCost(BaseModel):
 
 
 class Model(BaseModel):
-    """Which model to call and how: ``api`` picks the wire format, ``provider`` names the vendor."""
+    """Which model to call and how: ``api`` picks the wire format, ``provider`` names the vendor.
+
+    ``headers`` are sent with every request. Credentials among them (``Authorization``, ``x-api-key``, any
+    name with *key*, *token*, *auth*, *secret*...) are shown as ``***`` in ``repr`` and in ``model_dump``.
+    """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
     id: str
@@ -59,6 +63,14 @@ class Model(BaseModel):
     @property
     def supports_images(self) -> bool:
         return "image" in self.input
+
+    @field_serializer("headers")
+    def _masked_headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+        return mask_headers(headers)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, mask_headers(value) if name == "headers" else value
 
 
 @dataclass(slots=True)

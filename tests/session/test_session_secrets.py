@@ -12,7 +12,8 @@ from urllib.parse import quote
 
 import pytest
 
-from pi_notebook.ai import Model, close_connections
+from pi_notebook.agent import Agent, LoopConfig
+from pi_notebook.ai import Model, StreamOptions, close_connections
 from pi_notebook.ai.messages import message_to_json
 from pi_notebook.session import AgentSession, SessionStore, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
@@ -150,3 +151,26 @@ async def test_a_credential_header_the_transport_refuses_is_scrubbed_and_not_ret
     assert "auto_retry_start" not in seen.types
     await settle(session, seen, server)
     assert seen.hits() == []
+
+
+def test_no_object_that_holds_a_key_shows_it() -> None:
+    headers = {"Authorization": f"Bearer {CANARY}", "x-api-key": CANARY, "x-trace": "visible"}
+    model = Model(id="m", api="openai-completions", provider="openai", headers=headers)
+    options = StreamOptions(api_key=CANARY, headers=headers)
+    config = LoopConfig(model=model, api_key=CANARY, stream_options=options)
+    agent = Agent(model=model, api_key=CANARY, stream_options=options)
+    session = AgentSession(model=model, api_key=CANARY, stream_options=options, settings=Settings())
+    shown = [
+        *(text for obj in (model, options, config, agent, session, session.agent) for text in (repr(obj), str(obj))),
+        repr(vars(agent)),
+        model.model_dump_json(),
+        repr(model.model_dump()),
+        repr(model.model_dump(by_alias=True)),
+        session.settings.model_dump_json(),
+    ]
+    assert [text for text in shown if CORE in text] == []
+    assert "visible" in repr(model)  # only credentials are masked
+    # the key is still there to be used
+    assert model.headers is not None and model.headers["x-api-key"] == CANARY
+    assert agent.api_key is not None and agent.api_key.get_secret_value() == CANARY
+    assert options.api_key_value() == CANARY
