@@ -19,8 +19,13 @@ start servers that way and use them in later calls. ``kill_background=True`` kil
 SIGKILL sequence) before the tool returns; use it when stray processes matter more than that workflow.
 Kept processes are not tracked afterwards: they outlive the tool call and the kernel.
 
-The command's environment is ``os.environ`` plus ``env`` plus ``PI_NOTEBOOK_BASH_RUN=<random token>``, the
-marker by which escaped descendants are found.
+The command's environment is ``os.environ`` without the provider credential variables (``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY`` and the others in ``pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES``), plus ``env``, plus
+``PI_NOTEBOOK_BASH_RUN=<random token>``, the marker by which escaped descendants are found. So a model that
+runs ``env`` does not put a key into its transcript. ``provider_keys=True`` passes those variables through (for
+commands that call a provider themselves); a variable given in ``env`` is always passed. Either way, an
+``AgentSession`` redacts every key it knows from tool results, updates and errors (``session._redact``), so a
+key a command prints shows as ``***``; a tool used without a session gets no redaction.
 
 What the timeout does not cover: the spawn itself; and once it fires, the kill (``kill_grace_ms`` plus a few
 ms) and the drain of output already in the pipe (at most 250 ms) still run before the error is raised.
@@ -40,6 +45,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal
+from ..ai._keys import PROVIDER_KEY_VARIABLES
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, Snapshot, format_size
 from ._process import Outcome, run_shell
 
@@ -174,6 +180,7 @@ class _Bash:
         max_bytes: int,
         update_interval_ms: int,
         kill_background: bool,
+        provider_keys: bool,
     ) -> None:
         self.cwd = None if cwd is None else os.fspath(cwd)
         self.shell = shell
@@ -184,6 +191,15 @@ class _Bash:
         self.max_bytes = max_bytes
         self.interval_s = update_interval_ms / 1000
         self.kill_background = kill_background
+        self.provider_keys = provider_keys
+
+    def environment(self) -> dict[str, str]:
+        """``os.environ`` (read now) without provider keys unless ``provider_keys``, then ``env`` on top."""
+        base = dict(os.environ)
+        if not self.provider_keys:
+            for name in PROVIDER_KEY_VARIABLES:
+                base.pop(name, None)
+        return {**base, **self.env}
 
     def prepare(self, args: Any, signal: AbortSignal | None) -> _Call:
         """Check everything Pi checks before spawning, in Pi's order; raise ``BashError`` with its texts."""
@@ -193,7 +209,7 @@ class _Bash:
         timeout = _resolve_timeout(args.get("timeout"))
         if signal is not None and signal.aborted:
             raise BashError("Command aborted", "aborted")
-        env = {**os.environ, **self.env}
+        env = self.environment()
         shell = _find_shell(self.shell, env.get("PATH"))
         cwd = self.cwd if self.cwd is not None else os.getcwd()
         if not os.path.isdir(cwd):
@@ -256,6 +272,7 @@ def bash_tool(
     max_bytes: int = DEFAULT_MAX_BYTES,
     update_interval_ms: int = 100,
     kill_background: bool = False,
+    provider_keys: bool = False,
 ) -> AgentTool:
     """Pi's ``bash`` tool; see the module docstring for behaviour and differences from Pi.
 
@@ -264,6 +281,8 @@ def bash_tool(
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout, as in Pi).
     - ``kill_grace_ms``: time between SIGTERM and SIGKILL on abort, timeout and ``kill_background``.
     - ``env``: added to ``os.environ`` (read at each call) for the command.
+    - ``provider_keys``: also pass the provider key variables (``OPENAI_API_KEY``, ...) from ``os.environ``;
+      by default they are left out.
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
     - ``update_interval_ms``: least time between two ``on_update`` snapshots.
     - ``kill_background``: on normal completion, also kill what the command left running.
@@ -293,6 +312,7 @@ def bash_tool(
         max_bytes=max_bytes,
         update_interval_ms=update_interval_ms,
         kill_background=kill_background,
+        provider_keys=provider_keys,
     )
     return AgentTool(
         name="bash",

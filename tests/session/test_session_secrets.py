@@ -1,6 +1,8 @@
-"""API keys never show (issue 10, items 7 and 8): a key with a trailing newline is stripped, a key with a control
-character inside is refused without being sent or retried, and no spelling of a key reaches a message, an event,
-the session file or a repr. Over real loopback HTTP, through a session, for both wire formats."""
+"""API keys never show (issue 10, items 7, 8 and 8b): a key with a trailing newline is stripped, a key with a
+control character inside is refused without being sent or retried, and no spelling of a key reaches a message, an
+event, the session file or a repr (over real loopback HTTP, through a session, for both wire formats). Provider
+keys stay out of the bash tool's environment, and a key a tool prints is redacted (the real bash tool, called by
+the faux model through a session)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import pytest
 from pi_notebook.agent import Agent, LoopConfig
 from pi_notebook.ai import Model, StreamOptions, close_connections
 from pi_notebook.ai.messages import message_to_json
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.session import AgentSession, SessionStore, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
+from pi_notebook.tools import bash_tool
 
 APIS = ["openai", "anthropic"]
 VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -174,3 +178,85 @@ def test_no_object_that_holds_a_key_shows_it() -> None:
     assert model.headers is not None and model.headers["x-api-key"] == CANARY
     assert agent.api_key is not None and agent.api_key.get_secret_value() == CANARY
     assert options.api_key_value() == CANARY
+
+
+# ------------------------------------------------------------------ keys out of tool environments and results
+KEYS = {
+    "OPENAI_API_KEY": "sk-openai-canary-8c41d2e07f",
+    "ANTHROPIC_API_KEY": "sk-ant-canary-19b7e3a6c5",
+    "session": "sk-session-canary-4d0a6f92e1",
+    "asked": "sk-asked-canary-7e25b1c0d8",
+}
+PRINT = 'env; echo "o=[$OPENAI_API_KEY] a=[$ANTHROPIC_API_KEY] s=[$MY_COPY] g=[$ASKED_COPY]"'
+
+
+async def run_tool_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, **tool_options: Any
+) -> tuple[str, Everything, list[Any]]:
+    """A faux model calls the real bash tool with ``command``; returns the tool result's text, every place a key
+    could show, and the contexts the model was sent."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(name, KEYS[name])
+    contexts: list[Any] = []
+
+    def final(context: Any, options: Any, state: Any, model: Any) -> Any:
+        contexts.append(context)
+        return faux_assistant_message("done")
+
+    faux = FauxProvider()
+    faux.set_responses([faux_assistant_message([faux_tool_call("bash", {"command": command})], "toolUse"), final])
+    tool = bash_tool(env={"MY_COPY": KEYS["session"], "ASKED_COPY": KEYS["asked"]}, **tool_options)
+    store = SessionStore(tmp_path / "tools.jsonl")
+    session = AgentSession(
+        model=faux.model,
+        stream_fn=faux.stream,
+        tools=[tool],
+        store=store,
+        api_key=KEYS["session"],
+        get_api_key=lambda provider: KEYS["asked"],
+    )
+    seen = Everything()
+    session.subscribe(seen)
+    session.agent.subscribe(seen)
+    await session.prompt("print the environment")
+    result = next(m for m in session.messages if m.role == "toolResult")
+    store.close()
+    seen.texts.append(store.path.read_text(encoding="utf-8"))
+    seen.texts += [repr(context.messages) for context in contexts]
+    return result.content[0].text, seen, [m for m in session.messages if m.role == "toolResult"]
+
+
+def key_hits(seen: Everything) -> dict[str, int]:
+    return {name: len(seen.hits(key[3:])) for name, key in KEYS.items() if seen.hits(key[3:])}
+
+
+async def test_provider_keys_are_left_out_of_the_bash_environment_and_known_keys_are_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, seen, _ = await run_tool_session(tmp_path, monkeypatch, PRINT)
+    assert "o=[] a=[]" in text  # not in the tool's environment
+    assert "s=[***] g=[***]" in text  # passed explicitly, printed, redacted
+    assert "OPENAI_API_KEY=" not in text and "ANTHROPIC_API_KEY=" not in text
+    assert "MY_COPY=***" in text
+    assert "tool_execution_update" in seen.types
+    assert key_hits(seen) == {}
+
+
+async def test_with_provider_keys_passed_the_values_a_command_prints_are_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, seen, _ = await run_tool_session(tmp_path, monkeypatch, PRINT, provider_keys=True)
+    assert "o=[***] a=[***] s=[***] g=[***]" in text
+    assert "OPENAI_API_KEY=***" in text and "ANTHROPIC_API_KEY=***" in text
+    assert key_hits(seen) == {}
+
+
+async def test_a_key_in_a_failing_command_s_error_text_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, seen, results = await run_tool_session(
+        tmp_path, monkeypatch, 'echo "o=[$OPENAI_API_KEY]"; exit 3', provider_keys=True
+    )
+    assert results[0].is_error
+    assert text == "o=[***]\n\n\nCommand exited with code 3"
+    assert key_hits(seen) == {}
