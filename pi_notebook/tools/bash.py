@@ -19,6 +19,13 @@ start servers that way and use them in later calls. ``kill_background=True`` kil
 SIGKILL sequence) before the tool returns; use it when stray processes matter more than that workflow.
 Kept processes are not tracked afterwards: they outlive the tool call and the kernel.
 
+If the kernel dies while a command runs, the command's tree dies with it, however the kernel dies: a clean exit
+kills it from an exit handler; SIGKILL, an OOM kill or ``shutdown_kernel(now=True)`` (restart included) run no
+handler, so a small watchdog process (one per kernel, started at the first call, in its own session) sees the
+death at once and kills the trees of the calls still running: SIGTERM, then SIGKILL after ``kill_grace_ms``
+(about 0.2-0.3 s with the default grace when a process ignores SIGTERM; ``bench/bench_bash.py`` measures it).
+It finds the processes the same ways as an abort (marker, process group, parentage); see ``_lifeline``.
+
 The command's environment is ``os.environ`` without the provider credential variables (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY`` and the others in ``pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES``), plus ``env``, plus
 ``PI_NOTEBOOK_BASH_RUN=<random token>``, the marker by which escaped descendants are found. So a model that
