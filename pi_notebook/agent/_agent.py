@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
 import anyio
+from pydantic import SecretStr
 
 from ..ai import (
     AbortController,
@@ -35,6 +36,7 @@ from ..ai import (
     ThinkingLevel,
     UserMessage,
 )
+from ..ai._secret import clean_api_key
 from ._config import LoopConfig, adapt_hook
 from ._loop import run_agent_loop, run_agent_loop_continue
 from ._types import (
@@ -154,6 +156,10 @@ class Agent:
 
     Every hook is a keyword argument taking ``(context, signal)`` (the signal may be left out of the hook's
     parameters) and may be sync or async. Hooks must not raise; see ``LoopConfig``.
+
+    ``api_key`` (used when ``get_api_key`` is absent or answers ``None``) is held as a ``SecretStr`` with
+    surrounding whitespace stripped; a key with a control or non-ASCII character inside raises ``ValueError``
+    (``ApiKeyError``) at once, without the key in its text.
     """
 
     def __init__(
@@ -171,7 +177,7 @@ class Agent:
         convert_to_llm: Callable[..., Any] | None = None,
         transform_context: Callable[..., Any] | None = None,
         get_api_key: Callable[[str], Any] | None = None,
-        api_key: str | None = None,
+        api_key: SecretStr | str | None = None,
         before_tool_call: Callable[..., Any] | None = None,
         after_tool_call: Callable[..., Any] | None = None,
         finish_turn: Callable[..., Any] | None = None,
@@ -202,6 +208,14 @@ class Agent:
         self.stream_options = stream_options or StreamOptions()
         self._listeners: tuple[Listener, ...] = ()
         self._run: _Run | None = None
+
+    @property
+    def api_key(self) -> SecretStr | None:
+        return self._api_key
+
+    @api_key.setter
+    def api_key(self, key: SecretStr | str | None) -> None:
+        self._api_key = clean_api_key(key)
 
     # -- state and listeners --------------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import SecretStr
 
 from ..ai import AbortSignal, Model, StreamOptions, ThinkingLevel
+from ..ai._secret import strip_api_key
 from ._types import (
     AfterToolCallResult,
     AgentMessage,
@@ -55,7 +56,7 @@ class LoopConfig:
 
     Hooks take ``(context, signal)`` and may be sync or async. They must not raise: an exception leaves the
     loop, and the ``Agent`` turns it into a synthetic failure message (``run_agent_loop`` used directly
-    does not).
+    does not). ``api_key`` is held as a ``SecretStr`` (stripped), so the repr never shows it.
     """
 
     model: Model
@@ -77,6 +78,9 @@ class LoopConfig:
     """Given queue messages that were drained but not delivered because the run aborted first, with the
     queue they came from (``"steering"`` or ``"follow_up"``), to put them back at its front."""
     stream_options: StreamOptions = field(default_factory=StreamOptions)
+
+    def __post_init__(self) -> None:
+        self.api_key = strip_api_key(self.api_key)
 
     async def request_options(self, signal: AbortSignal) -> StreamOptions:
         """The options of one model request: the stream options with the key (``get_api_key`` asked now, else

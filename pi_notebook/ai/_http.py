@@ -26,6 +26,7 @@ from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
 from ._cassette_route import route_through_cassettes
 from ._model import Model, StreamOptions
+from ._secret import is_sensitive_header, scrub_secrets
 from ._stream import AssistantMessageEventStream
 
 __all__ = [
@@ -80,6 +81,8 @@ async def close_connections() -> None:
 def describe_transport_error(exc: BaseException) -> str:
     """Text for a failure below HTTP (connect, read, protocol). Wording matches the retry classifier."""
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.LocalProtocolError):  # we built a request HTTP forbids: sending it again cannot help
+        return f"Invalid request, not sent: {detail}"
     if isinstance(exc, httpx.TimeoutException):
         if isinstance(exc, httpx.ConnectTimeout):
             return f"Connection timed out: {detail}"
@@ -150,6 +153,8 @@ async def send_with_retry(
     while True:
         try:
             response = await client.send(request(), stream=True)
+        except httpx.LocalProtocolError as exc:
+            raise ProviderError(describe_transport_error(exc)) from None
         except httpx.TransportError as exc:
             error = ProviderError(describe_transport_error(exc))
         else:
@@ -252,8 +257,12 @@ def run_provider(
 
     ``body`` pushes events and ends with a ``done`` event. Whatever it raises, and an abort or timeout that
     interrupts it, becomes the terminal ``error``/``aborted`` event here, with the partial message kept.
-    ``secret`` (the API key) is scrubbed from any error text.
+    ``secret`` (the API key) and the values of credential headers (``model.headers``, ``options.headers``) are
+    scrubbed from any error text, in every spelling a library may quote them in (``_secret.scrub_secrets``).
     """
+    secrets = [secret, options.api_key_value()]
+    for headers in (model.headers, options.headers):
+        secrets += [value for name, value in (headers or {}).items() if is_sensitive_header(name)]
 
     async def produce(stream: AssistantMessageEventStream) -> None:
         run = ProviderRun(model, options, MessageBuilder(model.api, model.provider, model.id), stream)
@@ -278,12 +287,6 @@ def run_provider(
             stream.push(builder.error("error", f"Request timed out after {deadline} ms"))
         else:
             text = failure or "Stream ended without a terminal event"
-            stream.push(builder.error("error", _scrub(text, secret)))
+            stream.push(builder.error("error", scrub_secrets(text, secrets)))
 
     return AssistantMessageEventStream.from_producer(produce)
-
-
-def _scrub(text: str, secret: str | None) -> str:
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text

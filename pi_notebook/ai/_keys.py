@@ -1,6 +1,8 @@
 """Where API keys come from: the request's options, else the provider's environment variable.
 
-Keys are held as ``pydantic.SecretStr`` in options and only unwrapped to build the request header. While a
+Keys are held as ``pydantic.SecretStr`` in options and only unwrapped to build the request header. Surrounding
+whitespace is stripped (a key from a ``.env`` file often ends with a newline); a key that still holds a control
+or non-ASCII character is reported as a non-retryable error that does not contain it (see ``_secret``). While a
 cassette that can only replay is active, a missing key is replaced by a placeholder (:data:`REPLAY_KEY`): the
 recorded answers need none, so a notebook recorded with a key replays in CI without one.
 """
@@ -12,8 +14,9 @@ import os
 from ._cassette_route import active_cassette
 from ._http import ProviderError
 from ._model import StreamOptions
+from ._secret import api_key_problem
 
-__all__ = ["ENV_KEYS", "REPLAY_KEY", "resolve_api_key"]
+__all__ = ["ENV_KEYS", "PROVIDER_KEY_VARIABLES", "REPLAY_KEY", "provider_key_values", "resolve_api_key"]
 
 REPLAY_KEY = "no-key-cassette-replay"
 
@@ -29,15 +32,29 @@ ENV_KEYS = {
     "cerebras": "CEREBRAS_API_KEY",
 }
 
+PROVIDER_KEY_VARIABLES: tuple[str, ...] = (*ENV_KEYS.values(), "ANTHROPIC_AUTH_TOKEN", "OPENAI_ADMIN_KEY")
+"""Environment variables that hold provider credentials: the keys above and other credentials the official
+SDKs read. Tools leave them out of their environment, and their values are redacted from tool results."""
+
+
+def provider_key_values() -> list[str]:
+    """The current values of :data:`PROVIDER_KEY_VARIABLES` that are set (read at each call)."""
+    return [value for name in PROVIDER_KEY_VARIABLES if (value := os.environ.get(name))]
+
 
 def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) -> str | Exception | None:
     """The key to send, ``None`` when none is needed, or an error to report (never raised here)."""
-    key = options.api_key_value()
+    key = (options.api_key_value() or "").strip()
+    source = "api_key"
     if not key:
         variable = ENV_KEYS.get(provider)
-        key = os.environ.get(variable, "") if variable else ""
+        key = os.environ.get(variable, "").strip() if variable else ""
+        source = variable or source
     if key:
-        return key
+        problem = api_key_problem(key)
+        if problem is None:
+            return key
+        return ProviderError(f"The API key for provider {provider} (from {source}) {problem}; it was not sent")
     cassette = active_cassette()
     if cassette is not None and cassette.offline:
         return REPLAY_KEY

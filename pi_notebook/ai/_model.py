@@ -6,10 +6,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
+from ._secret import mask_headers, secret_value, strip_api_key
 from ._stream import AssistantMessageEventStream
 from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
 
@@ -40,7 +41,11 @@ class ModelCost(BaseModel):
 
 
 class Model(BaseModel):
-    """Which model to call and how: ``api`` picks the wire format, ``provider`` names the vendor."""
+    """Which model to call and how: ``api`` picks the wire format, ``provider`` names the vendor.
+
+    ``headers`` are sent with every request. Credentials among them (``Authorization``, ``x-api-key``, any
+    name with *key*, *token*, *auth*, *secret*...) are shown as ``***`` in ``repr`` and in ``model_dump``.
+    """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
     id: str
@@ -58,6 +63,14 @@ class Model(BaseModel):
     @property
     def supports_images(self) -> bool:
         return "image" in self.input
+
+    @field_serializer("headers")
+    def _masked_headers(self, headers: Mapping[str, str] | None) -> dict[str, str] | None:
+        return mask_headers(headers)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, mask_headers(value) if name == "headers" else value
 
 
 @dataclass(slots=True)
@@ -80,7 +93,7 @@ class Context:
 
 @dataclass(slots=True, repr=False)
 class StreamOptions:
-    """Per-request options. ``api_key`` is held as a secret and never printed.
+    """Per-request options. ``api_key`` is held as a secret (surrounding whitespace stripped) and never printed.
 
     Timeouts: ``timeout_ms`` bounds the whole HTTP request (connect to last byte); ``idle_timeout_ms``
     bounds each gap between received bytes. Neither covers time spent in tools or between turns.
@@ -104,12 +117,10 @@ class StreamOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if isinstance(self.api_key, str):
-            self.api_key = SecretStr(self.api_key)
+        self.api_key = strip_api_key(self.api_key)
 
     def api_key_value(self) -> str | None:
-        key = self.api_key
-        return key.get_secret_value() if isinstance(key, SecretStr) else key
+        return secret_value(self.api_key)
 
     def __repr__(self) -> str:
         key = "'**********'" if self.api_key else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ import anyio
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortController, AbortSignal, AssistantMessage
 from ._events import BudgetExceededEvent
+from ._redact import redact_result, redact_text
 from ._settings import BudgetSettings, TimeoutSettings
 
 __all__ = ["RunBudget", "ToolTimeoutError", "guard_tool"]
@@ -40,14 +42,17 @@ class _Timeout:
         return str(self.error)
 
 
-def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
-    """Wrap ``tool.execute`` with the tool timeout and the abort grace.
+def guard_tool(tool: AgentTool, timeouts: TimeoutSettings, keys: Callable[[], list[str]] = list) -> AgentTool:
+    """Wrap ``tool.execute`` with the tool timeout and the abort grace, and keep keys out of its output.
 
     The tool gets its own signal, aborted when the run aborts or when its timeout (``tool.timeout_ms``, else
     ``timeouts.tool_ms``) expires. If it has not returned ``timeouts.abort_grace_ms`` after that, its await is
     cancelled: a tool that ignores its signal cannot hold a stopped run (Pi would wait for it forever).
+
+    Every key ``keys()`` returns is redacted from the result, from each ``on_update`` snapshot and from the text
+    of an exception the tool raises (which then becomes a plain ``RuntimeError``); see ``_redact``.
     """
-    inner = tool.execute
+    inner = _redacting(tool.execute, keys)
     name = tool.name
 
     async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
@@ -88,6 +93,31 @@ def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
         return result
 
     return replace(tool, execute=execute)
+
+
+_Execute = Callable[[str, Any, AbortSignal, Any], Awaitable[AgentToolResult]]
+
+
+def _redacting(inner: _Execute, keys: Callable[[], list[str]]) -> _Execute:
+    async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+        def update(partial: AgentToolResult) -> None:
+            on_update(redact_result(partial, keys()))
+
+        try:
+            outcome: object = await inner(call_id, args, signal, update if on_update is not None else None)
+        except Exception as exc:
+            text = str(exc)
+            redacted = redact_text(text, keys())
+            if redacted != text:
+                raise RuntimeError(redacted) from None
+            raise
+        if isinstance(outcome, str):  # the loop accepts text as a result too
+            return AgentToolResult(content=redact_text(outcome, keys()))
+        if isinstance(outcome, AgentToolResult):
+            return redact_result(outcome, keys())
+        return outcome  # type: ignore[return-value]  # None or a wrong type: the loop reports it
+
+    return execute
 
 
 @dataclass(slots=True)

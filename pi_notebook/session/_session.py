@@ -55,6 +55,7 @@ from ._events import (
     QueueUpdateEvent,
 )
 from ._guard import RunBudget, guard_tool
+from ._redact import SessionKeys
 from ._session_compaction import CompactionMixin
 from ._settings import Settings
 from ._store import SessionStore
@@ -81,6 +82,10 @@ class AgentSession(CompactionMixin):
     ``store`` (a :class:`SessionStore`) records every message that reaches ``message_end``; a store that
     opened an existing file seeds the transcript with what it loaded. Other keyword arguments go to
     :class:`~pi_notebook.agent.Agent` (``system_prompt``, hooks, ...).
+
+    Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
+    key the session knows (its ``api_key``, what ``get_api_key`` returned, the provider environment variables)
+    from their results, updates and error texts (``_redact``).
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class AgentSession(CompactionMixin):
             prepare_request=self._before_request,
             **agent_options,
         )
+        self._keys = SessionKeys(self.agent)
+        self.agent.get_api_key = self._keys.wrap(self.agent.get_api_key)
         self._tools = list(tools)
         if settings is not None and not isinstance(settings, Settings | Mapping):
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
@@ -151,7 +158,7 @@ class AgentSession(CompactionMixin):
             timeout_ms=provider.timeout_ms,
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
         )
-        agent.state.tools = [guard_tool(tool, settings.timeouts) for tool in self._tools]
+        agent.state.tools = [guard_tool(tool, settings.timeouts, self._keys) for tool in self._tools]
         self.budget = RunBudget(settings.budget)
 
     @property
@@ -162,7 +169,7 @@ class AgentSession(CompactionMixin):
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
         self._tools = list(tools)
-        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts) for tool in self._tools]
+        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts, self._keys) for tool in self._tools]
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:

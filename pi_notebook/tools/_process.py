@@ -27,6 +27,10 @@ command is cancelled from outside (not through its abort signal), the tree is SI
 synchronously, because a cancelled task should not wait out a grace period (it then waits, shielded, at most
 one second for the shell's exit to be reported, so the transport closes cleanly); on interpreter exit,
 commands still running are killed the same way.
+
+When the interpreter dies without exit handlers (SIGKILL, OOM kill, ``shutdown_kernel(now=True)``), the
+watchdog of :mod:`._lifeline` kills the trees of the commands still running: each command is registered with it
+before the spawn (marker token, spawn mark), then its process group, and unregistered when ``run_shell`` ends.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import anyio
 import psutil
 
 from ..ai import AbortSignal, abort_scope
+from ._lifeline import LIFELINE
 
 __all__ = ["MARKER_ENV", "Outcome", "ProcessTree", "run_shell"]
 
@@ -324,6 +329,7 @@ async def _wait_polling(pipe: _Pipe, tree: ProcessTree) -> None:
             await pipe.finished.wait()
         if not pipe.finished.is_set():
             tree.discover()
+            LIFELINE.ensure()
             interval = min(interval * 2, POLL_MAX_S)
 
 
@@ -342,8 +348,14 @@ async def run_shell(
     start. On abort and timeout every process found is killed before this returns."""
     token = secrets.token_hex(8)
     mark = _spawn_mark()
-    transport, pipe = await _spawn(argv, cwd, {**env, MARKER_ENV: token}, on_data)
+    LIFELINE.track(token, mark, grace_s)
+    try:
+        transport, pipe = await _spawn(argv, cwd, {**env, MARKER_ENV: token}, on_data)
+    except BaseException:
+        LIFELINE.done(token)
+        raise
     tree = ProcessTree(transport.get_pid(), token, mark)
+    LIFELINE.group(token, tree.pgid)
     _running.add(tree)
     try:
         with abort_scope(signal) as aborted, anyio.move_on_after(timeout_s) as timer:
@@ -370,3 +382,4 @@ async def run_shell(
         pipe.finish()
         transport.close()
         _running.discard(tree)
+        LIFELINE.done(token)

@@ -19,8 +19,20 @@ start servers that way and use them in later calls. ``kill_background=True`` kil
 SIGKILL sequence) before the tool returns; use it when stray processes matter more than that workflow.
 Kept processes are not tracked afterwards: they outlive the tool call and the kernel.
 
-The command's environment is ``os.environ`` plus ``env`` plus ``PI_NOTEBOOK_BASH_RUN=<random token>``, the
-marker by which escaped descendants are found.
+If the kernel dies while a command runs, the command's tree dies with it, however the kernel dies: a clean exit
+kills it from an exit handler; SIGKILL, an OOM kill or ``shutdown_kernel(now=True)`` (restart included) run no
+handler, so a small watchdog process (one per kernel, started at the first call, in its own session) sees the
+death at once and kills the trees of the calls still running: SIGTERM, then SIGKILL after ``kill_grace_ms``
+(about 0.2-0.3 s with the default grace when a process ignores SIGTERM; ``bench/bench_bash.py`` measures it).
+It finds the processes the same ways as an abort (marker, process group, parentage); see ``_lifeline``.
+
+The command's environment is ``os.environ`` without the provider credential variables (``OPENAI_API_KEY``,
+``ANTHROPIC_API_KEY`` and the others in ``pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES``), plus ``env``, plus
+``PI_NOTEBOOK_BASH_RUN=<random token>``, the marker by which escaped descendants are found. So a model that
+runs ``env`` does not put a key into its transcript. ``provider_keys=True`` passes those variables through (for
+commands that call a provider themselves); a variable given in ``env`` is always passed. Either way, an
+``AgentSession`` redacts every key it knows from tool results, updates and errors (``session._redact``), so a
+key a command prints shows as ``***``; a tool used without a session gets no redaction.
 
 What the timeout does not cover: the spawn itself; and once it fires, the kill (``kill_grace_ms`` plus a few
 ms) and the drain of output already in the pipe (at most 250 ms) still run before the error is raised.
@@ -40,6 +52,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal
+from ..ai._keys import PROVIDER_KEY_VARIABLES
 from ._common import js_number
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, Snapshot, format_size
 from ._process import Outcome, run_shell
@@ -170,6 +183,7 @@ class _Bash:
         max_bytes: int,
         update_interval_ms: int,
         kill_background: bool,
+        provider_keys: bool,
     ) -> None:
         self.cwd = None if cwd is None else os.fspath(cwd)
         self.shell = shell
@@ -180,6 +194,15 @@ class _Bash:
         self.max_bytes = max_bytes
         self.interval_s = update_interval_ms / 1000
         self.kill_background = kill_background
+        self.provider_keys = provider_keys
+
+    def environment(self) -> dict[str, str]:
+        """``os.environ`` (read now) without provider keys unless ``provider_keys``, then ``env`` on top."""
+        base = dict(os.environ)
+        if not self.provider_keys:
+            for name in PROVIDER_KEY_VARIABLES:
+                base.pop(name, None)
+        return {**base, **self.env}
 
     def prepare(self, args: Any, signal: AbortSignal | None) -> _Call:
         """Check everything Pi checks before spawning, in Pi's order; raise ``BashError`` with its texts."""
@@ -189,7 +212,7 @@ class _Bash:
         timeout = _resolve_timeout(args.get("timeout"))
         if signal is not None and signal.aborted:
             raise BashError("Command aborted", "aborted")
-        env = {**os.environ, **self.env}
+        env = self.environment()
         shell = _find_shell(self.shell, env.get("PATH"))
         cwd = self.cwd if self.cwd is not None else os.getcwd()
         if not os.path.isdir(cwd):
@@ -252,6 +275,7 @@ def bash_tool(
     max_bytes: int = DEFAULT_MAX_BYTES,
     update_interval_ms: int = 100,
     kill_background: bool = False,
+    provider_keys: bool = False,
 ) -> AgentTool:
     """Pi's ``bash`` tool; see the module docstring for behaviour and differences from Pi.
 
@@ -260,6 +284,8 @@ def bash_tool(
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout, as in Pi).
     - ``kill_grace_ms``: time between SIGTERM and SIGKILL on abort, timeout and ``kill_background``.
     - ``env``: added to ``os.environ`` (read at each call) for the command.
+    - ``provider_keys``: also pass the provider key variables (``OPENAI_API_KEY``, ...) from ``os.environ``;
+      by default they are left out.
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
     - ``update_interval_ms``: least time between two ``on_update`` snapshots.
     - ``kill_background``: on normal completion, also kill what the command left running.
@@ -289,6 +315,7 @@ def bash_tool(
         max_bytes=max_bytes,
         update_interval_ms=update_interval_ms,
         kill_background=kill_background,
+        provider_keys=provider_keys,
     )
     return AgentTool(
         name="bash",

@@ -1,0 +1,124 @@
+"""API keys as secrets: how a key is cleaned where it enters, and how every spelling of it is scrubbed from text.
+
+Cleaning (:func:`clean_api_key`). Surrounding whitespace is stripped: a key read from a ``.env`` file or a
+secret store often ends with a newline, and a header value cannot carry one (the Fetch standard, and so Pi,
+trims it the same way; the Python SDKs do not, and fail with a retried "Connection error"). A key that still
+holds a control or non-ASCII character is refused with :class:`ApiKeyError`, whose text never contains the key.
+
+Scrubbing (:func:`scrub_secrets`). A library that rejects a key quotes it its own way: ``repr`` (``b'sk-…\\n'``),
+JSON (``"sk-…\\n"``), percent-encoding (``sk-%E2%80%A6``). Every such spelling of the raw and the stripped key
+is replaced by ``***``. Secrets shorter than :data:`MIN_SECRET_LEN` are not scrubbed: they are not real keys,
+and scrubbing them would mangle ordinary text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from urllib.parse import quote, quote_plus
+
+from pydantic import SecretStr
+
+__all__ = [
+    "MIN_SECRET_LEN",
+    "REDACTED",
+    "ApiKeyError",
+    "api_key_problem",
+    "clean_api_key",
+    "is_sensitive_header",
+    "mask_headers",
+    "scrub_secrets",
+    "secret_value",
+    "strip_api_key",
+]
+
+REDACTED = "***"
+MIN_SECRET_LEN = 8
+_SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
+
+
+class ApiKeyError(ValueError):
+    """A key that cannot be sent (a control or non-ASCII character inside it). The text never holds the key."""
+
+
+def secret_value(key: SecretStr | str | None) -> str | None:
+    """The plain text of a key held as ``SecretStr`` or ``str``."""
+    return key.get_secret_value() if isinstance(key, SecretStr) else key
+
+
+def strip_api_key(key: SecretStr | str | None) -> SecretStr | None:
+    """``key`` with surrounding whitespace removed, as a ``SecretStr`` (``None`` for no key or a blank one).
+    Never raises: a malformed key is reported where it is used (:func:`api_key_problem`)."""
+    value = secret_value(key)
+    if value is None:
+        return None
+    value = value.strip()
+    return SecretStr(value) if value else None
+
+
+def api_key_problem(key: str) -> str | None:
+    """Why a (stripped) key cannot go into a header, in words that do not reveal it; ``None`` if it can."""
+    for char in key:
+        if char in "\r\n":
+            return "contains a line break"
+        if unicodedata.category(char) == "Cc":
+            return f"contains a control character (U+{ord(char):04X})"
+        if not char.isascii():
+            return f"contains a non-ASCII character (U+{ord(char):04X})"
+    return None
+
+
+def clean_api_key(key: SecretStr | str | None, *, source: str = "api_key") -> SecretStr | None:
+    """Strip ``key`` and check it can be sent; raises :class:`ApiKeyError` naming ``source``, not the key."""
+    stripped = strip_api_key(key)
+    if stripped is not None and (problem := api_key_problem(stripped.get_secret_value())):
+        raise ApiKeyError(f"The API key passed as {source} {problem}")
+    return stripped
+
+
+def is_sensitive_header(name: str) -> bool:
+    """Whether a header's value is a credential (``Authorization``, ``x-api-key``, ``Cookie``, ...)."""
+    return bool(_SENSITIVE_HEADER.search(name))
+
+
+def mask_headers(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """``headers`` with the values of sensitive ones replaced by ``***`` (for reprs and dumps)."""
+    if headers is None:
+        return None
+    return {name: REDACTED if is_sensitive_header(name) else value for name, value in headers.items()}
+
+
+def scrub_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every spelling of every secret (see the module docstring) replaced by ``***``."""
+    usable = tuple(sorted({s for s in secrets if s and len(s.strip()) >= MIN_SECRET_LEN}))
+    if not usable or not text:
+        return text
+    return _pattern(usable).sub(REDACTED, text)
+
+
+@functools.lru_cache(maxsize=32)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    variants: set[str] = set()
+    for secret in secrets:
+        for value in {secret, secret.strip()}:
+            variants.update(_spellings(value))
+    ordered = sorted((v for v in variants if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
+    return re.compile("|".join(re.escape(v) for v in ordered))
+
+
+def _spellings(value: str) -> set[str]:
+    encoded = value.encode("utf-8", "surrogatepass")
+    percent = {quote(value, safe=""), quote(value), quote_plus(value, safe=""), quote_plus(value)}
+    return {
+        value,
+        repr(value)[1:-1],
+        repr(encoded)[2:-1],
+        value.encode("unicode_escape").decode("ascii"),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        *percent,
+        *(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), p) for p in percent),
+    }

@@ -1,0 +1,108 @@
+"""Keys out of tool output: the session redacts every key it knows from every tool result and update.
+
+A tool's output goes to the model, the widget and the session file, and a tool can read keys (``env``, a
+``python`` tool reading ``os.environ``, a file). So the session's tool guard (:func:`~._guard.guard_tool`, which
+every tool passes through) replaces each known key, in every spelling :func:`~pi_notebook.ai._secret.scrub_secrets`
+knows, by ``***`` in the text content and the string values of ``details`` of every result and ``on_update``
+snapshot, and in the text of a tool's exception. A key cut at the edge of a snapshot (an output tail that starts
+inside it, or output that stops in the middle of it) is redacted too.
+
+The keys (:class:`SessionKeys`): the agent's ``api_key`` and ``stream_options.api_key``, every key a
+``get_api_key`` given to the session returned, and the current values of the provider environment variables
+(:data:`~pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES`). Keys shorter than 8 characters are not redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from pydantic import SecretStr
+
+from ..agent import Agent, AgentToolResult
+from ..agent._config import maybe_await
+from ..ai import TextContent
+from ..ai._keys import provider_key_values
+from ..ai._secret import MIN_SECRET_LEN, REDACTED, scrub_secrets, secret_value
+
+__all__ = ["SessionKeys", "redact_result", "redact_text"]
+
+_EDGE_MIN = 6  # the shortest cut-off piece of a key redacted at a snapshot's edge
+
+
+class SessionKeys:
+    """The keys a session knows, read when asked (see the module docstring)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self._asked: set[str] = set()
+
+    def remember(self, key: object) -> None:
+        """Record a key that ``get_api_key`` returned."""
+        value = secret_value(key) if isinstance(key, str | SecretStr) else None
+        if value and value.strip():
+            self._asked.add(value.strip())
+
+    def wrap(self, get_api_key: Callable[[str], Any] | None) -> Callable[[str], Any] | None:
+        """``get_api_key`` recording what it returns (sync or async)."""
+        if get_api_key is None:
+            return None
+
+        async def asked(provider: str) -> Any:
+            key = await maybe_await(get_api_key(provider))
+            self.remember(key)
+            return key
+
+        return asked
+
+    def __call__(self) -> list[str]:
+        agent = self._agent
+        keys = [secret_value(agent.api_key), agent.stream_options.api_key_value(), *self._asked]
+        keys += provider_key_values()
+        return [key.strip() for key in keys if key and len(key.strip()) >= MIN_SECRET_LEN]
+
+
+def redact_text(text: str, keys: Iterable[str]) -> str:
+    """``text`` with every spelling of every key, and a key cut at either edge, replaced by ``***``."""
+    keys = list(keys)
+    if not keys or not text:
+        return text
+    text = scrub_secrets(text, keys)
+    for key in keys:
+        text = _redact_edges(text, key)
+    return text
+
+
+def _redact_edges(text: str, key: str) -> str:
+    for size in range(min(len(key), len(text)) - 1, _EDGE_MIN - 1, -1):
+        if text.endswith(key[:size]):
+            text = text[:-size] + REDACTED
+            break
+    for size in range(min(len(key), len(text)) - 1, _EDGE_MIN - 1, -1):
+        if text.startswith(key[-size:]):
+            text = REDACTED + text[size:]
+            break
+    return text
+
+
+def redact_result(result: AgentToolResult, keys: list[str]) -> AgentToolResult:
+    """``result`` with keys redacted from its text content and the strings in its ``details``."""
+    if not keys:
+        return result
+    blocks = [TextContent(text=result.content)] if isinstance(result.content, str) else result.content
+    content = [
+        block.model_copy(update={"text": redact_text(block.text, keys)}) if isinstance(block, TextContent) else block
+        for block in blocks
+    ]
+    return replace(result, content=content, details=_redact_value(result.details, keys))
+
+
+def _redact_value(value: Any, keys: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact_text(value, keys)
+    if isinstance(value, dict):
+        return {name: _redact_value(item, keys) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_redact_value(item, keys) for item in value)
+    return value
