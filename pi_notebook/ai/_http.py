@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import time
 import weakref
@@ -109,26 +110,48 @@ def _retryable(error: ProviderError) -> bool:
 
 def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | None = None) -> float:
     """Pi's layer-1 delay for retry number ``attempt`` (0-based): ``retry-after-ms``, else ``retry-after``
-    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter."""
+    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter.
+
+    A header value that is not a finite, non-negative number (``inf``, ``nan``, ``-5``, or so large that it
+    overflows) counts as absent, so the next source applies. Text that is neither a number nor a date means
+    "at once", as in Pi; a date in the past too.
+    """
     headers = error.headers
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms))
-        except ValueError:
-            pass
+    delay = _finite_ms(headers.get("retry-after-ms"), 1.0)
+    if delay is not None:
+        return delay
     raw = headers.get("retry-after")
     if raw is not None:
-        try:
-            return max(0.0, float(raw) * 1000)
-        except ValueError:
+        delay = _finite_ms(raw, 1000.0)
+        if delay is not None:
+            return delay
+        if not _is_number(raw):
             try:
                 when = email.utils.parsedate_to_datetime(raw).timestamp()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 return 0.0
             return max(0.0, (when - (time.time() if now is None else now)) * 1000)
     backoff: float = min(0.5 * 2**attempt, 8.0)
     return backoff * (1 - random.random() * 0.25) * 1000
+
+
+def _finite_ms(raw: str | None, scale: float) -> float | None:
+    """``raw`` as milliseconds (``scale`` per unit) when it is a finite number >= 0, else None."""
+    if raw is None:
+        return None
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _is_number(raw: str) -> bool:
+    try:
+        float(raw)
+    except ValueError:
+        return False
+    return True
 
 
 async def send_with_retry(
