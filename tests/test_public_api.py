@@ -35,7 +35,8 @@ ALSO_REQUIRED = {
     "pi_notebook.ai": {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
-        "UserMessage", "Usage", "stream", "complete", "abort_scope",
+        "UserMessage", "Usage", "stream", "complete", "abort_scope", "OpenAICompletionsCompat",
+        "resolve_openai_compat",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {
@@ -44,7 +45,7 @@ ALSO_REQUIRED = {
     "pi_notebook.ai.retry": {"is_retryable_assistant_error", "retry_assistant_call", "RetryPolicy"},
     "pi_notebook.ai.overflow": {"is_context_overflow", "is_recoverable_length"},
     "pi_notebook.ai.transform": {"transform_messages"},
-    "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "EventRecorder", "trace_label"},
+    "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "RawResponse", "EventRecorder", "trace_label"},
     "pi_notebook.tools.bash": {"bash_tool"},
 }  # fmt: skip
 

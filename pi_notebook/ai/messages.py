@@ -100,6 +100,9 @@ class Usage(_Wire):
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
+    estimated: bool | None = None
+    """True when the server reported no usage and the counts are estimated (characters / 4 of the request and
+    the reply, as Pi's faux provider counts). Not in Pi's format; Pi ignores it."""
 
 
 UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
