@@ -44,6 +44,7 @@ ALSO_REQUIRED = {
     },
     "pi_notebook.ai.retry": {"is_retryable_assistant_error", "retry_assistant_call", "RetryPolicy"},
     "pi_notebook.ai.overflow": {"is_context_overflow", "is_recoverable_length"},
+    "pi_notebook.ai.models": {"model_from_spec", "model_from_server", "parse_compatible_spec", "SPEC_HELP"},
     "pi_notebook.ai.transform": {"transform_messages"},
     "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "RawResponse", "EventRecorder", "trace_label"},
     "pi_notebook.tools.bash": {"bash_tool"},
