@@ -61,13 +61,21 @@ class ProviderError(Exception):
     """
 
     def __init__(
-        self, message: str, status: int | None = None, headers: Mapping[str, str] | None = None, body: str = ""
+        self,
+        message: str,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: str = "",
+        *,
+        empty_stream: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.headers = headers or {}
         self.body = body
+        self.empty_stream = empty_stream
+        """The server answered with a success and then sent nothing: it failed after its headers went out."""
 
 
 def http_client() -> httpx.AsyncClient:
@@ -279,7 +287,7 @@ async def post_sse(
             await read(run, response)
         except ProviderError:
             if response.num_bytes_downloaded == 0:
-                raise ProviderError(describe_empty_stream(response), response.status_code) from None
+                raise ProviderError(describe_empty_stream(response), response.status_code, empty_stream=True) from None
             raise
     finally:
         with anyio.CancelScope(shield=True):

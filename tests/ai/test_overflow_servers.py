@@ -16,9 +16,9 @@ Sources (repository, path, commit or release):
   ``tools/server/server-context.cpp`` (two texts, context shift off and on), type ``exceed_context_size_error``.
 * llama-cpp-python 0.3.36 (PyPI sdist): ``llama_cpp/llama.py`` raises "Requested tokens (N) exceed context window
   of M"; ``llama_cpp/server/errors.py`` (``context_length_exceeded``) rewrites it into OpenAI's wording.
-* LiteLLM, ``BerriAI/litellm``: ``litellm/exceptions.py`` (``ContextWindowExceededError``, prefixed
-  ``litellm.ContextWindowExceededError:``); the proxy's body as its mock model sends it (recorded from
-  ``litellm[proxy]`` by ``tests/real_servers/up.sh``).
+* LiteLLM, ``BerriAI/litellm``: ``litellm/exceptions.py`` (``ContextWindowExceededError`` prefixes its message
+  with ``litellm.ContextWindowExceededError:``, 1.108.7); the proxy's text for its mock model, as
+  ``litellm[proxy]==1.108.7`` sent it on both routes (``tests/real_servers`` runs it).
 * OpenRouter (closed source): the body quoted in ``Aider-AI/aider`` issue #3721.
 """
 
@@ -76,7 +76,13 @@ SERVER_TEXTS: list[tuple[str, str]] = [
         "Error code: 400 - {'error': {'message': 'request (2519 tokens) exceeds the available context size (2048 "
         "tokens), try increasing it', 'type': 'exceed_context_size_error'}}",
     ),
-    ("litellm-mock", "litellm.ContextWindowExceededError: This is a mock context window exceeded error"),
+    (
+        "litellm-mock",  # litellm[proxy] 1.108.7, mock_response "litellm.ContextWindowExceededError"; both routes
+        "litellm.ContextWindowExceededError: litellm.BadRequestError: this is a mock context window exceeded error\n"
+        "model=mock-overflow. context_window_fallbacks=None. fallbacks=None.\n\nSet 'context_window_fallback' - "
+        "https://docs.litellm.ai/docs/routing#fallbacks\n\nLiteLLM: model group 'mock-overflow' failed with the "
+        "error above. No fallback was attempted.",
+    ),
     (
         "openrouter",
         "This endpoint's maximum context length is 131072 tokens. However, you requested about 141607 tokens (10535 "

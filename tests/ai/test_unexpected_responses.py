@@ -167,6 +167,27 @@ async def test_an_empty_200_stream_is_not_transient(api: str, server: FaultServe
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflow(
+    api: str, server: FaultServer
+) -> None:
+    # llama-cpp-python fails this way when the prompt does not fit (its log: "Requested tokens (N) exceed context
+    # window of M"); the estimated prompt says what the server did not.
+    server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)] * 2)
+    model = model_for(api, server).model_copy(update={"context_window": 2048})
+    big = Context(messages=[UserMessage(content=[TextContent(text="lorem ipsum " * 1000)])])
+    small = Context(messages=[UserMessage(content=[TextContent(text="hello")])])
+    overflowed = await complete(model, big, StreamOptions())
+    failed = await complete(model, small, StreamOptions())
+    assert overflowed.error_message is not None
+    assert overflowed.error_message.endswith(
+        "; the prompt (about 3002 tokens, estimated) exceeds the context window of 2048 tokens"
+    )
+    assert is_context_overflow(overflowed)
+    assert not is_context_overflow(failed)
+    assert not is_retryable_assistant_error(failed)
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_an_empty_200_json_body_says_so(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, b"")])
     message = await ask(api, server)

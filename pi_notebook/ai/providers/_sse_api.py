@@ -17,6 +17,7 @@ from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import resolve_api_key
 from .._model import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
+from ._faux_usage import estimate_tokens, serialize_context
 
 __all__ = ["stream_sse_api"]
 
@@ -52,6 +53,30 @@ def stream_sse_api(
         if isinstance(key, Exception):
             raise key
         url = model.base_url.rstrip("/") + path
-        await post_sse(run, url, build_payload(model, context, options), headers(key), describe_status, read, read_json)
+        payload = build_payload(model, context, options)
+        try:
+            await post_sse(run, url, payload, headers(key), describe_status, read, read_json)
+        except ProviderError as error:
+            raise _explain_empty_stream(error, model, context) from None
 
     return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
+
+
+def _explain_empty_stream(error: ProviderError, model: Model, context: Context) -> ProviderError:
+    """A server that fails after answering 200 sends no error text (llama-cpp-python when the prompt does not
+    fit: its log says "Requested tokens (N) exceed context window of M"). When the prompt, estimated at
+    characters / 4, does not fit ``model.context_window`` either, say so in words the overflow check knows, so
+    the session compacts instead of giving up."""
+    if not error.empty_stream or not model.context_window:
+        return error
+    estimate = estimate_tokens(len(serialize_context(context)))
+    if estimate < model.context_window:
+        return error
+    return ProviderError(
+        f"{error.message}; the prompt (about {estimate} tokens, estimated) exceeds the context window of "
+        f"{model.context_window} tokens",
+        error.status,
+        error.headers,
+        error.body,
+        empty_stream=True,
+    )
