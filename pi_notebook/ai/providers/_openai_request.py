@@ -57,13 +57,10 @@ def build_payload(model: Model, context: Context, options: StreamOptions) -> dic
 
 def _has_tool_history(messages: Sequence[Message]) -> bool:
     return any(
-        isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and any(_is_call(b) for b in m.content))
+        isinstance(m, ToolResultMessage)
+        or (isinstance(m, AssistantMessage) and any(isinstance(b, ToolCall) for b in m.content))
         for m in messages
     )
-
-
-def _is_call(block: object) -> bool:
-    return isinstance(block, ToolCall)
 
 
 def _messages(model: Model, context: Context, compat: ResolvedOpenAICompat) -> list[dict[str, Any]]:
