@@ -12,7 +12,9 @@ chosen by request path:
 Script it like the faux provider: ``server.script([...])`` queues entries, each request takes the next one (FIFO),
 an exhausted script answers 500 "fault server: no scripted reply". An entry is a :class:`Reply` (a stream, maybe
 with a :class:`StreamFault` part-way), a :class:`StatusFault` (an HTTP error with a body in the request's format),
-or a :class:`StreamFault` on its own (``reset`` and ``stall`` then act before any response header)::
+a :class:`RawResponse` (any status and body as given: a JSON completion with 200, an HTML page, a redirect, an
+empty stream), or a :class:`StreamFault` on its own (``reset`` and ``stall`` then act before any response
+header). ``serve_models(listing)`` answers ``GET …/models``::
 
     with FaultServer() as server:
         server.script([Fault.rate_limit(headers={"retry-after-ms": "50"}), Reply.text("hello world")])
