@@ -175,7 +175,7 @@ async def _prepare(batch: _Batch, call: ToolCall) -> _Done | _Prepared:
         raw = call.arguments
         if tool.prepare_arguments is not None:
             raw = tool.prepare_arguments(raw)
-        args = validate_arguments(tool.parameters, call.name, raw)
+        args = validate_arguments(tool.parameters, call.name, raw, call.unparsed_arguments)
         hook = batch.config.before_tool_call
         if hook is not None:
             context = BeforeToolCallContext(batch.message, call, args, batch.context)

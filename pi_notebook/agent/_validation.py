@@ -21,26 +21,37 @@ _validators: dict[int, tuple[Mapping[str, Any], Any]] = {}
 _MAX_VALIDATORS = 256  # schemas built per call (a new bash_tool() each time) must not pile up for a kernel's life
 
 
-def validate_arguments(parameters: Mapping[str, Any] | type[BaseModel], name: str, raw: dict[str, Any]) -> Any:
+def validate_arguments(
+    parameters: Mapping[str, Any] | type[BaseModel], name: str, raw: dict[str, Any], unparsed: str | None = None
+) -> Any:
+    """The validated arguments, or ``ValueError`` with Pi's message. ``unparsed`` is the text the model sent when
+    it was not valid JSON (``raw`` is then what could be salvaged from it); the message quotes it as well."""
     if isinstance(parameters, type) and issubclass(parameters, BaseModel):
         try:
             return parameters.model_validate(raw)
         except ValidationError as exc:
             lines = [f"  - {'.'.join(map(str, e['loc'])) or 'root'}: {e['msg']}" for e in exc.errors()]
-            raise ValueError(_message(name, lines, raw)) from None
+            raise ValueError(_message(name, lines, raw, unparsed)) from None
     args = _coerce(copy.deepcopy(raw), parameters)
     validator = _validator(parameters)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if not errors:
         return args
     lines = [f"  - {'.'.join(map(str, e.absolute_path)) or 'root'}: {e.message}" for e in errors]
-    raise ValueError(_message(name, lines, raw))
+    raise ValueError(_message(name, lines, raw, unparsed))
 
 
-def _message(name: str, lines: list[str], raw: Any) -> str:
+_UNPARSED_SHOWN = 2000
+
+
+def _message(name: str, lines: list[str], raw: Any, unparsed: str | None) -> str:
     errors = "\n".join(lines) or "Unknown validation error"
     received = json.dumps(raw, indent=2, default=str)
-    return f'Validation failed for tool "{name}":\n{errors}\n\nReceived arguments:\n{received}'
+    text = f'Validation failed for tool "{name}":\n{errors}\n\nReceived arguments:\n{received}'
+    if unparsed is not None:
+        shown = unparsed if len(unparsed) <= _UNPARSED_SHOWN else unparsed[:_UNPARSED_SHOWN] + "…"
+        text += f"\n\nThe arguments sent were not valid JSON:\n{shown}"
+    return text
 
 
 def _validator(schema: Mapping[str, Any]) -> Any:

@@ -10,6 +10,7 @@ and never raises for request/model/runtime failures: those are data (an assistan
 from ._abort import AbortController, AbortSignal, abort_scope, abortable_sleep
 from ._builder import MessageBuilder
 from ._cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
+from ._compat import OpenAICompletionsCompat, ResolvedOpenAICompat, resolve_openai_compat
 from ._events import (
     AssistantMessageEvent,
     DoneEvent,
@@ -63,6 +64,8 @@ __all__ = [
     "MessageBuilder",
     "Model",
     "ModelCost",
+    "OpenAICompletionsCompat",
+    "ResolvedOpenAICompat",
     "StartEvent",
     "StopReason",
     "StreamFn",
@@ -90,5 +93,6 @@ __all__ = [
     "complete",
     "register_api",
     "registered_apis",
+    "resolve_openai_compat",
     "stream",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+import pydantic_core
+
 from ._events import (
     DoneEvent,
     ErrorEvent,
@@ -101,11 +103,15 @@ class MessageBuilder:
         return ToolCallDeltaEvent(index, delta, self.message)
 
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEndEvent:
-        """Finish a call; ``arguments`` defaults to the JSON streamed so far (``{}`` if it does not parse)."""
+        """Finish a call; ``arguments`` defaults to the JSON streamed so far, salvaged as Pi does when it is not
+        valid (:func:`parse_arguments`; the text itself is kept in ``unparsed_arguments``)."""
         block = self.message.content[index]
         assert isinstance(block, ToolCall)
         raw = self._args.pop(index, ())
-        block.arguments = parse_arguments("".join(raw)) if arguments is None else arguments
+        if arguments is None:
+            _set_arguments(block, "".join(raw))
+        else:
+            block.arguments = arguments
         return ToolCallEndEvent(index, block, self.message)
 
     # -- end ------------------------------------------------------------------------------------------
@@ -139,14 +145,83 @@ class MessageBuilder:
         for index in list(self._args):
             block = self.message.content[index]
             if isinstance(block, ToolCall):
-                block.arguments = parse_arguments("".join(self._args.pop(index)))
+                _set_arguments(block, "".join(self._args.pop(index)))
+
+
+def _set_arguments(block: ToolCall, raw: str) -> None:
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        block.arguments = value
+    else:  # the rare path: salvage what parses, keep what was sent
+        block.arguments = parse_arguments(raw)
+        block.unparsed_arguments = raw
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
+    """Pi's ``parseStreamingJson``: the JSON object, repaired if need be (raw control characters and invalid
+    escapes inside strings), else as much of it as parses (a cut-off object keeps its complete members), else
+    ``{}``. Anything but an object gives ``{}``."""
     if not raw.strip():
         return {}
     try:
         value = json.loads(raw)
     except ValueError:
-        return {}
+        value = _salvage(raw)
     return value if isinstance(value, dict) else {}
+
+
+def _salvage(raw: str) -> Any:
+    repaired = repair_json(raw)
+    for parse, text in ((json.loads, repaired), (_partial, raw), (_partial, repaired)):
+        try:
+            return parse(text)
+        except ValueError:
+            continue
+    return {}
+
+
+def _partial(text: str) -> Any:
+    return pydantic_core.from_json(text, allow_partial=True)
+
+
+_VALID_ESCAPES = frozenset('"\\/bfnrtu')
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def repair_json(text: str) -> str:
+    """Pi's ``repairJson``: inside strings, escape raw control characters and double a backslash that starts no
+    valid escape (``"C:\\path"`` as models often write it)."""
+    out: list[str] = []
+    in_string = False
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if not in_string:
+            in_string = char == '"'
+            out.append(char)
+        elif char == '"':
+            in_string = False
+            out.append(char)
+        elif char == "\\":
+            following = text[index + 1 : index + 2]
+            if following == "u" and _is_hex4(text[index + 2 : index + 6]):
+                out.append(text[index : index + 6])
+                index += 5
+            elif following and following in _VALID_ESCAPES and following != "u":
+                out.append(char + following)
+                index += 1
+            else:
+                out.append("\\\\")
+        elif ord(char) < 0x20:
+            out.append(_CONTROL_ESCAPES.get(char, f"\\u{ord(char):04x}"))
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _is_hex4(text: str) -> bool:
+    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import time
 import weakref
@@ -26,12 +27,22 @@ from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
 from ._cassette_route import route_through_cassettes
 from ._model import Model, StreamOptions
+from ._responses import (
+    content_type,
+    describe_empty_stream,
+    describe_redirect,
+    describe_unexpected_body,
+    is_event_stream,
+    is_json,
+    summarise_body,
+)
 from ._secret import is_sensitive_header, scrub_secrets
 from ._stream import AssistantMessageEventStream
 
 __all__ = [
     "ProviderError",
     "ProviderRun",
+    "ReadJson",
     "close_connections",
     "describe_transport_error",
     "provider_retry_delay_ms",
@@ -40,6 +51,7 @@ __all__ = [
 ]
 
 _MAX_ERROR_BODY = 64 * 1024
+_MAX_WHOLE_BODY = 16 * 1024 * 1024  # a whole JSON completion sent instead of a stream
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
 
@@ -51,13 +63,21 @@ class ProviderError(Exception):
     """
 
     def __init__(
-        self, message: str, status: int | None = None, headers: Mapping[str, str] | None = None, body: str = ""
+        self,
+        message: str,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: str = "",
+        *,
+        empty_stream: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.headers = headers or {}
         self.body = body
+        self.empty_stream = empty_stream
+        """The server answered with a success and then sent nothing: it failed after its headers went out."""
 
 
 def http_client() -> httpx.AsyncClient:
@@ -114,26 +134,48 @@ def _retryable(error: ProviderError) -> bool:
 
 def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | None = None) -> float:
     """Pi's layer-1 delay for retry number ``attempt`` (0-based): ``retry-after-ms``, else ``retry-after``
-    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter."""
+    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter.
+
+    A header value that is not a finite, non-negative number (``inf``, ``nan``, ``-5``, or so large that it
+    overflows) counts as absent, so the next source applies. Text that is neither a number nor a date means
+    "at once", as in Pi; a date in the past too.
+    """
     headers = error.headers
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms))
-        except ValueError:
-            pass
+    delay = _finite_ms(headers.get("retry-after-ms"), 1.0)
+    if delay is not None:
+        return delay
     raw = headers.get("retry-after")
     if raw is not None:
-        try:
-            return max(0.0, float(raw) * 1000)
-        except ValueError:
+        delay = _finite_ms(raw, 1000.0)
+        if delay is not None:
+            return delay
+        if not _is_number(raw):
             try:
                 when = email.utils.parsedate_to_datetime(raw).timestamp()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 return 0.0
             return max(0.0, (when - (time.time() if now is None else now)) * 1000)
     backoff: float = min(0.5 * 2**attempt, 8.0)
     return backoff * (1 - random.random() * 0.25) * 1000
+
+
+def _finite_ms(raw: str | None, scale: float) -> float | None:
+    """``raw`` as milliseconds (``scale`` per unit) when it is a finite number >= 0, else None."""
+    if raw is None:
+        return None
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _is_number(raw: str) -> bool:
+    try:
+        float(raw)
+    except ValueError:
+        return False
+    return True
 
 
 async def send_with_retry(
@@ -144,7 +186,8 @@ async def send_with_retry(
     """Send ``request()`` and return the streaming response once it has a success status.
 
     Error statuses and connection failures are retried ``options.max_retries`` times (Pi's layer 1: 408, 409,
-    429, 5xx, no response; ``x-should-retry`` overrides). A server asking to wait longer than
+    429, 5xx, no response; ``x-should-retry`` overrides). A redirect (3xx) fails at once and is not followed; an
+    HTML error page is described by its title. A server asking to wait longer than
     ``options.max_retry_delay_ms`` (0 = no cap) fails at once with Pi's "Server requested ..." text. Only the
     initial request is ever retried: once a response streams, a failure is final.
     """
@@ -158,14 +201,18 @@ async def send_with_retry(
         except httpx.TransportError as exc:
             error = ProviderError(describe_transport_error(exc))
         else:
-            if response.status_code < 400:
+            if response.status_code < 300:
                 return response
             try:
                 body = await _read_limited(response)
             finally:
                 await response.aclose()
+            if response.status_code < 400:  # a redirect: never retried, never followed
+                raise ProviderError(describe_redirect(response), response.status_code, response.headers, body)
+            kind = content_type(response)
+            shown = summarise_body(kind, body) if "html" in kind else body  # a page's title, not its markup
             error = ProviderError(
-                describe_status(response.status_code, body), response.status_code, response.headers, body
+                describe_status(response.status_code, shown), response.status_code, response.headers, body
             )
         if attempt >= options.max_retries or not _retryable(error):
             raise error
@@ -186,15 +233,15 @@ def _ceil_s(ms: float) -> int:
     return -int(-ms // 1000)
 
 
-async def _read_limited(response: httpx.Response) -> str:
+async def _read_limited(response: httpx.Response, limit: int = _MAX_ERROR_BODY) -> str:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
-        if size >= _MAX_ERROR_BODY:
+        if size >= limit:
             break
-    return b"".join(chunks)[:_MAX_ERROR_BODY].decode("utf-8", "replace")
+    return b"".join(chunks)[:limit].decode("utf-8", "replace")
 
 
 def iter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
@@ -208,6 +255,10 @@ def timeout_for(options: StreamOptions) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=seconds)
 
 
+ReadJson = Callable[["ProviderRun", httpx.Response, str, Any], None]
+"""Reads a whole JSON body (status < 300) as the message or error it is: pushes events, or raises ProviderError."""
+
+
 async def post_sse(
     run: ProviderRun,
     url: str,
@@ -215,9 +266,14 @@ async def post_sse(
     headers: Mapping[str, str],
     describe_status: Callable[[int, str], str],
     read: Callable[[ProviderRun, httpx.Response], Awaitable[None]],
+    read_json: ReadJson,
 ) -> None:
     """POST ``payload`` as JSON (layer-1 retry included), then let ``read`` consume the streaming response,
     which is closed however ``read`` ends (an abort included, so the connection never lingers).
+
+    A success that is not an event stream is not a network failure: a JSON body goes to ``read_json`` (a whole
+    completion, or an error sent with 200), anything else (an HTML page, plain text, nothing) fails with a text
+    saying what came back; so does a stream that ends before its first byte. None of these is retried.
 
     Headers: the JSON/SSE ones, then ``headers`` (auth), then the model's, then the request's."""
     options = run.options
@@ -231,10 +287,31 @@ async def post_sse(
 
     response = await send_with_retry(request, options, describe_status)
     try:
-        await read(run, response)
+        if not is_event_stream(response):
+            await _read_whole_body(run, response, read_json)
+            return
+        try:
+            await read(run, response)
+        except ProviderError:
+            if response.num_bytes_downloaded == 0:
+                raise ProviderError(describe_empty_stream(response), response.status_code, empty_stream=True) from None
+            raise
     finally:
         with anyio.CancelScope(shield=True):
             await response.aclose()
+
+
+async def _read_whole_body(run: ProviderRun, response: httpx.Response, read_json: ReadJson) -> None:
+    body = await _read_limited(response, _MAX_WHOLE_BODY)
+    if is_json(response) and body.strip():
+        try:
+            data = json.loads(body)
+        except ValueError:
+            pass
+        else:
+            read_json(run, response, body, data)
+            return
+    raise ProviderError(describe_unexpected_body(response, body), response.status_code, response.headers, body)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
+from ._compat import OpenAICompletionsCompat
 from ._secret import mask_headers, secret_value, strip_api_key
 from ._stream import AssistantMessageEventStream
 from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
@@ -45,6 +46,12 @@ class Model(BaseModel):
 
     ``headers`` are sent with every request. Credentials among them (``Authorization``, ``x-api-key``, any
     name with *key*, *token*, *auth*, *secret*...) are shown as ``***`` in ``repr`` and in ``model_dump``.
+
+    ``context_window`` drives compaction and overflow detection; ``max_tokens`` is the output limit (sent to
+    OpenAI-compatible servers only when set explicitly: their own default is "until the context is full", and a
+    limit above a small server's context is an error there). ``key_env`` names the environment variable that
+    holds the key when the provider's own (``OPENAI_API_KEY``, …) does not apply, e.g. a LiteLLM proxy's key.
+    ``compat`` overrides what is detected about an OpenAI-compatible server (see :class:`OpenAICompletionsCompat`).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
@@ -59,6 +66,8 @@ class Model(BaseModel):
     context_window: int = 128_000
     max_tokens: int = 16_384
     headers: Mapping[str, str] | None = None
+    key_env: str | None = None
+    compat: OpenAICompletionsCompat | None = None
 
     @property
     def supports_images(self) -> bool:
@@ -113,6 +122,9 @@ class StreamOptions:
     cache_retention: Literal["none", "short", "long"] | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    """OpenAI-compatible APIs: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function":
+    {"name": …}}`` (llama-cpp-python's ``chatml-function-calling`` format calls a tool only when named here)."""
     on_response: Callable[[int, Mapping[str, str]], object] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

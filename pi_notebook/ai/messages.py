@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -83,6 +83,23 @@ class ToolCall(_Wire):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     thought_signature: str | None = None
+    _unparsed: str | None = PrivateAttr(default=None)
+
+    @property
+    def unparsed_arguments(self) -> str | None:
+        """The argument text the model streamed, when it was not a valid JSON object: ``arguments`` then holds
+        what could be salvaged (Pi's rules), and a validation error shows both. In memory only, never saved."""
+        return self._unparsed
+
+    @unparsed_arguments.setter
+    def unparsed_arguments(self, text: str | None) -> None:
+        self._unparsed = text
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the saved fields are (``unparsed_arguments`` is a note, not part of the call)."""
+        if not isinstance(other, ToolCall):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.__pydantic_extra__ == other.__pydantic_extra__
 
 
 class Cost(_Wire):
@@ -100,6 +117,9 @@ class Usage(_Wire):
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
+    estimated: bool | None = None
+    """True when the server reported no usage and the counts are estimated (characters / 4 of the request and
+    the reply, as Pi's faux provider counts). Not in Pi's format; Pi ignores it."""
 
 
 UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]

@@ -32,8 +32,9 @@ OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"request_too_large",  # Anthropic HTTP 413, request byte size
         r"input is too long for requested model",  # Amazon Bedrock
         r"exceeds the context window",  # OpenAI Completions and Responses
-        # OpenAI-compatible proxies (LiteLLM): "... of 131072 tokens" or "... (262144)"
-        r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))",
+        # OpenAI-compatible proxies (LiteLLM): "... of 131072 tokens" or "... (262144)"; Ollama's MLX runner
+        # "... (4096 tokens)"
+        r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+(?: tokens?)?\))",
         r"input token count.*exceeds the maximum",  # Google Gemini
         r"maximum prompt length is \d+",  # xAI Grok
         r"reduce the length of the messages",  # Groq
@@ -49,6 +50,13 @@ OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"prompt has [\d,]+ tokens?, but the configured context size is [\d,]+ tokens?",  # DS4 server
         r"model_context_window_exceeded",  # z.ai finish_reason surfaced as error text
         r"prompt too long; exceeded (?:max )?context length",  # Ollama
+        # Not in Pi: the servers of issue 17 (tests/ai/test_overflow_servers.py cites each source)
+        r"longer than the context length",  # Ollama (llama-server runner, context shift off)
+        r"context length is only \d+ tokens",  # vLLM (renderer token/character checks)
+        r"longer than the maximum model length of \d+",  # vLLM (engine input processor)
+        r"exceed context window of \d+",  # llama-cpp-python, unmapped (e.g. once streaming began)
+        r"larger than the max context size",  # llama.cpp server, context shift on
+        r"ContextWindowExceededError",  # LiteLLM proxy, whatever the backend's own wording
         r"range of input length should be",  # DashScope / Qwen
         r"context[_ ]length[_ ]exceeded",  # generic
         r"too many tokens",  # generic

@@ -70,6 +70,9 @@ NON_RETRYABLE_ERROR_FRAGMENTS: tuple[str, ...] = (
     "out of budget",
     "quota exceeded",
     "billing",
+    # Not Pi's: a success that was not the event stream asked for (a redirect, an HTML page, an empty stream).
+    # The same request gets the same answer; a port such as :5000 in a redirect's URL must not read as a 500.
+    "instead of an event stream",
 )
 """Regex fragments of errors that must never be retried; checked before the retryable table."""
 

@@ -7,6 +7,7 @@ The faux provider lives in :mod:`pi_notebook.ai.providers.faux`.
 from ._fault_script import (
     Api,
     Fault,
+    RawResponse,
     Reply,
     ScriptEntry,
     StatusFault,
@@ -24,6 +25,7 @@ __all__ = [
     "EventRecorder",
     "Fault",
     "FaultServer",
+    "RawResponse",
     "RecordedRequest",
     "Reply",
     "ScriptEntry",

@@ -16,6 +16,7 @@ __all__ = [
     "Api",
     "Block",
     "Fault",
+    "RawResponse",
     "Reply",
     "ScriptEntry",
     "StatusFault",
@@ -140,6 +141,34 @@ class StatusFault:
         return (self.openai if api == "openai" else self.anthropic).status
 
 
+@dataclass(frozen=True)
+class RawResponse:
+    """Any response, verbatim: a status (2xx and 3xx included), a body, a content type and headers.
+
+    For what servers send besides an event stream: a whole JSON completion or a JSON error with ``200`` (LiteLLM's
+    mock models on ``/v1/messages``), an HTML page from a proxy or a login wall, a redirect, an empty ``200``
+    stream (llama-cpp-python's server when its chat template fails after the headers went out). ``body``: a
+    mapping is sent as JSON; str/bytes as given. ``chunked`` sends the body as one chunk of a chunked response
+    (none when empty), as a streaming server would, instead of with a ``content-length``.
+    """
+
+    status: int
+    body: Mapping[str, Any] | str | bytes = b""
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    chunked: bool = False
+
+    def __post_init__(self) -> None:
+        if not 200 <= self.status <= 599:
+            raise ValueError(f"a raw response needs a status from 200 to 599, got {self.status}")
+
+    @property
+    def body_bytes(self) -> bytes:
+        if isinstance(self.body, Mapping):
+            return json.dumps(dict(self.body)).encode()
+        return self.body.encode() if isinstance(self.body, str) else self.body
+
+
 class Fault:
     """Constructors of faults. Presets pick a realistic status and body per wire format (PI-SPEC §4.4, §5)."""
 
@@ -227,6 +256,19 @@ class Fault:
         )
 
     @staticmethod
+    def raw(
+        status: int,
+        body: Mapping[str, Any] | str | bytes = b"",
+        *,
+        content_type: str = "application/json",
+        headers: Mapping[str, str] | None = None,
+        chunked: bool = False,
+    ) -> RawResponse:
+        """A response sent as given (see :class:`RawResponse`), e.g. ``Fault.raw(200, b"", content_type=
+        "text/event-stream", chunked=True)`` for a stream that ends before its first event."""
+        return RawResponse(status, body, content_type, dict(headers or {}), chunked)
+
+    @staticmethod
     def reset(*, after_events: int = 0) -> StreamFault:
         return StreamFault("reset", after_events)
 
@@ -306,6 +348,8 @@ class Reply:
     chunk_chars: int = 4
     delay_s: float = 0.0
     fault: StreamFault | None = None
+    send_usage: bool = True
+    """OpenAI format: False never sends a usage chunk, even when asked (llama-cpp-python's server)."""
 
     def __post_init__(self) -> None:
         if self.chunk_chars < 1:
@@ -375,11 +419,11 @@ class Reply:
     ) -> list[bytes]:
         """The SSE events this reply writes, one ``bytes`` each (what ``after_events`` counts)."""
         if api == "openai":
-            return _openai_events(self, model, include_usage, number)
+            return _openai_events(self, model, include_usage and self.send_usage, number)
         return _anthropic_events(self, model, number)
 
 
-ScriptEntry: TypeAlias = Reply | StatusFault | StreamFault
+ScriptEntry: TypeAlias = Reply | StatusFault | StreamFault | RawResponse
 
 
 # ---------------------------------------------------------------------------------------------- the wire formats

@@ -12,7 +12,9 @@ chosen by request path:
 Script it like the faux provider: ``server.script([...])`` queues entries, each request takes the next one (FIFO),
 an exhausted script answers 500 "fault server: no scripted reply". An entry is a :class:`Reply` (a stream, maybe
 with a :class:`StreamFault` part-way), a :class:`StatusFault` (an HTTP error with a body in the request's format),
-or a :class:`StreamFault` on its own (``reset`` and ``stall`` then act before any response header)::
+a :class:`RawResponse` (any status and body as given: a JSON completion with 200, an HTML page, a redirect, an
+empty stream), or a :class:`StreamFault` on its own (``reset`` and ``stall`` then act before any response
+header). ``serve_models(listing)`` answers ``GET …/models``::
 
     with FaultServer() as server:
         server.script([Fault.rate_limit(headers={"retry-after-ms": "50"}), Reply.text("hello world")])
@@ -56,6 +58,7 @@ __all__ = ["FaultServer", "RecordedRequest"]
 
 from ._fault_script import (
     Api,
+    RawResponse,
     Reply,
     ScriptEntry,
     StatusFault,
@@ -144,6 +147,7 @@ class FaultServer:
         self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._errors: list[BaseException] = []
         self._replies = 0
+        self._models: Any = None
         self._accepted = 0
         self._closed = False
         self._closing = threading.Event()
@@ -184,12 +188,18 @@ class FaultServer:
         """Queue entries (after any still pending); each routed request takes the next one."""
         entries = list(entries)
         for entry in entries:
-            if not isinstance(entry, Reply | StatusFault | StreamFault):
-                raise TypeError(f"a script entry is a Reply, StatusFault or StreamFault, not {entry!r}")
+            if not isinstance(entry, Reply | StatusFault | StreamFault | RawResponse):
+                raise TypeError(f"a script entry is a Reply, StatusFault, StreamFault or RawResponse, not {entry!r}")
             if isinstance(entry, StreamFault) and entry.kind in ("reset", "stall") and entry.after_events:
                 raise ValueError(f"Fault.{entry.kind}() on its own acts before the headers: put it in a Reply")
         with self._lock:
             self._script.extend(entries)
+
+    def serve_models(self, listing: Mapping[str, Any] | None) -> None:
+        """Answer ``GET …/models`` with ``listing`` as JSON (``None``: 404, the default), as OpenAI-compatible
+        servers list their models: ``{"object": "list", "data": [{"id": …, …}]}``."""
+        with self._lock:
+            self._models = None if listing is None else dict(listing)
 
     @property
     def pending(self) -> int:
@@ -423,7 +433,11 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._read_request()
         entry, number = self.fault_server._take(request)
         api = request.api
-        if api is None or request.method != "POST":
+        with self.fault_server._lock:
+            models = self.fault_server._models
+        if request.method == "GET" and request.path.endswith("/models") and models is not None:
+            self._send_json(200, models)
+        elif api is None or request.method != "POST":
             where = f"{request.method} {request.path}"
             message = f"fault server: no route for {where} (POST …/chat/completions or …/v1/messages)"
             self._send_json(404, {"error": {"message": message, "type": "not_found_error"}})
@@ -431,6 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, _error_body(api, _ErrorSpec(500, "api_error", "fault server: no scripted reply")))
         elif isinstance(entry, StatusFault):
             self._send_status_fault(api, entry)
+        elif isinstance(entry, RawResponse):
+            self._send_raw(entry)
         elif isinstance(entry, StreamFault):
             if entry.kind in ("reset", "stall"):
                 self._fire(api, entry)
@@ -488,6 +504,17 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             raw = fault.body.encode() if isinstance(fault.body, str) else fault.body
             self._send_body(spec.status, raw, "text/plain; charset=utf-8", fault.headers)
+
+    def _send_raw(self, raw: RawResponse) -> None:
+        body = raw.body_bytes
+        if not raw.chunked:
+            self._send_body(raw.status, body, raw.content_type, raw.headers)
+            return
+        headers = {"content-type": raw.content_type, "transfer-encoding": "chunked"}
+        self._send_head(raw.status, headers | {k.lower(): v for k, v in raw.headers.items()})
+        if body:
+            self._write_chunk(body)
+        self._write_chunk(b"")
 
     def _stream(self, api: Api, events: list[bytes], fault: StreamFault | None, delay_s: float) -> None:
         stream_headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}

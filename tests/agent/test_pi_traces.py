@@ -116,6 +116,36 @@ async def test_abort_mid_stream() -> None:
     assert [*rec.labels, f"last={agent.state.messages[-1].stop_reason}"] == AGENT["abort_mid_stream"]
 
 
+def outcome(agent: Agent, faux: FauxProvider) -> list[str]:
+    last = agent.state.messages[-1]
+    return [f"last={last.stop_reason}", f"content={len(last.content)}", f"requests={faux.state.call_count}"]  # type: ignore[union-attr]
+
+
+async def test_abort_after_request_start() -> None:
+    """The signal aborts once the stream function was called, before its first chunk: the stream's only event is
+    the terminal error, so ``message_start`` already carries the aborted message (issue 18)."""
+    agent, rec, faux = make([faux_assistant_message("never streamed")])
+
+    def stream(model: Any, context: Any, options: Any) -> Any:
+        response = faux.stream(model, context, options)
+        agent.abort()
+        return response
+
+    agent.stream_fn = stream
+    await agent.prompt("go")
+    assert [*rec.labels, *outcome(agent, faux)] == AGENT["abort_after_request_start"]
+
+
+async def test_abort_in_response_factory() -> None:
+    async def factory(*_: Any) -> Any:
+        agent.abort()
+        return faux_assistant_message("never streamed")
+
+    agent, rec, faux = make([factory])
+    await agent.prompt("go")
+    assert [*rec.labels, *outcome(agent, faux)] == AGENT["abort_in_response_factory"]
+
+
 async def test_steering_during_tool() -> None:
     gate = asyncio.Event()
     agent, rec, _ = make(

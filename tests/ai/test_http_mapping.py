@@ -81,6 +81,22 @@ def test_unparseable_retry_after_means_at_once() -> None:
     assert provider_retry_delay_ms(error(503, **{"retry-after": "soon-ish"}), 0) == 0
 
 
+@pytest.mark.parametrize("value", ["inf", "Infinity", "-inf", "nan", "NaN", "-5", "1e400", "1e306"])
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])
+def test_a_non_finite_or_negative_retry_after_counts_as_absent(header: str, value: str) -> None:
+    # issue 10 item 13: "inf" ended the run with a ValueError/OverflowError; now the backoff applies
+    # ("1e306" seconds is finite but overflows once scaled to milliseconds).
+    delay = provider_retry_delay_ms(error(429, **{header: value}), 1)
+    if header == "retry-after-ms" and value == "1e306":
+        assert delay == 1e306  # finite milliseconds: a real (absurd) request, left to the cap
+    else:
+        assert 750 < delay <= 1000
+
+
+def test_an_invalid_retry_after_ms_falls_back_to_retry_after() -> None:
+    assert provider_retry_delay_ms(error(429, **{"retry-after-ms": "nan", "retry-after": "2"}), 0) == 2000
+
+
 @pytest.mark.parametrize(("attempt", "full"), [(0, 500), (1, 1000), (2, 2000), (3, 4000), (4, 8000), (7, 8000)])
 def test_backoff_doubles_from_half_a_second_to_eight_minus_up_to_a_quarter(attempt: int, full: float) -> None:
     delays = [provider_retry_delay_ms(error(503), attempt) for _ in range(200)]

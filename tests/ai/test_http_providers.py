@@ -150,6 +150,19 @@ async def test_a_server_delay_above_the_cap_fails_at_once_with_pis_text(api: str
 
 
 @pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("value", ["inf", "nan", "-1"])
+async def test_a_non_finite_retry_after_is_ignored_and_the_backoff_applies(
+    api: str, value: str, server: FaultServer
+) -> None:
+    # issue 10 item 13: "retry-after: inf" ended the run with "ValueError: cannot convert float NaN to integer"
+    server.script([Fault.rate_limit(headers={"retry-after": value}), Reply.text("ok")])
+    message = await ask(api, server, max_retries=1, max_retry_delay_ms=1000)
+    assert (message.stop_reason, message.error_message) == ("stop", None)
+    first, second = server.requests
+    assert 0.3 <= second.received_at - first.received_at < 1.0  # the first backoff: 0.5 s minus up to 25 %
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_x_should_retry_false_is_not_retried(api: str, server: FaultServer) -> None:
     server.script([Fault.status(503, headers={"x-should-retry": "false"}), Reply.text("never")])
     message = await ask(api, server, max_retries=3)

@@ -218,6 +218,12 @@ OVERFLOW_EXAMPLES: list[tuple[str, str]] = [
     ("ds4", "Prompt has 256468 tokens, but the configured context size is 256000 tokens"),
     ("z.ai", "Provider finish_reason: model_context_window_exceeded"),
     ("ollama", "prompt too long; exceeded max context length by 100918 tokens"),
+    ("ollama-runner", "the prompt is longer than the context length currently available to the model; shorten it"),
+    ("vllm-renderer", "However, the model's context length is only 2048 tokens, resulting in a maximum input"),
+    ("vllm-engine", "The decoder prompt (length 2519) is longer than the maximum model length of 2048."),
+    ("llama-cpp-python", "Requested tokens (2519) exceed context window of 2048"),
+    ("llama.cpp-shift", "input (2519 tokens) is larger than the max context size (2048 tokens). skipping"),
+    ("litellm-proxy", "litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError"),
     ("dashscope", "<400> InternalError.Algo.InvalidParameter: Range of input length should be [1, 98304]"),
     ("generic-context-length", "context_length_exceeded"),
     ("generic-too-many-tokens", "Request has too many tokens for this model"),
@@ -233,7 +239,7 @@ NON_OVERFLOW_EXAMPLES: list[tuple[str, str]] = [
 
 
 def test_every_pattern_has_an_example() -> None:
-    assert len(OVERFLOW_EXAMPLES) == len(OVERFLOW_PATTERNS) == 25
+    assert len(OVERFLOW_EXAMPLES) == len(OVERFLOW_PATTERNS) == 31
     assert len(NON_OVERFLOW_EXAMPLES) == len(NON_OVERFLOW_PATTERNS) == 3
 
 

@@ -178,6 +178,7 @@ NON_RETRYABLE_EXAMPLES: dict[str, str] = {
     "out of budget": "429 Key is out of budget",
     "quota exceeded": "429 quota exceeded",
     "billing": "503 Check your plan and billing details",
+    "instead of an event stream": "307 redirect to http://127.0.0.1:5003/v1/ instead of an event stream: check it",
 }
 
 

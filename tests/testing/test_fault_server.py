@@ -460,6 +460,61 @@ def test_status_fault_rejects_a_status_that_is_not_an_error() -> None:
         Fault.status(200)
 
 
+# -------------------------------------------------------------------------------------------------- raw responses
+
+
+@pytest.mark.parametrize(
+    ("raw", "content", "content_type"),
+    [
+        (Fault.raw(200, {"id": "x", "choices": []}), b'{"id": "x", "choices": []}', "application/json"),
+        (Fault.raw(200, "<html>login</html>", content_type="text/html"), b"<html>login</html>", "text/html"),
+        (Fault.raw(302, headers={"location": "/login"}), b"", "application/json"),
+    ],
+)
+async def test_a_raw_response_is_sent_as_given(
+    server: FaultServer, http: httpx.AsyncClient, raw: Any, content: bytes, content_type: str
+) -> None:
+    server.script([raw])
+    response = await http.post(url(server, "openai"), json=request_body("openai"))
+    assert (response.status_code, response.content, response.headers["content-type"]) == (
+        raw.status,
+        content,
+        content_type,
+    )
+    assert response.headers.get("location") == raw.headers.get("location")
+
+
+async def test_an_empty_chunked_stream_has_headers_and_no_body(server: FaultServer, http: httpx.AsyncClient) -> None:
+    server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)])
+    async with http.stream("POST", url(server, "openai"), json=request_body("openai")) as response:
+        body = await response.aread()
+    assert (response.status_code, response.headers["transfer-encoding"], body) == (200, "chunked", b"")
+
+
+def test_a_raw_response_rejects_an_informational_status() -> None:
+    with pytest.raises(ValueError, match="200 to 599"):
+        Fault.raw(101)
+
+
+async def test_a_reply_without_usage_sends_no_usage_chunk_even_when_asked(
+    server: FaultServer, http: httpx.AsyncClient
+) -> None:
+    server.script([Reply(Reply.text("hi").blocks, send_usage=False)])
+    _, events, error = await stream_sse(http, server, "openai")
+    assert error is None
+    assert all(not chunk.get("usage") for chunk in payloads(events))
+    assert events[-1] == (None, "[DONE]")
+
+
+async def test_models_are_listed_once_served(server: FaultServer, http: httpx.AsyncClient) -> None:
+    assert (await http.get(server.openai_base_url + "/models")).status_code == 404
+    listing = {"object": "list", "data": [{"id": "smollm2", "meta": {"n_ctx_train": 8192}}]}
+    server.serve_models(listing)
+    response = await http.get(server.openai_base_url + "/models")
+    assert (response.status_code, response.json()) == (200, listing)
+    assert [r.path for r in server.requests] == ["/v1/models", "/v1/models"]
+
+
 # -------------------------------------------------------------------------------------------------- stream faults
 
 

@@ -6,15 +6,18 @@ it reads the stream.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-from .._http import ProviderRun, post_sse, run_provider
+from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import resolve_api_key
 from .._model import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
+from ._faux_usage import estimate_tokens, serialize_context
 
 __all__ = ["stream_sse_api"]
 
@@ -30,16 +33,50 @@ def stream_sse_api(
     build_payload: Callable[[Model, Context, StreamOptions], Mapping[str, Any]],
     describe_status: Callable[[int, str], str],
     read: Callable[[ProviderRun, httpx.Response], Awaitable[None]],
+    read_json: ReadJson,
 ) -> AssistantMessageEventStream:
     """Stream one assistant message; never raises. A missing key is required only when ``model.provider`` is
-    ``key_required_for`` (local OpenAI-compatible servers need none), and is reported as the stream's error."""
+    ``key_required_for`` (local OpenAI-compatible servers need none) or ``model.key_env`` names a variable, and
+    is reported as the stream's error."""
     options = options or StreamOptions()
-    key = resolve_api_key(model.provider, options, required=model.provider == key_required_for)
+    key: str | Exception | None
+    if model.key_env and not options.api_key_value():
+        value = os.environ.get(model.key_env, "")
+        if value:
+            key = resolve_api_key(model.provider, replace(options, api_key=value), required=True)
+        else:
+            key = ProviderError(f"No API key for model {model.id}: set the environment variable {model.key_env}")
+    else:
+        key = resolve_api_key(model.provider, options, required=model.provider == key_required_for)
 
     async def body(run: ProviderRun) -> None:
         if isinstance(key, Exception):
             raise key
         url = model.base_url.rstrip("/") + path
-        await post_sse(run, url, build_payload(model, context, options), headers(key), describe_status, read)
+        payload = build_payload(model, context, options)
+        try:
+            await post_sse(run, url, payload, headers(key), describe_status, read, read_json)
+        except ProviderError as error:
+            raise _explain_empty_stream(error, model, context) from None
 
     return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
+
+
+def _explain_empty_stream(error: ProviderError, model: Model, context: Context) -> ProviderError:
+    """A server that fails after answering 200 sends no error text (llama-cpp-python when the prompt does not
+    fit: its log says "Requested tokens (N) exceed context window of M"). When the prompt, estimated at
+    characters / 4, does not fit ``model.context_window`` either, say so in words the overflow check knows, so
+    the session compacts instead of giving up."""
+    if not error.empty_stream or not model.context_window:
+        return error
+    estimate = estimate_tokens(len(serialize_context(context)))
+    if estimate < model.context_window:
+        return error
+    return ProviderError(
+        f"{error.message}; the prompt (about {estimate} tokens, estimated) exceeds the context window of "
+        f"{model.context_window} tokens",
+        error.status,
+        error.headers,
+        error.body,
+        empty_stream=True,
+    )

@@ -55,6 +55,7 @@ def stream_anthropic_messages(
         build_payload=build_payload,
         describe_status=describe_status,
         read=_read,
+        read_json=_read_json,
     )
 
 
@@ -106,13 +107,46 @@ async def _read(run: ProviderRun, response: httpx.Response) -> None:
             break
     if not stopped:
         raise ProviderError("Anthropic stream ended before message_stop")
-    message.usage = usage_with_cost(run.model, usage)
+    _finish(run, stop_reason)
+
+
+def _finish(run: ProviderRun, stop_reason: str | None) -> None:
+    message = run.builder.message
+    message.usage = usage_with_cost(run.model, message.usage)
     if stop_reason == "refusal":
         raise ProviderError("The model refused to complete the request")
     reason = _STOP_REASONS.get(stop_reason or "")
     if reason is None:
         raise ProviderError(f"Anthropic stream ended without a stop reason ({stop_reason})")
-    run.push(builder.done(reason))  # type: ignore[arg-type]
+    run.push(run.builder.done(reason))  # type: ignore[arg-type]
+
+
+def _read_json(run: ProviderRun, response: httpx.Response, body: str, data: Any) -> None:
+    """A whole JSON body instead of a stream (LiteLLM's mock models do this on ``/v1/messages``): a message
+    (``"type": "message"``) becomes the events its stream would have given; anything else is the error it is."""
+    if not (isinstance(data, dict) and data.get("type") == "message" and isinstance(data.get("content"), list)):
+        raise ProviderError(describe_status(response.status_code, body), response.status_code, response.headers, body)
+    builder = run.builder
+    message = builder.message
+    message.response_id = data.get("id") if isinstance(data.get("id"), str) else None
+    _merge_usage(message.usage, data.get("usage") or {})
+    run.push(builder.start())
+    blocks: dict[int, int] = {}
+    for index, block in enumerate(data["content"]):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        _block_start(run, blocks, {"index": index, "content_block": {**block, "text": ""}})
+        if kind == "text" and block.get("text"):
+            run.push(builder.text_delta(blocks[index], block["text"]))
+        elif kind == "thinking":
+            run.push(builder.thinking_delta(blocks[index], block.get("thinking", "")))
+            _block_delta(run, blocks, {"index": index, "delta": {**block, "type": "signature_delta"}})
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {})
+            run.push(builder.toolcall_delta(blocks[index], arguments))
+        _block_stop(run, blocks, {"index": index})
+    _finish(run, data.get("stop_reason") or "end_turn")
 
 
 _EVENTS = frozenset(

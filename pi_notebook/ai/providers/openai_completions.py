@@ -1,14 +1,18 @@
 """``api="openai-completions"``: OpenAI-compatible chat completions over SSE.
 
-Serves OpenAI, vLLM, llama.cpp, Ollama, LM Studio, OpenRouter and others: POST ``{base_url}/chat/completions``
-with ``stream: true``. Text, reasoning (``reasoning_content`` / ``reasoning``, as thinking), tool calls with
-streamed arguments, usage (with cached tokens) and cost. The key comes from ``options.api_key`` or the
-provider's environment variable (``OPENAI_API_KEY`` for ``openai``); local servers may need none.
+Serves OpenAI, vLLM, llama.cpp, llama-cpp-python, Ollama, LM Studio, LiteLLM, OpenRouter and others: POST
+``{base_url}/chat/completions`` with ``stream: true``. Text, reasoning (``reasoning_content`` / ``reasoning``, as
+thinking), tool calls with streamed arguments, usage (with cached tokens) and cost. The request is shaped by
+what the server accepts (:mod:`pi_notebook.ai._compat`). A server that streams no usage (llama-cpp-python) gets
+an estimate, marked ``usage.estimated``; one that answers with a whole JSON completion instead of a stream is
+read as that completion. The key comes from ``options.api_key``, the variable named by ``model.key_env``, or
+the provider's environment variable (``OPENAI_API_KEY`` for ``openai``); local servers may need none.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import httpx
@@ -16,20 +20,12 @@ import httpx
 from .._http import ProviderError, ProviderRun, iter_sse
 from .._model import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
-from ..messages import (
-    AssistantMessage,
-    ImageContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
-from ..transform import transform_messages
+from ..messages import TextContent, ThinkingContent, ToolCall, Usage
+from ._faux_usage import estimate_tokens, output_text, serialize_context
+from ._openai_request import build_payload
 from ._sse_api import stream_sse_api
 
-__all__ = ["stream_openai_completions"]
+__all__ = ["build_payload", "stream_openai_completions"]
 
 _STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
@@ -48,7 +44,8 @@ def stream_openai_completions(
         headers=lambda key: {"authorization": f"Bearer {key}"} if key else {},
         build_payload=build_payload,
         describe_status=describe_status,
-        read=_read,
+        read=partial(_read, context=context),
+        read_json=partial(_read_json, context=context),
     )
 
 
@@ -75,13 +72,14 @@ def _error_text(body: str) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
-async def _read(run: ProviderRun, response: httpx.Response) -> None:
+async def _read(run: ProviderRun, response: httpx.Response, *, context: Context) -> None:
     builder = run.builder
     message = builder.message
     content = message.content
     run.push(builder.start())
     calls: dict[int, int] = {}  # the stream's tool-call index -> our content index
     finish: str | None = None
+    usage_seen = False
     async for sse in iter_sse(response):
         data = sse.data
         if data == "[DONE]":
@@ -97,38 +95,74 @@ async def _read(run: ProviderRun, response: httpx.Response) -> None:
             message.response_id = chunk["id"]
         if chunk.get("usage"):
             message.usage = usage_with_cost(run.model, _usage(chunk["usage"]))
+            usage_seen = True
         choices = chunk.get("choices") or ()
         if not choices:
             continue
         choice = choices[0]
-        delta = choice.get("delta") or {}
-        reasoning = None
-        for field in _REASONING_FIELDS:
-            value = delta.get(field)
-            if isinstance(value, str) and value:
-                reasoning = value
-                break
-        if reasoning:
-            if not (content and isinstance(content[-1], ThinkingContent)):
-                run.push(builder.thinking_start())
-            run.push(builder.thinking_delta(len(content) - 1, reasoning))
-        text = delta.get("content")
-        if isinstance(text, str) and text:
-            if not (content and isinstance(content[-1], TextContent)):
-                run.push(builder.text_start())
-            run.push(builder.text_delta(len(content) - 1, text))
-        for call in delta.get("tool_calls") or ():
-            _tool_call_delta(run, calls, call)
+        _delta(run, calls, choice.get("delta") or {})
         if choice.get("finish_reason"):
             finish = choice["finish_reason"]
     for index in range(len(content)):  # like Pi, blocks end when the stream does
         run.push(builder.end_block(index))
     if finish is None:
         raise ProviderError("Stream ended without finish_reason")
+    _finish(run, finish, context, usage_seen)
+
+
+def _delta(run: ProviderRun, calls: dict[int, int], delta: dict[str, Any]) -> None:
+    builder = run.builder
+    content = builder.message.content
+    reasoning = next((v for f in _REASONING_FIELDS if isinstance(v := delta.get(f), str) and v), None)
+    if reasoning:
+        if not (content and isinstance(content[-1], ThinkingContent)):
+            run.push(builder.thinking_start())
+        run.push(builder.thinking_delta(len(content) - 1, reasoning))
+    text = delta.get("content")
+    if isinstance(text, str) and text:
+        if not (content and isinstance(content[-1], TextContent)):
+            run.push(builder.text_start())
+        run.push(builder.text_delta(len(content) - 1, text))
+    for call in delta.get("tool_calls") or ():
+        _tool_call_delta(run, calls, call)
+
+
+def _finish(run: ProviderRun, finish: str, context: Context, usage_seen: bool) -> None:
     reason = _STOP_REASONS.get(finish)
     if reason is None:
         raise ProviderError(f"Provider finish_reason: {finish}")
-    run.push(builder.done(reason))  # type: ignore[arg-type]
+    if not usage_seen:
+        run.builder.message.usage = usage_with_cost(run.model, _estimate(context, run.builder.message.content))
+    run.push(run.builder.done(reason))  # type: ignore[arg-type]
+
+
+def _estimate(context: Context, content: Any) -> Usage:
+    """Usage for a server that reported none: characters / 4 of the request and the reply, marked estimated."""
+    prompt = estimate_tokens(len(serialize_context(context)))
+    return Usage(input=prompt, output=estimate_tokens(len(output_text(content))), estimated=True)
+
+
+def _read_json(run: ProviderRun, response: httpx.Response, body: str, data: Any, *, context: Context) -> None:
+    """A whole JSON body instead of a stream: an error (with 200) is reported as that error; a completion
+    (``choices[0].message``) becomes the same events its stream would have given."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ProviderError(describe_status(response.status_code, body), response.status_code, response.headers, body)
+    builder = run.builder
+    builder.message.response_id = data.get("id") if isinstance(data.get("id"), str) else None
+    run.push(builder.start())
+    calls: dict[int, int] = {}
+    delta = {k: v for k, v in message.items() if k != "tool_calls"}
+    _delta(run, calls, delta)
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        _tool_call_delta(run, calls, {"index": index, **call})
+    for index in range(len(builder.message.content)):
+        run.push(builder.end_block(index))
+    if data.get("usage"):
+        builder.message.usage = usage_with_cost(run.model, _usage(data["usage"]))
+    _finish(run, choice.get("finish_reason") or "stop", context, bool(data.get("usage")))
 
 
 def _tool_call_delta(run: ProviderRun, calls: dict[int, int], call: dict[str, Any]) -> None:
@@ -162,72 +196,3 @@ def _usage(raw: dict[str, Any]) -> Usage:
         cache_read=cache_read,
         cache_write=cache_write,
     )
-
-
-# -- request ---------------------------------------------------------------------------------------------
-
-
-def build_payload(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = []
-    if context.system_prompt:
-        messages.append({"role": "system", "content": context.system_prompt})
-    for message in transform_messages(context.messages, model):
-        messages.extend(_wire(message))
-    payload: dict[str, Any] = {
-        "model": model.id,
-        "messages": messages,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if options.max_tokens:
-        payload["max_completion_tokens"] = options.max_tokens
-    if options.temperature is not None:
-        payload["temperature"] = options.temperature
-    if options.reasoning and model.reasoning:
-        payload["reasoning_effort"] = _EFFORT.get(options.reasoning, "medium")
-    if context.tools:
-        payload["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
-            }
-            for t in context.tools
-        ]
-    return payload
-
-
-_EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
-
-
-def _wire(message: Any) -> list[dict[str, Any]]:
-    if isinstance(message, UserMessage):
-        if isinstance(message.content, str):
-            return [{"role": "user", "content": message.content}]
-        return [{"role": "user", "content": [_part(block) for block in message.content]}]
-    if isinstance(message, AssistantMessage):
-        text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-        out: dict[str, Any] = {"role": "assistant", "content": text or None}
-        calls = [b for b in message.content if isinstance(b, ToolCall)]
-        if calls:
-            out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in calls
-            ]
-        return [out]
-    if isinstance(message, ToolResultMessage):
-        text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
-        images = [b for b in message.content if isinstance(b, ImageContent)]
-        wire: list[dict[str, Any]] = [
-            {"role": "tool", "tool_call_id": message.tool_call_id, "content": text or "(no output)"}
-        ]
-        if images:  # tool messages carry text only; images follow as a user message
-            parts = [{"type": "text", "text": f"Images from tool {message.tool_name}:"}] + [_part(i) for i in images]
-            wire.append({"role": "user", "content": parts})
-        return wire
-    return []
-
-
-def _part(block: TextContent | ImageContent) -> dict[str, Any]:
-    if isinstance(block, ImageContent):
-        return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
-    return {"type": "text", "text": block.text}
