@@ -37,6 +37,7 @@ from ..ai import (
     UserMessage,
 )
 from ..ai._builder import ABORTED_TEXT
+from ..ai.messages import carry_key, message_key
 from ._config import LoopConfig, finish_action, maybe_await, turn_update
 from ._tools import execute_tool_calls, fail_truncated_tool_calls
 from ._types import (
@@ -252,13 +253,15 @@ class _Loop:
             kind = event.type
             if kind == "start":
                 partial = event.partial
+                message_key(partial)  # the message is born here: its key is the one every later event carries
                 transcript.append(partial)
                 await emit(MessageStartEvent(partial))
             elif kind == "done" or kind == "error":
                 break
             elif partial is not None:
                 current = event.partial
-                if current is not partial:
+                if current is not partial:  # a provider may hand a new object per event: same message, same key
+                    carry_key(partial, current)
                     transcript[-1] = partial = current
                 await emit(MessageUpdateEvent(current, event))
         final = await response.result()
@@ -266,6 +269,8 @@ class _Loop:
             transcript.append(final)
             await emit(MessageStartEvent(final))
         else:
+            if final is not partial:
+                carry_key(partial, final)
             transcript[-1] = final
         await emit(MessageEndEvent(final))
         return final

@@ -65,6 +65,8 @@ class CustomMessage(BaseModel):
     custom ``convert_to_llm`` makes of them.
     """
 
+    __slots__ = ("_key",)  # its transcript key (pi_notebook.ai.messages.message_key)
+
     model_config = ConfigDict(extra="allow")
     role: str
     timestamp: int = 0

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage, UserMessage
-from ..ai.messages import text_of
+from ..ai.messages import message_key, text_of
 from ..session import AgentSession, CompactionCancelled
 from . import _control
 from ._describe import QUIET, describe_event, render_markdown, result_text
@@ -63,7 +63,6 @@ class Run:
         self._started = time.monotonic()
         self._loop = asyncio.get_running_loop()
         self._settled = self._loop.create_future()
-        self._ids: dict[int, int] = {}
         self._state = "starting"
         self._retry_deadline = 0.0
         self._changed: asyncio.Future[None] | None = None
@@ -211,12 +210,6 @@ class Run:
         if self.view is not None:
             self.view.transcript.add({"op": "event", "t": round(t * 1000), "label": label, "detail": detail})
 
-    def _id(self, message: object) -> int:
-        key = id(message)
-        if key not in self._ids:
-            self._ids[key] = len(self._ids)
-        return self._ids[key]
-
     def _wake(self) -> None:
         changed, self._changed = self._changed, None
         if changed is not None and not changed.done():
@@ -259,19 +252,19 @@ class Run:
             message = event.message
             if isinstance(message, UserMessage | AssistantMessage):
                 text = text_of(message) if isinstance(message, UserMessage) else ""
-                transcript.add({"op": "message", "id": self._id(message), "role": message.role, "text": text})
+                transcript.add({"op": "message", "id": message_key(message), "role": message.role, "text": text})
         elif kind == "message_update":
             step = event.assistant_message_event
             if step.type == "text_delta":
-                transcript.add({"op": "append", "id": self._id(event.message), "text": step.delta})
+                transcript.add({"op": "append", "id": message_key(event.message), "text": step.delta})
             elif step.type == "thinking_delta":
-                transcript.add({"op": "thinking", "id": self._id(event.message), "text": step.delta})
+                transcript.add({"op": "thinking", "id": message_key(event.message), "text": step.delta})
         elif kind == "message_end" and isinstance(event.message, AssistantMessage):
             message = event.message
             transcript.add(
                 {
                     "op": "status",
-                    "id": self._id(message),
+                    "id": message_key(message),
                     "stop_reason": message.stop_reason,
                     "error": message.error_message,
                 }
@@ -299,7 +292,7 @@ class Run:
             transcript.usage = self.usage_line() + f" — {event.reason}"
         elif kind == "compaction_end" and event.result is not None:
             summary = event.result
-            transcript.add({"op": "message", "id": self._id(summary), "role": "summary", "text": summary.summary})
+            transcript.add({"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary})
 
     def usage_line(self) -> str:
         """Turns, tokens and cost so far, against the budget's limits."""

@@ -42,7 +42,7 @@ from ..ai import (
     abortable_sleep,
 )
 from ..ai import stream as default_stream
-from ..ai.messages import text_of
+from ..ai.messages import message_key, text_of
 from ..ai.overflow import is_context_overflow
 from ..ai.retry import is_retryable_assistant_error
 from ._compaction import CompactionSummaryMessage
@@ -121,7 +121,7 @@ class AgentSession(CompactionMixin):
         self._compaction_controller: AbortController | None = None
         self._overflow_attempted = False
         self._last_assistant: AssistantMessage | None = None
-        self._since_compaction: dict[int, AssistantMessage] | None = None
+        self._since_compaction: set[int] | None = None  # keys of the replies made since the last compaction
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -396,7 +396,7 @@ class AgentSession(CompactionMixin):
             return
         self._last_assistant = message
         if self._since_compaction is not None:
-            self._since_compaction[id(message)] = message
+            self._since_compaction.add(message_key(message))
         if message.stop_reason not in ("error", "length"):
             self._overflow_attempted = False
         if self._retry_attempt > 0 and message.stop_reason != "error":

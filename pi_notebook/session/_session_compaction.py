@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..agent import Agent
 from ..ai import AbortController, AssistantMessage, Model
 from ..ai import stream as default_stream
+from ..ai.messages import message_key
 from ..ai.overflow import is_context_overflow, is_recoverable_length
 from ..ai.retry import RetryPolicy
 from ._compaction import CompactionPlan, SummarizationFailed, context_tokens, plan_compaction, summarize
@@ -53,7 +54,7 @@ class CompactionMixin:
     _idle: asyncio.Event | None
     _overflow_attempted: bool
     _compaction_controller: AbortController | None
-    _since_compaction: dict[int, AssistantMessage] | None
+    _since_compaction: set[int] | None
 
     @property
     def settings(self) -> Settings:
@@ -109,7 +110,7 @@ class CompactionMixin:
         """Pi compares timestamps; replies can land within the same millisecond, so we remember the replies made
         since the last compaction (only those: a compaction frees the older ones)."""
         since = self._since_compaction
-        return since is not None and since.get(id(message)) is not message
+        return since is not None and message_key(message) not in since
 
     def _drop_failed_reply(self) -> None:
         messages = self.agent.state.messages
@@ -193,6 +194,6 @@ class CompactionMixin:
         if self.store is not None:
             self.store.append_compaction(summary, plan.keep[0] if plan.keep else None)
         self.agent.state.messages = [summary, *plan.keep]
-        self._since_compaction = {}
+        self._since_compaction = set()
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
         return "done"

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from agent_helpers import ToolLog, recording_tool, roles, scripted
+from agent_helpers import ToolLog, copying_stream_fn, recording_tool, roles, scripted
 from pydantic import BaseModel
 
 from pi_notebook.agent import (
@@ -21,6 +21,7 @@ from pi_notebook.agent import (
     run_agent_loop_continue,
 )
 from pi_notebook.ai import AbortController, TextContent, Usage, UserMessage
+from pi_notebook.ai.messages import message_key
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
 
@@ -546,3 +547,19 @@ async def test_each_request_keeps_its_own_view_of_the_transcript() -> None:
     await agent.prompt("go")
     assert [requests.roles(i) for i in range(4)] == ["u", "uat", "uatat", "uatatat"]
     assert len({id(c.messages) for c in requests.contexts}) == 4
+
+
+async def test_every_event_of_a_message_carries_its_key_when_the_stream_hands_new_partials() -> None:
+    recorder = EventRecorder()
+    new = await run_agent_loop(
+        [user("hi")],
+        AgentContext("", [], ()),
+        LoopConfig(model=FauxProvider().model),
+        await emit_to(recorder),
+        AbortController().signal,
+        copying_stream_fn("three new objects or more"),
+    )
+    assistant = [e for e in recorder.events if getattr(getattr(e, "message", None), "role", "") == "assistant"]
+    assert len({id(e.message) for e in assistant}) > 3  # really new objects
+    assert {message_key(e.message) for e in assistant} == {message_key(new[-1])}
+    assert message_key(new[0]) != message_key(new[-1])

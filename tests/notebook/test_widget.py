@@ -9,7 +9,9 @@ from typing import Any
 
 import dummy_comm as dummy
 import pytest
+from agent_helpers import copying_stream_fn
 
+from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
 from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
@@ -153,3 +155,24 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     assert transcript.retry_deadline == 0
     assert run.view.cancel_retry_button.layout.display == "none"
     assert "Retry cancelled" in report.markdown
+
+
+async def test_a_stream_handing_a_new_partial_per_event_still_fills_the_live_reply(
+    dummy_comm: list[dict[str, Any]],
+) -> None:
+    text = "a reply streamed as a fresh object per event"
+    session = AgentSession(
+        model=FauxProvider().model, stream_fn=copying_stream_fn(text), settings=Settings(compaction={"enabled": False})
+    )
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    ops = run.view.transcript.ops
+    [reply] = [op for op in ops if op["op"] == "message" and op["role"] == "assistant"]
+    appended = "".join(op["text"] for op in ops if op["op"] == "append" and op["id"] == reply["id"])
+    assert appended == text
+    [status] = [op for op in ops if op["op"] == "status"]
+    assert status["id"] == reply["id"]
+    assert status["stop_reason"] == "stop"
+    assert [m.role for m in run.transcript] == ["user", "assistant"]
+    assert text_of(run.transcript[-1]) == text  # type: ignore[arg-type]

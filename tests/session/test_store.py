@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +165,16 @@ def test_a_process_killed_with_sigkill_mid_run_leaves_a_loadable_file(tmp_path: 
     assert len(loaded.messages) >= reported
     assert [m.role for m in loaded.messages[:4]] == ["user", "assistant", "toolResult", "assistant"]
     assert loaded.skipped_lines <= 1
+
+
+def test_entry_ids_follow_the_message_key_and_keep_no_message_alive(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.jsonl")
+    message = faux_assistant_message("recorded")
+    entry_id = store.append_message(message)
+    assert store.entry_id(message) == entry_id
+    assert store.entry_id(faux_assistant_message("recorded")) is None  # same content, another message
+    gone = weakref.ref(message)
+    del message
+    gc.collect()
+    assert gone() is None
+    store.close()
