@@ -12,14 +12,17 @@ PINNED = {
         "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
         "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
         "ToolExecutionEndEvent", "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext",
-        "AfterToolCallResult", "CustomMessage", "FinishTurnResult", "Listener", "LoopConfig", "QueueMode",
+        "AfterToolCallResult", "CustomMessage", "FinishTurnResult", "AgentListener", "LoopConfig", "QueueMode",
         "RequestContext", "RequestUpdate", "TurnContext", "TurnUpdate", "run_agent_loop",
-        "run_agent_loop_continue", "set_default_stream_fn",
+        "run_agent_loop_continue", "set_default_stream_fn", "Emit", "Hooks", "call_hook", "ContextHook",
+        "TransformContextHook", "BeforeToolCallHook", "AfterToolCallHook", "FinishTurnHook", "PrepareRequestHook",
+        "PrepareNextTurnHook", "ShouldStopAfterTurnHook",
     },
     "pi_notebook.session": {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
+        "SessionListener",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
@@ -35,7 +38,7 @@ ALSO_REQUIRED = {
     "pi_notebook.ai": {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
-        "UserMessage", "Usage", "stream", "complete", "abort_scope",
+        "UserMessage", "Usage", "stream", "complete", "abort_scope", "maybe_await", "MaybeAwaitable", "Message",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {

@@ -41,6 +41,7 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "CustomMessage",
+    "Emit",
     "FinishTurnResult",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -311,3 +312,6 @@ AgentEvent: TypeAlias = (
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
 )
+
+Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+"""How the loop reports an event: awaited, so a slow listener back-pressures the loop."""

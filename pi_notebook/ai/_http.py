@@ -24,7 +24,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
-from ._model import Model, StreamOptions
+from ._request import Model, StreamOptions
 from ._stream import AssistantMessageEventStream
 
 __all__ = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from ._http import ProviderError
-from ._model import StreamOptions
+from ._request import StreamOptions
 
 __all__ = ["ENV_KEYS", "resolve_api_key"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._model import Model, ModelCost
+from ._request import Model, ModelCost
 
 __all__ = ["KNOWN_MODELS", "SPEC_HELP", "model_from_spec"]
 

@@ -1,7 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
-from ._compaction import CompactionPlan, CompactionSummaryMessage, plan_compaction
+from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
@@ -12,13 +12,13 @@ from ._events import (
     CompactionStartEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionListener,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
 from ._guard import ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
-from ._session_compaction import CompactionCancelled
 from ._settings import (
     BudgetSettings,
     CompactionSettings,
@@ -29,6 +29,7 @@ from ._settings import (
     TimeoutSettings,
 )
 from ._store import LoadedSession, SessionStore, load_session
+from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
     "AgentEndEvent",
@@ -51,6 +52,7 @@ __all__ = [
     "RetrySettings",
     "SessionBusyError",
     "SessionEvent",
+    "SessionListener",
     "SessionStore",
     "Settings",
     "SettingsError",

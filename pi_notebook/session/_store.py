@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from ..agent import AgentMessage, CustomMessage
 from ..ai.messages import message_from_dict, message_key
-from ._compaction import CompactionSummaryMessage
+from ._summary import CompactionSummaryMessage
 
 __all__ = ["LoadedSession", "SessionStore", "load_session"]
 

@@ -15,6 +15,7 @@ from pi_notebook.agent import (
     AgentToolResult,
     BeforeToolCallResult,
     CustomMessage,
+    Hooks,
     LoopConfig,
     TurnUpdate,
     run_agent_loop,
@@ -78,7 +79,7 @@ async def test_a_custom_convert_to_llm_can_turn_custom_messages_into_user_messag
         return [user(m.text) if isinstance(m, Note) else m for m in messages]
 
     agent, _, _, requests = scripted(
-        [faux_assistant_message("ok")], messages=[Note(text="remember")], convert_to_llm=convert
+        [faux_assistant_message("ok")], messages=[Note(text="remember")], hooks=Hooks(convert_to_llm=convert)
     )
     await agent.prompt("hi")
     assert requests.texts(0) == ["remember", "hi"]
@@ -98,8 +99,7 @@ async def test_transform_context_runs_before_convert_to_llm() -> None:
     agent, _, _, requests = scripted(
         [faux_assistant_message("ok")],
         messages=[user("old 1"), user("old 2")],
-        transform_context=transform,
-        convert_to_llm=convert,
+        hooks=Hooks(transform_context=transform, convert_to_llm=convert),
     )
     await agent.prompt("new")
     assert order == ["transform", "convert:1"]
@@ -123,7 +123,7 @@ async def test_tool_calls_run_once_and_after_tool_call_usage_overrides_are_kept(
             faux_assistant_message("done"),
         ],
         tools=[tool],
-        after_tool_call=after,
+        hooks=Hooks(after_tool_call=after),
     )
     await agent.prompt("go")
     assert log.started == ["c1"]
@@ -165,7 +165,7 @@ async def test_before_tool_call_can_mutate_validated_args_without_revalidation()
     agent, _, _, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {"count": 3}, id="c1")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("t", log, parameters=schema)],
-        before_tool_call=before,
+        hooks=Hooks(before_tool_call=before),
     )
     await agent.prompt("go")
     assert log.args == [{"count": "not an integer"}]
@@ -341,7 +341,7 @@ async def test_the_next_request_uses_the_prepare_next_turn_snapshot() -> None:
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("echo")],
         system_prompt="original",
-        prepare_next_turn=prepare,
+        hooks=Hooks(prepare_next_turn=prepare),
     )
     await agent.prompt("go")
     assert [c.system_prompt for c in requests.contexts] == ["original", "system from snapshot"]
@@ -352,7 +352,7 @@ async def test_prepare_next_turn_can_switch_model_and_thinking_level() -> None:
     agent, _, _, requests = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("echo")],
-        prepare_next_turn=lambda turn, signal: {"model": other, "thinking_level": "low"},
+        hooks=Hooks(prepare_next_turn=lambda turn, signal: {"model": other, "thinking_level": "low"}),
     )
     await agent.prompt("go")
     assert [m.id for m in requests.models] == ["faux-1", "faux-2"]
@@ -377,7 +377,7 @@ async def test_should_stop_after_turn_stops_with_pis_exact_events_and_polls() ->
     recorder = EventRecorder()
     config = LoopConfig(
         model=faux.model,
-        should_stop_after_turn=lambda turn, signal: True,
+        hooks=Hooks(should_stop_after_turn=lambda turn, signal: True),
         get_steering_messages=poll("steering"),
         get_follow_up_messages=poll("follow_up"),
     )
@@ -417,8 +417,10 @@ async def test_a_call_blocked_with_terminate_is_not_executed_and_stops_the_run()
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("danger", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("danger", log)],
-        before_tool_call=lambda ctx, signal: BeforeToolCallResult(
-            block=True, reason="Blocked by policy", terminate=True
+        hooks=Hooks(
+            before_tool_call=lambda ctx, signal: BeforeToolCallResult(
+                block=True, reason="Blocked by policy", terminate=True
+            )
         ),
     )
     await agent.prompt("go")
@@ -432,7 +434,7 @@ async def test_a_blocked_call_without_reason_gets_the_default_text() -> None:
     agent, _, _, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("t")],
-        before_tool_call=lambda ctx, signal: {"block": True},
+        hooks=Hooks(before_tool_call=lambda ctx, signal: {"block": True}),
     )
     await agent.prompt("go")
     assert agent.state.messages[2].content[0].text == "Tool execution was blocked"  # type: ignore[union-attr]
@@ -449,7 +451,7 @@ async def test_a_mixed_batch_with_one_terminating_blocked_call_continues() -> No
     agent, _, faux, _ = scripted(
         [two_calls("danger", "safe"), faux_assistant_message("continued")],
         tools=[recording_tool("danger", log), recording_tool("safe", log)],
-        before_tool_call=before,
+        hooks=Hooks(before_tool_call=before),
     )
     await agent.prompt("go")
     assert log.started == ["safe-1"]
@@ -477,7 +479,7 @@ async def test_after_tool_call_can_make_a_batch_terminate() -> None:
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("t")],
-        after_tool_call=lambda ctx, signal: {"terminate": True},
+        hooks=Hooks(after_tool_call=lambda ctx, signal: {"terminate": True}),
     )
     await agent.prompt("go")
     assert faux.state.call_count == 1

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.agent import Agent, AgentTool, AgentToolResult
+from pi_notebook.agent import Agent, AgentTool, AgentToolResult, Hooks
 from pi_notebook.ai import UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
@@ -163,7 +163,7 @@ async def test_finish_turn_end() -> None:
     agent, rec, faux = make(
         [faux_assistant_message([faux_tool_call("echo", {}, id="t1")], "toolUse"), faux_assistant_message("never")],
         tools=[tool("echo")],
-        finish_turn=lambda turn, signal: {"action": "end"},
+        hooks=Hooks(finish_turn=lambda turn, signal: {"action": "end"}),
     )
     agent.follow_up(UserMessage(content="queued"))
     await agent.prompt("go")
@@ -180,7 +180,7 @@ async def test_finish_turn_continue() -> None:
         return {"action": "continue"} if calls == 1 else None
 
     agent, rec, faux = make(
-        [faux_assistant_message("first"), faux_assistant_message("second")], finish_turn=finish_turn
+        [faux_assistant_message("first"), faux_assistant_message("second")], hooks=Hooks(finish_turn=finish_turn)
     )
     await agent.prompt("go")
     expected = HOOKS["finish_turn_continue"]
@@ -197,7 +197,7 @@ async def test_finish_turn_ignored_on_error() -> None:
 
     agent, rec, faux = make(
         [faux_assistant_message([], "error", "500 internal error"), faux_assistant_message("never")],
-        finish_turn=finish_turn,
+        hooks=Hooks(finish_turn=finish_turn),
     )
     await agent.prompt("go")
     expected = HOOKS["finish_turn_ignored_on_error"]
@@ -220,7 +220,7 @@ async def test_prepare_request_each_request() -> None:
     agent, rec, faux = make(
         [faux_assistant_message([faux_tool_call("echo", {}, id="t1")], "toolUse"), faux_assistant_message("done")],
         tools=[tool("echo")],
-        prepare_request=prepare_request,
+        hooks=Hooks(prepare_request=prepare_request),
     )
     agent.stream_fn = stream
     await agent.prompt("go")

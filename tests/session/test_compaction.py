@@ -10,8 +10,7 @@ from session_helpers import error, make_session, reply
 
 from pi_notebook.ai import StreamOptions, TextContent, ToolResultMessage, UserMessage
 from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
-from pi_notebook.session import CompactionSummaryMessage, Settings
-from pi_notebook.session._compaction import plan_compaction
+from pi_notebook.session import CompactionSummaryMessage, Settings, plan_compaction
 
 OVERFLOW = "400 prompt is too long: 213462 tokens > 200000 maximum"
 

@@ -13,7 +13,7 @@ import httpx
 
 from .._http import ProviderRun, post_sse, run_provider
 from .._keys import resolve_api_key
-from .._model import Context, Model, StreamOptions
+from .._request import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
 
 __all__ = ["stream_sse_api"]
