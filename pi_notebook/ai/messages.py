@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -26,6 +27,7 @@ __all__ = [
     "Cost",
     "ImageContent",
     "Message",
+    "RequestFailure",
     "StopReason",
     "TextContent",
     "ThinkingContent",
@@ -148,6 +150,20 @@ class UserMessage(_Message):
     timestamp: int = Field(default_factory=now_ms)
 
 
+@dataclass(frozen=True, slots=True)
+class RequestFailure:
+    """What a provider saw of a failed request, for the retry classifier (``pi_notebook.ai.retry``).
+
+    ``status`` is the HTTP status (``None``: no response); ``retry_after_ms`` is the delay the server asked for
+    (``retry-after-ms`` or ``retry-after``), ``None`` when it named none; ``should_retry`` is its
+    ``x-should-retry`` header, ``None`` when absent.
+    """
+
+    status: int | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+
+
 class AssistantMessage(_Message):
     role: Literal["assistant"] = "assistant"
     content: list[AssistantContent] = Field(default_factory=list)
@@ -159,6 +175,9 @@ class AssistantMessage(_Message):
     stop_reason: StopReason = "stop"
     error_message: str | None = None
     timestamp: int = Field(default_factory=now_ms)
+    request_failure: RequestFailure | None = Field(default=None, exclude=True, repr=False)
+    """Set on an ``error`` reply whose request failed before streaming (status, the server's retry hints).
+    Not part of Pi's wire format: never written to session files."""
 
 
 class ToolResultMessage(_Message):

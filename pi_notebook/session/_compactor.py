@@ -15,7 +15,6 @@ from ..ai import AbortController, AssistantMessage
 from ..ai import stream as default_stream
 from ..ai.messages import message_key
 from ..ai.overflow import is_context_overflow, is_recoverable_length
-from ..ai.retry import RetryPolicy
 from ._events import (
     CompactionEndEvent,
     CompactionReason,
@@ -154,14 +153,12 @@ class Compactor:
         controller = self._controller = AbortController()
         agent = self._agent
         settings = self.settings
-        retry = settings.retry
-        policy = RetryPolicy(enabled=retry.enabled, max_retries=retry.max_retries, base_delay_ms=retry.base_delay_ms)
         try:
             summary = await summarize(
                 plan,
                 model=agent.state.model,
                 stream_fn=agent.stream_fn or default_stream,
-                policy=policy,
+                policy=settings.retry,
                 options=await agent.request_options(controller.signal),
                 signal=controller.signal,
                 reserve_tokens=settings.compaction.reserve_tokens,

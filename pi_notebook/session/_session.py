@@ -64,7 +64,7 @@ from ..ai import (
 from ..ai import stream as default_stream
 from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error
+from ..ai.retry import RetryDecision
 from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
 from ._events import (
     AgentEndEvent,
@@ -296,7 +296,8 @@ class AgentSession:
             return False
         if self._aborted or message.stop_reason == "aborted":  # stop means stop: nothing continues
             return False
-        if self._is_retryable(message) and await self._prepare_retry(message):
+        decision = self._retry_decision(message)
+        if decision.retry and await self._retry(message, decision.delay_ms):
             return True
         if message.stop_reason == "error" and self._retry_attempt > 0:
             self._emit(AutoRetryEndEvent(False, self._retry_attempt, message.error_message))
@@ -489,36 +490,31 @@ class AgentSession:
         return None
 
     # -- retry (layer 3) --------------------------------------------------------------------------------
-    def _is_retryable(self, message: AssistantMessage) -> bool:
+    def _retry_decision(self, message: AssistantMessage) -> RetryDecision:
+        """Pi's ``_isRetryableError`` (not a context overflow, and retryable) within the retry budget, with the
+        delay: the server's ``retry-after`` where the provider saw one (capped), else the backoff."""
         if is_context_overflow(message, self.model.context_window or 0):
-            return False
-        return is_retryable_assistant_error(message)
+            return RetryDecision(False)
+        return self.settings.retry.decide(message, self._retry_attempt + 1)
 
     def _will_retry(self, messages: Sequence[AgentMessage]) -> bool:
-        retry = self.settings.retry
-        if not retry.enabled or self._retry_attempt >= retry.max_retries or self._aborted:
+        if self._aborted:
             return False
         last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-        return last is not None and self._is_retryable(last)
+        return last is not None and self._retry_decision(last).retry
 
-    async def _prepare_retry(self, message: AssistantMessage) -> bool:
-        retry = self.settings.retry
-        if not retry.enabled:
-            return False
+    async def _retry(self, message: AssistantMessage, delay_ms: int) -> bool:
+        """Report the retry, drop the failed reply from what the model sees next, wait ``delay_ms`` (abortable:
+        ``abort_retry()``); true when the turn should be run again."""
         self._retry_attempt += 1
-        if self._retry_attempt > retry.max_retries:
-            self._retry_attempt -= 1  # kept so the triage can report the final failure
-            return False
-        delay = retry.base_delay_ms * 2 ** (self._retry_attempt - 1)
-        self._emit(
-            AutoRetryStartEvent(self._retry_attempt, retry.max_retries, delay, message.error_message or "Unknown error")
-        )
+        error_text = message.error_message or "Unknown error"
+        self._emit(AutoRetryStartEvent(self._retry_attempt, self.settings.retry.max_retries, delay_ms, error_text))
         messages = self.agent.state.messages
         if messages and messages[-1].role == "assistant":
             messages.pop()  # the failed reply stays in the session file, not in what the model sees next
         controller = self._retry_controller = AbortController()
         try:
-            slept = await abortable_sleep(delay / 1000, controller.signal)
+            slept = await abortable_sleep(delay_ms / 1000, controller.signal)
         finally:
             self._retry_controller = None
         if not slept:
