@@ -29,8 +29,8 @@ PINNED = {
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
     },
     "pi_notebook.notebook": {
-        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux", "get_agent",
-        "get_session", "load_ipython_extension", "unload_ipython_extension",
+        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux",
+        "get_notebook_session", "get_session", "load_ipython_extension", "unload_ipython_extension", "NotebookSession",
     },
 }  # fmt: skip
 
