@@ -129,14 +129,15 @@ async def _parallel(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatch:
         entries.append(step)
         if batch.signal.aborted:
             break
-    prepared = [i for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
+    prepared = [(i, entry) for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
     if len(prepared) == 1:
-        entries[prepared[0]] = await _finish_parallel(batch, entries[prepared[0]])  # type: ignore[arg-type]
+        index, entry = prepared[0]
+        entries[index] = await _finish_parallel(batch, entry)
     elif prepared:
-        results = await _gather([_finish_parallel(batch, entries[i]) for i in prepared])  # type: ignore[arg-type]
-        for i, done in zip(prepared, results, strict=True):
-            entries[i] = done
-    finished: list[_Done] = entries  # type: ignore[assignment]  # every entry is _Done now
+        results = await _gather([_finish_parallel(batch, entry) for _, entry in prepared])
+        for (index, _), done in zip(prepared, results, strict=True):
+            entries[index] = done
+    finished = [entry for entry in entries if isinstance(entry, _Done)]  # every entry by now
     messages = [await _emit_done(done, batch.emit, with_end=False) for done in finished]
     return ToolBatch(messages, _terminates(finished))
 
