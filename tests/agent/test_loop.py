@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 from pi_notebook.agent import (
     AfterToolCallResult,
     AgentContext,
+    AgentMessage,
     AgentToolResult,
     BeforeToolCallResult,
     CustomMessage,
@@ -21,7 +23,7 @@ from pi_notebook.agent import (
     run_agent_loop,
     run_agent_loop_continue,
 )
-from pi_notebook.ai import AbortController, TextContent, Usage, UserMessage
+from pi_notebook.ai import AbortController, AbortSignal, Message, TextContent, Usage, UserMessage
 from pi_notebook.ai.messages import message_key
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
@@ -75,8 +77,14 @@ async def test_custom_messages_are_filtered_by_the_default_convert_to_llm() -> N
 
 
 async def test_a_custom_convert_to_llm_can_turn_custom_messages_into_user_messages() -> None:
-    def convert(messages: list[Any]) -> list[Any]:
-        return [user(m.text) if isinstance(m, Note) else m for m in messages]
+    def convert(messages: Sequence[AgentMessage]) -> list[Message]:
+        converted: list[Message] = []
+        for m in messages:
+            if isinstance(m, Note):
+                converted.append(user(m.text))
+            elif not isinstance(m, CustomMessage):
+                converted.append(m)
+        return converted
 
     agent, _, _, requests = scripted(
         [faux_assistant_message("ok")], messages=[Note(text="remember")], hooks=Hooks(convert_to_llm=convert)
@@ -88,13 +96,13 @@ async def test_a_custom_convert_to_llm_can_turn_custom_messages_into_user_messag
 async def test_transform_context_runs_before_convert_to_llm() -> None:
     order: list[str] = []
 
-    def transform(messages: list[Any], signal: Any) -> list[Any]:
+    def transform(messages: Sequence[AgentMessage], signal: AbortSignal) -> Sequence[AgentMessage]:
         order.append("transform")
         return messages[-1:]  # prune everything but the newest message
 
-    def convert(messages: list[Any]) -> list[Any]:
+    def convert(messages: Sequence[AgentMessage]) -> list[Message]:
         order.append(f"convert:{len(messages)}")
-        return messages
+        return [m for m in messages if not isinstance(m, CustomMessage)]
 
     agent, _, _, requests = scripted(
         [faux_assistant_message("ok")],

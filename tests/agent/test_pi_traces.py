@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult, Hooks
-from pi_notebook.ai import UserMessage
+from pi_notebook.ai import AssistantMessage, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
 
@@ -85,6 +85,7 @@ async def test_stream_error() -> None:
     agent, rec, _ = make([faux_assistant_message([], "error", "529 overloaded")])
     await agent.prompt("go")
     last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
     assert [*rec.labels, f"last={last.stop_reason}"] == AGENT["stream_error"]
 
 
@@ -104,6 +105,7 @@ async def test_thrown_stream_fn() -> None:
     agent.subscribe(listener)
     await agent.prompt("go")
     last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
     assert [*seen, f"errorMessage={last.error_message}"] == AGENT["thrown_streamfn"]
 
 
@@ -113,7 +115,9 @@ async def test_abort_mid_stream() -> None:
     await rec.wait_for("message_update", count=3)
     agent.abort()
     await run
-    assert [*rec.labels, f"last={agent.state.messages[-1].stop_reason}"] == AGENT["abort_mid_stream"]
+    last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
+    assert [*rec.labels, f"last={last.stop_reason}"] == AGENT["abort_mid_stream"]
 
 
 async def test_steering_during_tool() -> None:

@@ -19,6 +19,7 @@ from pi_notebook.ai.retry import (
     NON_RETRYABLE_ERROR_PATTERN,
     RETRYABLE_ERROR_FRAGMENTS,
     RETRYABLE_ERROR_PATTERN,
+    ProviderRetrySettings,
     RetryDecision,
     RetryPolicy,
     backoff_ms,
@@ -282,11 +283,11 @@ def test_backoff_is_one_formula_with_optional_cap_and_jitter() -> None:
 
 
 def test_a_decision_waits_what_the_server_asked_up_to_the_cap_else_the_backoff() -> None:
-    policy = RetryPolicy(base_delay_ms=100, provider={"max_retry_delay_ms": 5000})  # type: ignore[arg-type]
+    policy = RetryPolicy(base_delay_ms=100, provider=ProviderRetrySettings(max_retry_delay_ms=5000))
     assert policy.decide(failed("503 overloaded", status=503), 2) == RetryDecision(True, 200)
     assert policy.decide(failed("429 slow down", status=429, retry_after_ms=1234.5), 1) == RetryDecision(True, 1235)
     assert policy.decide(failed("429 slow down", status=429, retry_after_ms=86_400_000), 1) == RetryDecision(True, 5000)
-    uncapped = RetryPolicy(provider={"max_retry_delay_ms": 0})  # type: ignore[arg-type]
+    uncapped = RetryPolicy(provider=ProviderRetrySettings(max_retry_delay_ms=0))
     assert uncapped.decide(failed("429", status=429, retry_after_ms=86_400_000), 1).delay_ms == 86_400_000
 
 

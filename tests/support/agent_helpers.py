@@ -98,7 +98,7 @@ class Requests:
     def texts(self, index: int) -> list[str]:
         from pi_notebook.ai.messages import text_of
 
-        return [text_of(m) for m in self.contexts[index].messages]  # type: ignore[arg-type]
+        return [text_of(m) for m in self.contexts[index].messages]
 
 
 def scripted(
