@@ -94,18 +94,24 @@ class RunPresenter:
     def settle(self, aborted: bool) -> None:
         self.view.settle(aborted)
 
+    def show_update(self, event: MessageUpdateEvent) -> None:
+        """A streaming step (most events, so kept short): text and thinking deltas are appended."""
+        step = event.assistant_message_event
+        if isinstance(step, TextDeltaEvent):
+            self.view.transcript.add({"op": "append", "id": message_key(event.message), "text": step.delta})
+        elif isinstance(step, ThinkingDeltaEvent):
+            self.view.transcript.add({"op": "thinking", "id": message_key(event.message), "text": step.delta})
+
     def show(self, event: SessionEvent) -> None:
         """The widget operations of one session event."""
         transcript = self.view.transcript
         match event:
+            case MessageUpdateEvent():
+                self.show_update(event)
             case MessageStartEvent(message=UserMessage() as message):
                 transcript.add({"op": "message", "id": message_key(message), "role": "user", "text": text_of(message)})
             case MessageStartEvent(message=AssistantMessage() as message):
                 transcript.add({"op": "message", "id": message_key(message), "role": "assistant", "text": ""})
-            case MessageUpdateEvent(message=message, assistant_message_event=TextDeltaEvent(delta=delta)):
-                transcript.add({"op": "append", "id": message_key(message), "text": delta})
-            case MessageUpdateEvent(message=message, assistant_message_event=ThinkingDeltaEvent(delta=delta)):
-                transcript.add({"op": "thinking", "id": message_key(message), "text": delta})
             case MessageEndEvent(message=AssistantMessage() as message):
                 status = {"stop_reason": message.stop_reason, "error": message.error_message}
                 transcript.add({"op": "status", "id": message_key(message), **status})
@@ -132,7 +138,6 @@ class RunPresenter:
                 transcript.add(op)
             case (
                 MessageStartEvent()
-                | MessageUpdateEvent()
                 | MessageEndEvent()
                 | AgentStartEvent()
                 | AgentEndEvent()

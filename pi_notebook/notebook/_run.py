@@ -16,7 +16,14 @@ import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal, TypeAlias, TypedDict
 
-from ..agent import AgentMessage, AgentStartEvent, MessageEndEvent, MessageStartEvent, ToolExecutionStartEvent
+from ..agent import (
+    AgentMessage,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionStartEvent,
+)
 from ..ai import AssistantMessage
 from ..session import (
     AgentSession,
@@ -245,6 +252,10 @@ class Run:
     def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
         self._wake()
+        if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
+            if self._presenter is not None:
+                self._presenter.show_update(event)
+            return
         line = describe_event(event)
         if line is not None:
             self._note(*line)

@@ -422,6 +422,9 @@ class AgentSession:
     # -- the agent's events -----------------------------------------------------------------------------
     def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
         """Session bookkeeping around each agent event, then the event for the session's listeners."""
+        if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
+            self._emit(event)
+            return
         match event:
             case MessageStartEvent(message=UserMessage() as message):
                 self._compactor.user_message_started()
