@@ -12,14 +12,17 @@ PINNED = {
         "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
         "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
         "ToolExecutionEndEvent", "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext",
-        "AfterToolCallResult", "CustomMessage", "FinishTurnResult", "Listener", "LoopConfig", "QueueMode",
+        "AfterToolCallResult", "CustomMessage", "FinishTurnResult", "AgentListener", "LoopConfig", "QueueMode",
         "RequestContext", "RequestUpdate", "TurnContext", "TurnUpdate", "run_agent_loop",
-        "run_agent_loop_continue", "set_default_stream_fn",
+        "run_agent_loop_continue", "set_default_stream_fn", "Emit", "Hooks", "call_hook", "ContextHook",
+        "TransformContextHook", "BeforeToolCallHook", "AfterToolCallHook", "FinishTurnHook", "PrepareRequestHook",
+        "PrepareNextTurnHook", "ShouldStopAfterTurnHook",
     },
     "pi_notebook.session": {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
+        "SessionListener",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
@@ -33,8 +36,8 @@ PINNED = {
         "find_tool",
     },
     "pi_notebook.notebook": {
-        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux", "get_agent",
-        "get_session", "load_ipython_extension", "unload_ipython_extension",
+        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux",
+        "get_notebook_session", "get_session", "load_ipython_extension", "unload_ipython_extension", "NotebookSession",
     },
 }  # fmt: skip
 
@@ -43,7 +46,8 @@ ALSO_REQUIRED = {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
         "UserMessage", "Usage", "stream", "complete", "abort_scope", "Cassette", "CassetteError", "CassetteMode",
-        "CassetteTiming", "OpenAICompletionsCompat", "resolve_openai_compat",
+        "CassetteTiming", "OpenAICompletionsCompat", "resolve_openai_compat", "maybe_await", "MaybeAwaitable",
+        "Message",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {

@@ -17,7 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_lint_passes() -> None:
-    result = run("ruff", "check", "pi_notebook", "tests", "bench")
+    result = run("ruff", "check", ".")  # the notebooks too (see per-file-ignores in pyproject.toml)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

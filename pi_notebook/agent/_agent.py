@@ -19,7 +19,7 @@ import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import anyio
 from pydantic import SecretStr
@@ -34,10 +34,12 @@ from ..ai import (
     StreamOptions,
     TextContent,
     ThinkingLevel,
+    ToolResultMessage,
     UserMessage,
 )
 from ..ai._secret import clean_api_key
-from ._config import LoopConfig, adapt_hook
+from ._config import LoopConfig
+from ._hooks import Hooks
 from ._loop import run_agent_loop, run_agent_loop_continue
 from ._types import (
     AgentContext,
@@ -45,6 +47,7 @@ from ._types import (
     AgentEvent,
     AgentMessage,
     AgentTool,
+    CustomMessage,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -53,10 +56,11 @@ from ._types import (
     TurnEndEvent,
 )
 
-__all__ = ["Agent", "AgentState", "Listener", "QueueMode", "set_default_stream_fn"]
+__all__ = ["Agent", "AgentListener", "AgentState", "QueueMode", "set_default_stream_fn"]
 
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
-Listener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
+AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
+"""``listener(event, signal)``, sync or async: awaited in subscription order before the loop goes on."""
 
 _default_stream_fn: StreamFn | None = None
 _STREAMING = (MessageUpdateEvent, MessageStartEvent)  # checked per event: a tuple, not a rebuilt union
@@ -154,8 +158,8 @@ class _Run:
 class Agent:
     """A stateful agent. See the module docstring for the run lifecycle.
 
-    Every hook is a keyword argument taking ``(context, signal)`` (the signal may be left out of the hook's
-    parameters) and may be sync or async. Hooks must not raise; see ``LoopConfig``.
+    ``hooks`` (a :class:`Hooks`) are what the loop calls out to; they may be replaced between runs
+    (``agent.hooks = Hooks(...)``). Hooks must not raise; see :class:`Hooks`.
 
     ``api_key`` (used when ``get_api_key`` is absent or answers ``None``) is held as a ``SecretStr`` with
     surrounding whitespace stripped; a key with a control or non-ASCII character inside raises ``ValueError``
@@ -174,16 +178,8 @@ class Agent:
         tool_execution: Literal["parallel", "sequential"] = "parallel",
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
-        convert_to_llm: Callable[..., Any] | None = None,
-        transform_context: Callable[..., Any] | None = None,
-        get_api_key: Callable[[str], Any] | None = None,
+        hooks: Hooks | None = None,
         api_key: SecretStr | str | None = None,
-        before_tool_call: Callable[..., Any] | None = None,
-        after_tool_call: Callable[..., Any] | None = None,
-        finish_turn: Callable[..., Any] | None = None,
-        prepare_request: Callable[..., Any] | None = None,
-        prepare_next_turn: Callable[..., Any] | None = None,
-        should_stop_after_turn: Callable[..., Any] | None = None,
         session_id: str | None = None,
         stream_options: StreamOptions | None = None,
     ) -> None:
@@ -194,19 +190,11 @@ class Agent:
         self.tool_execution: Literal["parallel", "sequential"] = tool_execution
         self._steering = _Queue(steering_mode)
         self._follow_up = _Queue(follow_up_mode)
-        self.convert_to_llm = convert_to_llm
-        self.transform_context = adapt_hook(transform_context, "transform_context", 2)
-        self.get_api_key = get_api_key
+        self.hooks = hooks or Hooks()
         self.api_key = api_key
-        self.before_tool_call = adapt_hook(before_tool_call, "before_tool_call", 2)
-        self.after_tool_call = adapt_hook(after_tool_call, "after_tool_call", 2)
-        self.finish_turn = adapt_hook(finish_turn, "finish_turn", 2)
-        self.prepare_request = adapt_hook(prepare_request, "prepare_request", 2)
-        self.prepare_next_turn = adapt_hook(prepare_next_turn, "prepare_next_turn", 2)
-        self.should_stop_after_turn = adapt_hook(should_stop_after_turn, "should_stop_after_turn", 2)
         self.session_id = session_id
         self.stream_options = stream_options or StreamOptions()
-        self._listeners: tuple[Listener, ...] = ()
+        self._listeners: tuple[AgentListener, ...] = ()
         self._run: _Run | None = None
 
     @property
@@ -227,7 +215,7 @@ class Agent:
         """The active run's abort signal (``None`` when idle)."""
         return self._run.controller.signal if self._run else None
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
+    def subscribe(self, listener: AgentListener) -> Callable[[], None]:
         """Call ``listener(event, signal)`` for every event; returns an unsubscribe function.
 
         Listeners are awaited in subscription order before the loop goes on, and the run is not idle until
@@ -397,16 +385,8 @@ class Agent:
             model=self._state.model,
             thinking_level=self._state.thinking_level,
             tool_execution=self.tool_execution,
-            convert_to_llm=self.convert_to_llm,
-            transform_context=self.transform_context,
-            get_api_key=self.get_api_key,
+            hooks=self.hooks,
             api_key=self.api_key,
-            before_tool_call=self.before_tool_call,
-            after_tool_call=self.after_tool_call,
-            finish_turn=self.finish_turn,
-            prepare_request=self.prepare_request,
-            prepare_next_turn=self.prepare_next_turn,
-            should_stop_after_turn=self.should_stop_after_turn,
             get_steering_messages=steering,
             get_follow_up_messages=self._follow_up.drain,
             requeue=self._requeue,
@@ -505,6 +485,6 @@ def _normalize(
 ) -> list[AgentMessage]:
     if isinstance(input, str):
         return [UserMessage(content=[TextContent(text=input), *images])]
-    if isinstance(input, list | tuple):
-        return list(input)
-    return [input]  # type: ignore[list-item]
+    if isinstance(input, UserMessage | AssistantMessage | ToolResultMessage | CustomMessage):
+        return [input]
+    return list(input)

@@ -20,7 +20,7 @@ ask for one more request; ``prepare_request`` runs before every provider request
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -30,22 +30,27 @@ from ..ai import (
     AssistantMessage,
     AssistantMessageEventStream,
     Context,
+    MaybeAwaitable,
+    Message,
     StreamFn,
     Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    maybe_await,
 )
 from ..ai._builder import ABORTED_TEXT
-from ._config import LoopConfig, finish_action, maybe_await, turn_update
+from ..ai.messages import carry_key, message_key
+from ._config import LoopConfig
+from ._hooks import call_hook, finish_action, turn_update
 from ._tools import execute_tool_calls, fail_truncated_tool_calls
 from ._types import (
     AgentContext,
     AgentEndEvent,
-    AgentEvent,
     AgentMessage,
     AgentStartEvent,
     CustomMessage,
+    Emit,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -53,11 +58,11 @@ from ._types import (
     TurnContext,
     TurnEndEvent,
     TurnStartEvent,
+    TurnUpdate,
 )
 
 __all__ = ["run_agent_loop", "run_agent_loop_continue"]
 
-Emit = Callable[[AgentEvent], Awaitable[None]]
 _LLM_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 
 
@@ -133,6 +138,7 @@ class _Loop:
 
     async def run(self) -> None:
         config, emit, signal = self.config, self.emit, self.signal
+        hooks = config.hooks
         first_turn = True
         action: str | None = None  # what finish_turn said of the last turn
         pending = await _poll(config.get_steering_messages)
@@ -154,31 +160,31 @@ class _Loop:
                     self.context.messages.append(queued)
                     self.new_messages.append(queued)
                 pending = []
-                if config.prepare_request is not None:
+                if hooks.prepare_request is not None:
                     await self._prepare_request()
                 message = await self._stream_response()
                 self.new_messages.append(message)
                 if message.stop_reason in ("error", "aborted"):
-                    if config.finish_turn is not None:  # told, but its answer cannot revive a failed turn
-                        await maybe_await(config.finish_turn(self._turn(message, []), signal))
+                    if hooks.finish_turn is not None:  # told, but its answer cannot revive a failed turn
+                        await maybe_await(call_hook(hooks.finish_turn, self._turn(message, []), signal))
                     await emit(TurnEndEvent(message, []))
                     await emit(AgentEndEvent(self.new_messages))
                     return
                 tool_results, has_more_tool_calls = await self._run_tools(message)
                 action = None
-                if config.finish_turn is not None:
-                    action = finish_action(
-                        await maybe_await(config.finish_turn(self._turn(message, tool_results), signal))
-                    )
+                if hooks.finish_turn is not None:
+                    turn = self._turn(message, tool_results)
+                    action = finish_action(await maybe_await(call_hook(hooks.finish_turn, turn, signal)))
                 await emit(TurnEndEvent(message, tool_results))
                 if action == "end":
                     await emit(AgentEndEvent(self.new_messages))
                     return
-                if config.prepare_next_turn is not None:
-                    update = await maybe_await(config.prepare_next_turn(self._turn(message, tool_results), signal))
+                if hooks.prepare_next_turn is not None:
+                    turn = self._turn(message, tool_results)
+                    update = await maybe_await(call_hook(hooks.prepare_next_turn, turn, signal))
                     self._apply(turn_update(update, "prepare_next_turn"))
-                if config.should_stop_after_turn is not None and await maybe_await(
-                    config.should_stop_after_turn(self._turn(message, tool_results), signal)
+                if hooks.should_stop_after_turn is not None and await maybe_await(
+                    call_hook(hooks.should_stop_after_turn, self._turn(message, tool_results), signal)
                 ):
                     await emit(AgentEndEvent(self.new_messages))
                     return
@@ -197,7 +203,7 @@ class _Loop:
     def _turn(self, message: AssistantMessage, tool_results: list[ToolResultMessage]) -> TurnContext:
         return TurnContext(message, tool_results, self.context, self.new_messages)
 
-    def _apply(self, update: Any) -> None:
+    def _apply(self, update: TurnUpdate | None) -> None:
         if update is None:
             return
         if update.context is not None:
@@ -213,9 +219,10 @@ class _Loop:
 
     async def _prepare_request(self) -> None:
         config = self.config
-        assert config.prepare_request is not None
+        hook = config.hooks.prepare_request
+        assert hook is not None
         request = RequestContext(self.context, config.model, config.thinking_level)
-        update = await maybe_await(config.prepare_request(request, self.signal))
+        update = await maybe_await(call_hook(hook, request, self.signal))
         self._apply(turn_update(update, "prepare_request"))
 
     async def _run_tools(self, message: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
@@ -234,12 +241,13 @@ class _Loop:
         config, emit, context = self.config, self.emit, self.context
         if self.signal.aborted:
             return await self._record_aborted()
+        hooks = config.hooks
         messages: Sequence[AgentMessage] = context.messages
-        if config.transform_context is not None:
-            messages = await maybe_await(config.transform_context(messages, self.signal))
-        llm: Sequence[Any]
-        if config.convert_to_llm is not None:
-            llm = list(await maybe_await(config.convert_to_llm(messages)))
+        if hooks.transform_context is not None:
+            messages = await maybe_await(call_hook(hooks.transform_context, messages, self.signal))
+        llm: Sequence[Message]
+        if hooks.convert_to_llm is not None:
+            llm = list(await maybe_await(hooks.convert_to_llm(messages)))
         else:
             llm = self.llm.convert(messages)
         request = Context(context.system_prompt, llm, self._tool_specs(context.tools))
@@ -252,13 +260,15 @@ class _Loop:
             kind = event.type
             if kind == "start":
                 partial = event.partial
+                message_key(partial)  # the message is born here: its key is the one every later event carries
                 transcript.append(partial)
                 await emit(MessageStartEvent(partial))
             elif kind == "done" or kind == "error":
                 break
             elif partial is not None:
                 current = event.partial
-                if current is not partial:
+                if current is not partial:  # a provider may hand a new object per event: same message, same key
+                    carry_key(partial, current)
                     transcript[-1] = partial = current
                 await emit(MessageUpdateEvent(current, event))
         final = await response.result()
@@ -266,6 +276,8 @@ class _Loop:
             transcript.append(final)
             await emit(MessageStartEvent(final))
         else:
+            if final is not partial:
+                carry_key(partial, final)
             transcript[-1] = final
         await emit(MessageEndEvent(final))
         return final
@@ -287,9 +299,7 @@ class _Loop:
         return message
 
 
-async def _poll(
-    source: Callable[[], Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]] | None,
-) -> list[AgentMessage]:
+async def _poll(source: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None) -> list[AgentMessage]:
     if source is None:
         return []
     return list(await maybe_await(source()) or ())

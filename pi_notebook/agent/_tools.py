@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..ai import AbortSignal, AssistantMessage, TextContent, ToolCall, ToolResultMessage
-from ._config import LoopConfig, after_result, before_result, maybe_await
+from ..ai import AbortSignal, AssistantMessage, TextContent, ToolCall, ToolResultMessage, maybe_await
+from ._config import LoopConfig
+from ._hooks import after_result, before_result, call_hook
 from ._types import (
     AfterToolCallContext,
     AgentContext,
-    AgentEvent,
     AgentTool,
     AgentToolResult,
     BeforeToolCallContext,
+    Emit,
     MessageEndEvent,
     MessageStartEvent,
     ToolExecutionEndEvent,
@@ -34,8 +35,6 @@ from ._types import (
 from ._validation import validate_arguments
 
 __all__ = ["ToolBatch", "execute_tool_calls", "fail_truncated_tool_calls"]
-
-Emit = Callable[[AgentEvent], Awaitable[None]]
 
 TRUNCATED = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its arguments may be '
@@ -130,14 +129,15 @@ async def _parallel(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatch:
         entries.append(step)
         if batch.signal.aborted:
             break
-    prepared = [i for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
+    prepared = [(i, entry) for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
     if len(prepared) == 1:
-        entries[prepared[0]] = await _finish_parallel(batch, entries[prepared[0]])  # type: ignore[arg-type]
+        index, entry = prepared[0]
+        entries[index] = await _finish_parallel(batch, entry)
     elif prepared:
-        results = await _gather([_finish_parallel(batch, entries[i]) for i in prepared])  # type: ignore[arg-type]
-        for i, done in zip(prepared, results, strict=True):
-            entries[i] = done
-    finished: list[_Done] = entries  # type: ignore[assignment]  # every entry is _Done now
+        results = await _gather([_finish_parallel(batch, entry) for _, entry in prepared])
+        for (index, _), done in zip(prepared, results, strict=True):
+            entries[index] = done
+    finished = [entry for entry in entries if isinstance(entry, _Done)]  # every entry by now
     messages = [await _emit_done(done, batch.emit, with_end=False) for done in finished]
     return ToolBatch(messages, _terminates(finished))
 
@@ -176,10 +176,10 @@ async def _prepare(batch: _Batch, call: ToolCall) -> _Done | _Prepared:
         if tool.prepare_arguments is not None:
             raw = tool.prepare_arguments(raw)
         args = validate_arguments(tool.parameters, call.name, raw, call.unparsed_arguments)
-        hook = batch.config.before_tool_call
+        hook = batch.config.hooks.before_tool_call
         if hook is not None:
             context = BeforeToolCallContext(batch.message, call, args, batch.context)
-            verdict = before_result(await maybe_await(hook(context, signal)))
+            verdict = before_result(await maybe_await(call_hook(hook, context, signal)))
             if signal.aborted:
                 return _Done(call, error_result("Operation aborted"), True)
             if verdict is not None and verdict.block:
@@ -259,13 +259,13 @@ def _as_result(outcome: Any) -> AgentToolResult:
 
 
 async def _finalize(batch: _Batch, prepared: _Prepared, done: _Done) -> _Done:
-    hook = batch.config.after_tool_call
+    hook = batch.config.hooks.after_tool_call
     if hook is None:
         return done
     call = prepared.tool_call
     try:
         context = AfterToolCallContext(batch.message, call, prepared.args, done.result, done.is_error, batch.context)
-        override = after_result(await maybe_await(hook(context, batch.signal)))
+        override = after_result(await maybe_await(call_hook(hook, context, batch.signal)))
     except Exception as exc:
         return _Done(call, error_result(_error_text(exc)), True)
     if override is None:

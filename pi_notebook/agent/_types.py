@@ -41,6 +41,7 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "CustomMessage",
+    "Emit",
     "FinishTurnResult",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -64,6 +65,8 @@ class CustomMessage(BaseModel):
     :meth:`to_llm` returns (the default conversion drops entries whose ``to_llm`` gives ``None``) or what a
     custom ``convert_to_llm`` makes of them.
     """
+
+    __slots__ = ("_key",)  # its transcript key (pi_notebook.ai.messages.message_key)
 
     model_config = ConfigDict(extra="allow")
     role: str
@@ -309,3 +312,6 @@ AgentEvent: TypeAlias = (
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
 )
+
+Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+"""How the loop reports an event: awaited, so a slow listener back-pressures the loop."""

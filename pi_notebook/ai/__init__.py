@@ -1,13 +1,14 @@
 """The model-facing layer (Pi's ``pi-ai``): messages, stream events, models, the abort signal.
 
 A *stream function* ``stream_fn(model, context, options)`` returns an :class:`AssistantMessageEventStream`
-and never raises for request/model/runtime failures: those are data (an assistant message whose
+(or an awaitable of one) and never raises for request/model/runtime failures: those are data (an assistant message whose
 ``stop_reason`` is ``error`` or ``aborted``).
 
 :class:`Cassette` records the providers' HTTP exchanges to a JSONL file and replays them (no key, no network).
 """
 
-from ._abort import AbortController, AbortSignal, abort_scope, abortable_sleep
+from ._abort import AbortController, AbortSignal, OnAbort, abort_scope, abortable_sleep
+from ._awaitable import MaybeAwaitable, maybe_await
 from ._builder import MessageBuilder
 from ._cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
 from ._compat import OpenAICompletionsCompat, ResolvedOpenAICompat, resolve_openai_compat
@@ -27,8 +28,8 @@ from ._events import (
     ToolCallStartEvent,
 )
 from ._http import close_connections
-from ._model import Context, LlmMessage, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
 from ._registry import complete, register_api, registered_apis, stream
+from ._request import Context, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
 from ._stream import AssistantMessageEventStream
 from .messages import (
     AssistantMessage,
@@ -59,11 +60,12 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "ImageContent",
-    "LlmMessage",
+    "MaybeAwaitable",
     "Message",
     "MessageBuilder",
     "Model",
     "ModelCost",
+    "OnAbort",
     "OpenAICompletionsCompat",
     "ResolvedOpenAICompat",
     "StartEvent",
@@ -91,6 +93,7 @@ __all__ = [
     "abortable_sleep",
     "close_connections",
     "complete",
+    "maybe_await",
     "register_api",
     "registered_apis",
     "resolve_openai_compat",

@@ -19,11 +19,12 @@ from contextlib import contextmanager, suppress
 
 import anyio
 
-__all__ = ["AbortController", "AbortSignal", "abort_scope", "abortable_sleep"]
+__all__ = ["AbortController", "AbortSignal", "OnAbort", "abort_scope", "abortable_sleep"]
 
 _log = logging.getLogger(__name__)
 
-Listener = Callable[[], object]
+OnAbort = Callable[[], object]
+"""What ``AbortSignal.add_listener`` takes: called once, with no arguments, when the signal aborts."""
 
 
 class AbortSignal:
@@ -34,7 +35,7 @@ class AbortSignal:
     def __init__(self) -> None:
         self._aborted = False
         self._reason: object = None
-        self._listeners: list[Listener] = []
+        self._listeners: list[OnAbort] = []
         self._waiter: asyncio.Future[None] | None = None
 
     @property
@@ -46,7 +47,7 @@ class AbortSignal:
         """What was passed to ``abort()``; ``None`` while not aborted."""
         return self._reason
 
-    def add_listener(self, listener: Listener) -> None:
+    def add_listener(self, listener: OnAbort) -> None:
         """Call ``listener()`` once when the signal aborts (at once if it already has).
 
         Listeners run synchronously inside ``abort()`` and must not raise; an exception from one is
@@ -57,7 +58,7 @@ class AbortSignal:
         else:
             self._listeners.append(listener)
 
-    def remove_listener(self, listener: Listener) -> None:
+    def remove_listener(self, listener: OnAbort) -> None:
         with suppress(ValueError):
             self._listeners.remove(listener)
 
@@ -97,7 +98,7 @@ class AbortController:
         self.signal._fire(reason)
 
 
-def _call(listener: Listener) -> None:
+def _call(listener: OnAbort) -> None:
     try:
         listener()
     except Exception as exc:

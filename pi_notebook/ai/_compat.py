@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 if TYPE_CHECKING:
-    from ._model import Model
+    from ._request import Model
 
 __all__ = ["OpenAICompletionsCompat", "ResolvedOpenAICompat", "resolve_openai_compat"]
 

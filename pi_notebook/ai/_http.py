@@ -3,7 +3,9 @@
 
 Exceptions (httpx's and ours) never cross the stream boundary: :func:`run_provider` turns every failure into
 the terminal ``error``/``aborted`` event of the stream (PI-SPEC §1.3). The texts are chosen so the retry
-classifier (``pi_notebook.ai.retry``) recognises the transient ones, as Pi's SDK texts are.
+classifier (``pi_notebook.ai.retry``) recognises the transient ones, as Pi's SDK texts are; a failed response's
+status and retry hints travel on the message too (``AssistantMessage.request_failure``), for the same
+classifier at every layer.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import asyncio
 import email.utils
 import json
 import math
-import random
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,7 +27,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
 from ._cassette_route import route_through_cassettes
-from ._model import Model, StreamOptions
+from ._request import Model, StreamOptions
 from ._responses import (
     content_type,
     describe_empty_stream,
@@ -38,6 +39,8 @@ from ._responses import (
 )
 from ._secret import is_sensitive_header, scrub_secrets
 from ._stream import AssistantMessageEventStream
+from .messages import RequestFailure
+from .retry import backoff_ms, is_retryable_failure
 
 __all__ = [
     "ProviderError",
@@ -48,6 +51,7 @@ __all__ = [
     "provider_retry_delay_ms",
     "run_provider",
     "send_with_retry",
+    "server_delay_ms",
 ]
 
 _MAX_ERROR_BODY = 64 * 1024
@@ -78,6 +82,18 @@ class ProviderError(Exception):
         self.body = body
         self.empty_stream = empty_stream
         """The server answered with a success and then sent nothing: it failed after its headers went out."""
+
+    @property
+    def failure(self) -> RequestFailure | None:
+        """What the response said, for the retry classifier; ``None`` when there was no response."""
+        if self.status is None:
+            return None
+        hint = self.headers.get("x-should-retry")
+        return RequestFailure(
+            self.status,
+            retry_after_ms=server_delay_ms(self.headers),
+            should_retry=True if hint == "true" else False if hint == "false" else None,
+        )
 
 
 def http_client() -> httpx.AsyncClient:
@@ -122,25 +138,13 @@ def describe_transport_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {detail}"
 
 
-def _retryable(error: ProviderError) -> bool:
-    hint = error.headers.get("x-should-retry")
-    if hint == "true":
-        return True
-    if hint == "false":
-        return False
-    status = error.status
-    return status is None or status in (408, 409, 429) or status >= 500
-
-
-def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | None = None) -> float:
-    """Pi's layer-1 delay for retry number ``attempt`` (0-based): ``retry-after-ms``, else ``retry-after``
-    (seconds or an HTTP date), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter.
+def server_delay_ms(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The delay a response asks for: ``retry-after-ms``, else ``retry-after`` (seconds or an HTTP date; a date in
+    the past, or text that is neither, means "at once" as in Pi); ``None`` when it names none.
 
     A header value that is not a finite, non-negative number (``inf``, ``nan``, ``-5``, or so large that it
-    overflows) counts as absent, so the next source applies. Text that is neither a number nor a date means
-    "at once", as in Pi; a date in the past too.
+    overflows) counts as absent, so the next source applies.
     """
-    headers = error.headers
     delay = _finite_ms(headers.get("retry-after-ms"), 1.0)
     if delay is not None:
         return delay
@@ -155,8 +159,16 @@ def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | 
             except (TypeError, ValueError, OverflowError):
                 return 0.0
             return max(0.0, (when - (time.time() if now is None else now)) * 1000)
-    backoff: float = min(0.5 * 2**attempt, 8.0)
-    return backoff * (1 - random.random() * 0.25) * 1000
+    return None
+
+
+def provider_retry_delay_ms(error: ProviderError, attempt: int, *, now: float | None = None) -> float:
+    """Pi's layer-1 delay for retry number ``attempt`` (0-based): what the server asked for
+    (:func:`server_delay_ms`), else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter."""
+    asked = server_delay_ms(error.headers, now=now)
+    if asked is not None:
+        return asked
+    return backoff_ms(500, attempt + 1, max_ms=8000, jitter=0.25)
 
 
 def _finite_ms(raw: str | None, scale: float) -> float | None:
@@ -185,9 +197,11 @@ async def send_with_retry(
 ) -> httpx.Response:
     """Send ``request()`` and return the streaming response once it has a success status.
 
-    Error statuses and connection failures are retried ``options.max_retries`` times (Pi's layer 1: 408, 409,
-    429, 5xx, no response; ``x-should-retry`` overrides). A redirect (3xx) fails at once and is not followed; an
-    HTML error page is described by its title. A server asking to wait longer than
+    Error statuses and connection failures are retried ``options.max_retries`` times when the retry classifier
+    (:func:`~pi_notebook.ai.retry.is_retryable_failure`) calls them transient: ``x-should-retry`` first, then
+    never for quota or billing texts, then the status (408, 409, 429, 5xx), then the text (for a failure with no
+    response: "Connection error", "timed out", ...). A redirect (3xx) fails at once and is not followed; an HTML
+    error page is described by its title. A server asking to wait longer than
     ``options.max_retry_delay_ms`` (0 = no cap) fails at once with Pi's "Server requested ..." text. Only the
     initial request is ever retried: once a response streams, a failure is final.
     """
@@ -214,7 +228,7 @@ async def send_with_retry(
             error = ProviderError(
                 describe_status(response.status_code, shown), response.status_code, response.headers, body
             )
-        if attempt >= options.max_retries or not _retryable(error):
+        if attempt >= options.max_retries or not is_retryable_failure(error.message, error.failure):
             raise error
         delay = provider_retry_delay_ms(error, attempt)
         cap = options.max_retry_delay_ms
@@ -345,13 +359,14 @@ def run_provider(
         run = ProviderRun(model, options, MessageBuilder(model.api, model.provider, model.id), stream)
         signal: AbortSignal | None = options.signal
         failure: str | None = None
+        request_failure: RequestFailure | None = None
         with abort_scope(signal) as scope:
             deadline = options.timeout_ms
             with anyio.move_on_after(deadline / 1000 if deadline else None) as timer:
                 try:
                     await body(run)
                 except ProviderError as exc:
-                    failure = exc.message
+                    failure, request_failure = exc.message, exc.failure
                 except Exception as exc:
                     failure = describe_transport_error(exc)
             timed_out = timer.cancelled_caught
@@ -364,6 +379,7 @@ def run_provider(
             stream.push(builder.error("error", f"Request timed out after {deadline} ms"))
         else:
             text = failure or "Stream ended without a terminal event"
+            builder.message.request_failure = request_failure
             stream.push(builder.error("error", scrub_secrets(text, secrets)))
 
     return AssistantMessageEventStream.from_producer(produce)

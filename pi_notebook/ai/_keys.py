@@ -13,7 +13,7 @@ import os
 
 from ._cassette_route import active_cassette
 from ._http import ProviderError
-from ._model import StreamOptions
+from ._request import StreamOptions
 from ._secret import api_key_problem
 
 __all__ = ["ENV_KEYS", "PROVIDER_KEY_VARIABLES", "REPLAY_KEY", "provider_key_values", "resolve_api_key"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._builder import MessageBuilder
-from ._model import Context, Model, StreamFn, StreamOptions
+from ._request import Context, Model, StreamFn, StreamOptions
 from ._stream import AssistantMessageEventStream
 from .messages import AssistantMessage
 
@@ -37,20 +37,32 @@ def _load_builtin() -> None:
 
 
 def stream(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessageEventStream:
-    """Stream one assistant message from ``model``. Never raises: an unknown ``model.api`` gives a stream that
-    ends with an ``error`` message naming it."""
+    """Stream one assistant message from ``model``. Never raises: an unknown ``model.api``, or a registered stream
+    function that raises (breaking its contract), gives a stream that ends with an ``error`` message saying so.
+    A stream function returning an awaitable is awaited by the returned stream."""
     _load_builtin()
     stream_fn = _apis.get(model.api)
     if stream_fn is None:
-        failed = AssistantMessageEventStream()
-        builder = MessageBuilder(model.api, model.provider, model.id)
         known = ", ".join(sorted(_apis))
-        failed.push(builder.error("error", f"No stream function for api {model.api!r} (known: {known})"))
-        return failed
-    result = stream_fn(model, context, options or StreamOptions())
+        return _failed(model, f"No stream function for api {model.api!r} (known: {known})")
+    try:
+        result = stream_fn(model, context, options or StreamOptions())
+    except Exception as exc:
+        return _failed(model, f"{type(exc).__name__}: {exc}")
     if isinstance(result, AssistantMessageEventStream):
         return result
-    raise TypeError("registered stream functions must return an AssistantMessageEventStream synchronously")
+
+    async def forward(outer: AssistantMessageEventStream) -> None:
+        async for event in await result:
+            outer.push(event)
+
+    return AssistantMessageEventStream.from_producer(forward)
+
+
+def _failed(model: Model, text: str) -> AssistantMessageEventStream:
+    failed = AssistantMessageEventStream()
+    failed.push(MessageBuilder(model.api, model.provider, model.id).error("error", text))
+    return failed
 
 
 async def complete(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessage:

@@ -5,11 +5,17 @@ transcripts and session files can be exchanged with Pi; Python attributes are sn
 :func:`message_to_dict` / :func:`message_to_json` (or ``model_dump(by_alias=True, exclude_none=True)``) and
 load with :func:`message_from_dict`. Fields Pi has and we do not model are kept (``extra="allow"``) and
 written back unchanged.
+
+Identity: a message in a transcript is known by :func:`message_key`, a stable key the message object carries
+(assigned when the message starts, never derived from ``id()`` or content). It is not a field: it is not
+serialised, compared or copied, so two messages with the same content stay equal.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
@@ -21,6 +27,7 @@ __all__ = [
     "Cost",
     "ImageContent",
     "Message",
+    "RequestFailure",
     "StopReason",
     "TextContent",
     "ThinkingContent",
@@ -31,6 +38,7 @@ __all__ = [
     "UserContent",
     "UserMessage",
     "message_from_dict",
+    "message_key",
     "message_to_dict",
     "message_to_json",
     "now_ms",
@@ -127,13 +135,56 @@ AssistantContent: TypeAlias = Annotated[TextContent | ThinkingContent | ToolCall
 ToolResultContent: TypeAlias = UserContent
 
 
-class UserMessage(_Wire):
+class _Message(_Wire):
+    """A transcript message: room for its key (see :func:`message_key`), outside pydantic's fields."""
+
+    __slots__ = ("_key",)
+
+
+_next_key = itertools.count(1).__next__
+
+
+def message_key(message: object) -> int:
+    """The stable key of a transcript message (user, assistant, tool result or custom).
+
+    Assigned the first time it is asked for: the agent loop asks when the message starts (``message_start``),
+    and a stream that hands a new partial object per event has the key carried over to each new object, so
+    every event of one message has the same key. The key stays with the object (copies get their own), so
+    holders of a key keep no reference to the message. Unique within the process.
+    """
+    key: int | None = getattr(message, "_key", None)
+    if key is None:
+        key = _next_key()
+        object.__setattr__(message, "_key", key)
+    return key
+
+
+def carry_key(source: object, target: object) -> None:
+    """Give ``target`` (a new object for the same message, e.g. a provider's fresh partial) ``source``'s key."""
+    object.__setattr__(target, "_key", message_key(source))
+
+
+class UserMessage(_Message):
     role: Literal["user"] = "user"
     content: str | list[UserContent]
     timestamp: int = Field(default_factory=now_ms)
 
 
-class AssistantMessage(_Wire):
+@dataclass(frozen=True, slots=True)
+class RequestFailure:
+    """What a provider saw of a failed request, for the retry classifier (``pi_notebook.ai.retry``).
+
+    ``status`` is the HTTP status (``None``: no response); ``retry_after_ms`` is the delay the server asked for
+    (``retry-after-ms`` or ``retry-after``), ``None`` when it named none; ``should_retry`` is its
+    ``x-should-retry`` header, ``None`` when absent.
+    """
+
+    status: int | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+
+
+class AssistantMessage(_Message):
     role: Literal["assistant"] = "assistant"
     content: list[AssistantContent] = Field(default_factory=list)
     api: str = "unknown"
@@ -144,9 +195,12 @@ class AssistantMessage(_Wire):
     stop_reason: StopReason = "stop"
     error_message: str | None = None
     timestamp: int = Field(default_factory=now_ms)
+    request_failure: RequestFailure | None = Field(default=None, exclude=True, repr=False)
+    """Set on an ``error`` reply whose request failed before streaming (status, the server's retry hints).
+    Not part of Pi's wire format: never written to session files."""
 
 
-class ToolResultMessage(_Wire):
+class ToolResultMessage(_Message):
     role: Literal["toolResult"] = "toolResult"
     tool_call_id: str
     tool_name: str

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from ._discover import context_window_of, fetch_listing, pick_model
-from ._model import Model, ModelCost
+from ._request import Model, ModelCost
 
 __all__ = ["KNOWN_MODELS", "SPEC_HELP", "model_from_server", "model_from_spec", "parse_compatible_spec"]
 

@@ -1,15 +1,19 @@
-"""Retry of one assistant-producing call on transient provider errors (Pi's ``pi-ai/utils/retry.ts``).
+"""Retry: one policy, one classifier, one backoff formula for Pi's three retry layers.
 
-This is the middle of Pi's three retry layers. Layer 1 retries the initial HTTP request inside a provider;
-layer 3 (the session) retries whole agent turns. This layer wraps a single self-contained call, such as a
-compaction or branch-summary request, and retries it when the returned message *looks* transient.
+Layer 1 retries the initial HTTP request inside a provider (``pi_notebook.ai._http``); layer 2 wraps a single
+self-contained call such as a compaction summary (:func:`retry_assistant_call`, Pi's ``pi-ai/utils/retry.ts``);
+layer 3 (the session) retries whole agent turns. All three ask the same questions here:
 
-Two pieces:
-
-- :func:`is_retryable_assistant_error` classifies a failed message. It is a decision only: callers handle
-  context overflow first (see :mod:`pi_notebook.ai.overflow`) and apply their own budget.
-- :func:`retry_assistant_call` runs ``produce`` under a :class:`RetryPolicy`: exponential backoff without
-  jitter or cap, abortable through an :class:`~pi_notebook.ai.AbortSignal`, reported through callbacks.
+- :func:`is_retryable_failure` — is this failure transient? It combines what the provider saw of the response
+  (:class:`~pi_notebook.ai.messages.RequestFailure`: status, ``x-should-retry``) with the error text, in this
+  order: the server's ``x-should-retry``; Pi's non-retryable texts (quota, billing); the status when there was
+  one (408, 409, 429, 5xx); Pi's retryable texts. :func:`is_retryable_assistant_error` asks it of a message.
+  Context overflow is not recognised here: callers check it first (:mod:`pi_notebook.ai.overflow`).
+- :func:`backoff_ms` — the exponential backoff formula, written once (layer 1 adds Pi's cap and jitter).
+- :class:`RetryPolicy` — the budget and backoff of layers 2 and 3, with layer 1's knobs under ``provider``
+  (it is also the session's ``Settings.retry``). :meth:`RetryPolicy.decide` returns a :class:`RetryDecision`:
+  retry or not, and after how long — the server's ``retry-after`` when the provider saw one (capped by
+  ``provider.max_retry_delay_ms``), else ``base_delay_ms * 2**(n - 1)``.
 
 Failures stay data: the result is always an :class:`AssistantMessage` (``stop`` / ``error`` / ``aborted`` …);
 nothing here raises for a provider failure.
@@ -17,16 +21,19 @@ nothing here raises for a provider failure.
 
 from __future__ import annotations
 
-import inspect
+import math
+import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal, abortable_sleep
-from .messages import AssistantMessage
+from ._awaitable import MaybeAwaitable, maybe_await
+from .messages import AssistantMessage, RequestFailure
 
 __all__ = [
     "NON_RETRYABLE_ERROR_FRAGMENTS",
@@ -37,12 +44,17 @@ __all__ = [
     "OnRetryFinished",
     "OnRetryScheduled",
     "Produce",
+    "ProviderRetrySettings",
+    "RetryDecision",
     "RetryPolicy",
+    "backoff_ms",
     "is_retryable_assistant_error",
+    "is_retryable_failure",
+    "is_retryable_status",
     "retry_assistant_call",
 ]
 
-Produce: TypeAlias = Callable[[], AssistantMessage | Awaitable[AssistantMessage]]
+Produce: TypeAlias = Callable[[], MaybeAwaitable[AssistantMessage]]
 """Makes one attempt. Sync or async; returns a message (failures as data) rather than raising for them."""
 OnRetryScheduled: TypeAlias = Callable[[int, int, int, str], object]
 """``(attempt, max_attempts, delay_ms, error_message)``, called before each backoff sleep."""
@@ -137,50 +149,104 @@ NON_RETRYABLE_ERROR_PATTERN = _compile_table(NON_RETRYABLE_ERROR_FRAGMENTS)
 RETRYABLE_ERROR_PATTERN = _compile_table(RETRYABLE_ERROR_FRAGMENTS)
 
 
+def is_retryable_status(status: int) -> bool:
+    """Pi's layer-1 statuses: 408, 409, 429 and every 5xx."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def is_retryable_failure(error_text: str | None, failure: RequestFailure | None = None) -> bool:
+    """Whether a failure looks transient (see the module docstring for the order of the checks)."""
+    if failure is not None and failure.should_retry is not None:
+        return failure.should_retry
+    if error_text and NON_RETRYABLE_ERROR_PATTERN.search(error_text):
+        return False
+    if failure is not None and failure.status is not None:
+        return is_retryable_status(failure.status)
+    return bool(error_text) and RETRYABLE_ERROR_PATTERN.search(error_text or "") is not None
+
+
 def is_retryable_assistant_error(message: AssistantMessage) -> bool:
     """Whether a failed message looks like a transient provider or transport error.
 
     Only ``stop_reason == "error"`` with a non-empty ``error_message`` can be retryable; successes and
-    aborts never are. A match in the non-retryable table (quota, billing) wins over the retryable one.
-    Context overflow is not recognised here: check it first.
+    aborts never are. Then :func:`is_retryable_failure` decides from the text and, when the provider saw a
+    response, its status and ``x-should-retry`` (``message.request_failure``). A match in the non-retryable
+    table (quota, billing) wins over the status and the retryable table. Context overflow is not recognised
+    here: check it first.
     """
     text = message.error_message
     if message.stop_reason != "error" or not text:
         return False
-    if NON_RETRYABLE_ERROR_PATTERN.search(text):
-        return False
-    return RETRYABLE_ERROR_PATTERN.search(text) is not None
+    return is_retryable_failure(text, message.request_failure)
+
+
+def backoff_ms(base_ms: float, attempt: int, *, max_ms: float | None = None, jitter: float = 0.0) -> float:
+    """Exponential backoff before retry ``attempt`` (1-based): ``base_ms * 2**(attempt - 1)``, at most ``max_ms``,
+    minus up to ``jitter`` (a fraction) at random."""
+    delay: float = base_ms * 2.0 ** (attempt - 1)
+    if max_ms is not None:
+        delay = min(delay, max_ms)
+    return delay * (1 - random.random() * jitter) if jitter else delay
+
+
+class ProviderRetrySettings(BaseModel):
+    """Layer 1: retry of the initial HTTP request inside a provider (PI-SPEC §4.1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    max_retries: int = Field(0, ge=0)
+    """Retries of a failed request before streaming begins (0: none, Pi's default)."""
+    max_retry_delay_ms: int = Field(60_000, ge=0)
+    """Longest server-requested wait honoured (0: no cap). Layer 1 fails at once on a longer one; the session
+    (layer 3) waits at most this long when it retries a turn the server asked to delay."""
+    timeout_ms: int | None = Field(None, gt=0)
+    """Whole-request deadline (connect to last byte). Does not cover tools or retries between turns."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryDecision:
+    """Whether to retry, and the wait before the attempt (0 when not retrying)."""
+
+    retry: bool
+    delay_ms: int = 0
+
+
+_NO_RETRY = RetryDecision(False)
 
 
 class RetryPolicy(BaseModel):
-    """Retry budget and backoff: delay before retry ``n`` (1-based) is ``base_delay_ms * 2**(n - 1)``.
+    """Retry budget and backoff (layers 2 and 3; Pi's ``retry`` settings), with layer 1 under ``provider``.
 
-    No jitter and no cap (Pi's defaults give 2 s, 4 s, 8 s). Loads Pi's settings keys too
-    (``maxRetries``, ``baseDelayMs``). Negative values raise :class:`pydantic.ValidationError`.
+    Delay before retry ``n`` (1-based): the server's ``retry-after`` when the failed response carried one (at
+    most ``provider.max_retry_delay_ms``), else ``base_delay_ms * 2**(n - 1)`` — no jitter, no cap (Pi's
+    defaults give 2 s, 4 s, 8 s). Loads Pi's settings keys too (``maxRetries``, ``baseDelayMs``). Negative values
+    raise :class:`pydantic.ValidationError`.
     """
 
-    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
     enabled: bool = True
     max_retries: int = Field(default=3, ge=0)
     base_delay_ms: int = Field(default=2000, ge=0)
+    provider: ProviderRetrySettings = ProviderRetrySettings()
 
-    def delay_ms(self, attempt: int) -> int:
-        """Backoff before retry ``attempt`` (1-based)."""
-        return int(self.base_delay_ms * 2 ** (attempt - 1))
+    def delay_ms(self, attempt: int, failure: RequestFailure | None = None) -> int:
+        """The wait before retry ``attempt`` (1-based) of a failure (see the class docstring)."""
+        asked = failure.retry_after_ms if failure is not None else None
+        if asked is None:
+            return int(backoff_ms(self.base_delay_ms, attempt))
+        cap = self.provider.max_retry_delay_ms
+        return math.ceil(min(asked, cap) if cap > 0 else asked)
 
-
-async def _produce(produce: Produce) -> AssistantMessage:
-    result = produce()
-    if not isinstance(result, AssistantMessage):
-        result = await result
-    return result
+    def decide(self, message: AssistantMessage, attempt: int) -> RetryDecision:
+        """Whether ``message`` should be retried as retry number ``attempt`` (1-based), and after how long:
+        retryable (:func:`is_retryable_assistant_error`), enabled, and ``attempt`` within ``max_retries``."""
+        if not self.enabled or attempt > self.max_retries or not is_retryable_assistant_error(message):
+            return _NO_RETRY
+        return RetryDecision(True, self.delay_ms(attempt, message.request_failure))
 
 
 async def _notify(callback: Callable[..., object] | None, *args: object) -> None:
     if callback is not None:
-        result = callback(*args)
-        if inspect.isawaitable(result):
-            await result
+        await maybe_await(callback(*args))
 
 
 _DISABLED = RetryPolicy(enabled=False, max_retries=0)
@@ -201,10 +267,11 @@ async def retry_assistant_call(
 
     - ``aborted``: returned as is, never retried.
     - anything but ``error``: success, returned as is.
-    - ``error`` that is not retryable (:func:`is_retryable_assistant_error`) or with the budget spent
-      (``policy.max_retries``; 0 when ``policy`` is ``None`` or disabled): returned as is.
+    - ``error`` that :meth:`RetryPolicy.decide` does not retry (not retryable, or the budget
+      ``policy.max_retries`` spent; nothing is retried when ``policy`` is ``None`` or disabled): returned as is.
     - otherwise ``on_retry_scheduled(attempt, max_attempts, delay_ms, error_message or "Unknown error")``,
-      an abortable sleep of ``delay_ms``, ``on_retry_attempt_start()``, and the next ``produce()``.
+      an abortable sleep of ``delay_ms`` (the decision's), ``on_retry_attempt_start()``, and the next
+      ``produce()``.
 
     ``on_retry_finished(success, attempt, final_error)`` is called exactly once if at least one retry was
     scheduled: ``(True, n)`` on success, ``(False, n)`` on an aborted response, ``(False, n, error_message)``
@@ -220,7 +287,7 @@ async def retry_assistant_call(
     active = policy if policy is not None and policy.enabled else _DISABLED
     attempt = 0
     while True:
-        response = await _produce(produce)
+        response = await maybe_await(produce())
         if response.stop_reason == "aborted":
             if attempt:
                 await _notify(on_retry_finished, False, attempt)
@@ -229,14 +296,15 @@ async def retry_assistant_call(
             if attempt:
                 await _notify(on_retry_finished, True, attempt)
             return response
-        if attempt >= active.max_retries or not is_retryable_assistant_error(response):
+        decision = active.decide(response, attempt + 1)
+        if not decision.retry:
             if attempt:
                 await _notify(on_retry_finished, False, attempt, response.error_message)
             return response
 
         attempt += 1
         error_text = response.error_message or "Unknown error"
-        delay_ms = active.delay_ms(attempt)
+        delay_ms = decision.delay_ms
         await _notify(on_retry_scheduled, attempt, active.max_retries, delay_ms, error_text)
         if not await abortable_sleep(delay_ms / 1000, signal):
             await _notify(on_retry_finished, False, attempt, error_text)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeAlias
 
-from ._model import Model
+from ._request import Model
 from .messages import (
     AssistantContent,
     AssistantMessage,
@@ -50,8 +50,6 @@ NormalizeToolCallId: TypeAlias = Callable[[str, Model, AssistantMessage], str]
 """``(tool_call_id, target_model, source_message) -> id``: rewrites a tool-call id from another model for the
 target provider (for example to ``^[a-zA-Z0-9_-]+$``, at most 64 characters). Must be pure and must not raise."""
 
-_LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
-
 
 def transform_messages(
     messages: Iterable[Message],
@@ -77,7 +75,7 @@ class _FirstPass:
         self.normalize_tool_call_id = normalize_tool_call_id
         self.id_map: dict[str, str] = {}
 
-    def convert(self, message: _LlmMessage) -> _LlmMessage:
+    def convert(self, message: Message) -> Message:
         if message.content is None:  # only from unvalidated objects (model_construct, hand-built)
             message = message.model_copy(update={"content": []})
         if isinstance(message, UserMessage):
@@ -171,7 +169,7 @@ def _replace_images(content: Sequence[ToolResultContent], placeholder: str) -> l
     return result
 
 
-def _answer_orphaned_tool_calls(messages: Iterable[_LlmMessage]) -> list[Message]:
+def _answer_orphaned_tool_calls(messages: Iterable[Message]) -> list[Message]:
     """Drop failed assistant turns and give every unanswered tool call a synthetic error result.
 
     A call is unanswered if no tool result with its id follows before the next assistant or user message

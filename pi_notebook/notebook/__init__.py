@@ -4,27 +4,37 @@
     run = %pi Explain what you can do      # returns at once; the widget streams the run
     await run                              # waits for agent_settled, shows transcript + event log
 
-Python API: :func:`configure` (model, stream function, tools, settings), :func:`get_session`.
+Python API: :func:`configure` (model, stream function, tools, settings), :func:`get_session`,
+:func:`get_notebook_session` (the session with its model spec and runs).
+
+Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
+drawn by ``_view``), ``_control_comm`` (the JupyterLab control channel), ``_registry`` (the kernel's named
+sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._controller import configure, default_faux, get_agent, get_session
-from ._magics import USAGE, PiMagics, pi_transformer
+from ._commands import USAGE
+from ._control_comm import publish as publish_state
+from ._control_comm import register_control
+from ._default_model import default_faux
+from ._magics import PiMagics, pi_transformer
+from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._view import RunView, TranscriptWidget
 
 __all__ = [
     "USAGE",
+    "NotebookSession",
     "Run",
     "RunReport",
     "RunView",
     "TranscriptWidget",
     "configure",
     "default_faux",
-    "get_agent",
+    "get_notebook_session",
     "get_session",
     "load_ipython_extension",
     "unload_ipython_extension",
@@ -32,14 +42,14 @@ __all__ = [
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register ``%pi``/``%%pi``, the ``%pi wait`` rewrite, and the JupyterLab control channel."""
+    """Register ``%pi``/``%%pi``, the ``%pi wait`` rewrite, and the JupyterLab control channel (which follows
+    the runs of the kernel's sessions)."""
     ipython.register_magics(PiMagics)
     cleanup = ipython.input_transformers_cleanup
     if pi_transformer not in cleanup:
         cleanup.append(pi_transformer)
-    from ._control import register_control
-
-    register_control(ipython)
+    register_control(ipython, REGISTRY)
+    REGISTRY.on_state(publish_state)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -3,53 +3,29 @@
 Magics cannot be coroutines (ipython#11314), so a run is started as a task and the magic returns at once
 with its :class:`Run`. ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of the active run,
 which IPython then runs as an async cell; the same transformer keeps a trailing ``?`` in a prompt from being
-read as a help request. Every error becomes a short message; bad arguments print the
-usage. Without a running loop (plain terminal IPython) runs complete before the magic returns.
+read as a help request. The line is read by one parser (``_commands``); every error becomes a short message,
+and bad arguments print the usage. Without a running loop (plain terminal IPython) runs complete before the
+magic returns.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 import shlex
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError
-from ..ai import stream as default_stream
-from ..ai.models import SPEC_HELP, model_from_spec
 from ..session import SettingsError
-from ._controller import NotebookAgent, default_faux, get_agent
+from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
+from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 
 __all__ = ["USAGE", "PiMagics", "pi_transformer"]
-
-USAGE = f"""\
-usage:
-  %pi <prompt>              start a run (while one is active: queue <prompt> as a follow-up)
-  %%pi                      the cell body is the prompt
-  %pi steer <text>          deliver <text> after the current turn
-  %pi follow <text>         deliver <text> when the agent would stop
-  %pi abort                 stop the active run (queued messages are handed back)
-  %pi continue              continue from the transcript (queued messages first)
-  %pi compact [FOCUS]       summarise the older transcript now (FOCUS: what the summary should keep)
-  %pi wait                  wait for the active run to settle and show its report
-  %pi status                session state, model, queue, budget
-  %pi events [N]            the event log and transcript of run N (default: the last)
-  %pi queue                 the queued steering and follow-up messages
-  %pi clear-queue           take every queued message back
-  %pi model [SPEC]          show or set the model ({SPEC_HELP})
-  %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
-  %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
-  %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
-                            record runs' HTTP exchanges to PATH, or replay them from it (no key, no network)
-  %pi cassette [off]        show the cassette in use, or stop using one
-  %pi help                  this text
-A prompt that starts with one of these words: %pi -- steer the ship"""
 
 _LINE = re.compile(r"^(?P<indent>\s*)(?P<assign>[A-Za-z_][\w.]*\s*=\s*)?%pi(?P<rest>\s.*)?$")
 
@@ -88,10 +64,6 @@ class _Ready:
         yield  # makes this a generator function
 
 
-class UsageError(Exception):
-    """Bad arguments: print the message and the usage."""
-
-
 @magics_class
 class PiMagics(Magics):
     # IPython 8.12 (what CI has) ships this decorator untyped; IPython 9 types it, hence unused-ignore.
@@ -100,10 +72,10 @@ class PiMagics(Magics):
         """Run and control agent runs; ``%pi help`` lists the sub-commands."""
         try:
             if cell is not None:
-                if line.strip():
-                    raise UsageError("%%pi takes no arguments; the cell body is the prompt")
-                return self._prompt(cell)
-            return self._dispatch(line)
+                parse_cell_line(line)
+                return self._prompt(PiCommand("prompt", cell))
+            command = parse_line(line)
+            return self._handlers()[command.name](command)
         except UsageError as exc:
             print(f"pi: {exc}\n\n{USAGE}")  # noqa: T201 - magics talk to the user through stdout
         except (ValueError, SettingsError, RuntimeError) as exc:
@@ -112,21 +84,9 @@ class PiMagics(Magics):
             print(f"pi: internal error ({type(exc).__name__}): {exc}")  # noqa: T201
         return None
 
-    def _dispatch(self, line: str) -> Any:
-        text = line.strip()
-        if not text:
-            raise UsageError("nothing to do")
-        word, _, rest = text.partition(" ")
-        rest = rest.strip()
-        if word == "--":
-            return self._prompt(rest)
-        command = self._commands().get(word)
-        if command is None:
-            return self._prompt(text)
-        return command(rest)
-
-    def _commands(self) -> dict[str, Callable[[str], Any]]:
+    def _handlers(self) -> dict[CommandName, Callable[[PiCommand], Any]]:
         return {
+            "prompt": self._prompt,
             "steer": self._steer,
             "follow": self._follow,
             "abort": self._abort,
@@ -141,69 +101,65 @@ class PiMagics(Magics):
             "settings": self._settings,
             "interrupt": self._interrupt,
             "cassette": self._cassette,
-            "help": lambda rest: print(USAGE),  # noqa: T201
+            "help": lambda command: print(USAGE),  # noqa: T201
         }
 
     # -- runs -------------------------------------------------------------------------------------------
-    def _prompt(self, text: str) -> Run | None:
-        text = text.strip()
+    def _prompt(self, command: PiCommand) -> Run | None:
+        text = command.text.strip()
         if not text:
             raise UsageError("empty prompt")
-        agent = get_agent()
-        if agent.busy:
-            _await_now(agent.session.follow_up(text))
+        entry = REGISTRY.get()
+        if entry.busy:
+            _await_now(entry.session.follow_up(text))
             print(f"pi: a run is active; queued as a follow-up: {text!r}")  # noqa: T201
             return None
-        return _start(agent, text, lambda: agent.session.prompt(text))
+        return _start(entry, text, lambda: entry.session.prompt(text))
 
-    def _continue(self, rest: str) -> Run | None:
-        _no_args("continue", rest)
-        agent = get_agent()
-        if agent.busy:
+    def _continue(self, command: PiCommand) -> Run | None:
+        entry = REGISTRY.get()
+        if entry.busy:
             raise RuntimeError("a run is active; it continues on its own")
-        return _start(agent, "(continue)", agent.session.continue_)
+        return _start(entry, "(continue)", entry.session.continue_)
 
-    def _compact(self, rest: str) -> Run | None:
-        agent = get_agent()
-        if agent.busy:
+    def _compact(self, command: PiCommand) -> Run | None:
+        entry = REGISTRY.get()
+        if entry.busy:
             raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
-        session = agent.session
+        session = entry.session
         if session.compaction_plan() is None:
             keep = session.settings.compaction.keep_recent_tokens
             print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
             return None
-        focus = rest or None
-        return _start(agent, "(compact)" + (f" {rest}" if rest else ""), lambda: session.compact(focus))
+        focus = command.text or None
+        return _start(entry, "(compact)" + (f" {focus}" if focus else ""), lambda: session.compact(focus))
 
-    def _steer(self, rest: str) -> None:
-        if not rest:
+    def _steer(self, command: PiCommand) -> None:
+        if not command.text:
             raise UsageError("steer needs the text to deliver")
-        _await_now(get_agent().session.steer(rest))
-        print(f"pi: steering queued: {rest!r}")  # noqa: T201
+        _await_now(REGISTRY.get().session.steer(command.text))
+        print(f"pi: steering queued: {command.text!r}")  # noqa: T201
 
-    def _follow(self, rest: str) -> None:
-        if not rest:
+    def _follow(self, command: PiCommand) -> None:
+        if not command.text:
             raise UsageError("follow needs the text to deliver")
-        _await_now(get_agent().session.follow_up(rest))
-        print(f"pi: follow-up queued: {rest!r}")  # noqa: T201
+        _await_now(REGISTRY.get().session.follow_up(command.text))
+        print(f"pi: follow-up queued: {command.text!r}")  # noqa: T201
 
-    def _abort(self, rest: str) -> None:
-        _no_args("abort", rest)
-        agent = get_agent()
-        run = agent.active_run
-        if run is None and agent.session.is_idle:
+    def _abort(self, command: PiCommand) -> None:
+        entry = REGISTRY.get()
+        run = entry.active_run
+        if run is None and entry.session.is_idle:
             print("pi: nothing to abort")  # noqa: T201
             return
         if run is not None:
             run.abort()
         else:
-            _await_now(agent.session.abort())
+            _await_now(entry.session.abort())
         print("pi: stopping")  # noqa: T201
 
-    def _wait(self, rest: str) -> Any:
-        _no_args("wait", rest)
-        agent = get_agent()
-        run = agent.current_run
+    def _wait(self, command: PiCommand) -> Any:
+        run = REGISTRY.get().current_run
         if run is None:
             print("pi: no run yet")  # noqa: T201
             return _Ready(None)
@@ -212,42 +168,39 @@ class PiMagics(Magics):
         return run  # awaited by the cell (see pi_transformer)
 
     # -- inspection -------------------------------------------------------------------------------------
-    def _status(self, rest: str) -> None:
-        _no_args("status", rest)
-        agent = get_agent()
-        session = agent.session
-        run = agent.active_run
+    def _status(self, command: PiCommand) -> None:
+        entry = REGISTRY.get()
+        session = entry.session
+        run = entry.active_run
         state = "idle" if session.is_idle else ("retrying" if session.is_retrying else "running")
         queue = session.queue
         lines = [
             f"state: {state}" + (f" (run {run.number})" if run else ""),
-            f"model: {agent.model_spec} ({session.model.api}, {session.model.id})",
-            f"runs: {len(agent.runs)}; transcript: {len(session.messages)} messages",
+            f"model: {entry.model_spec} ({session.model.api}, {session.model.id})",
+            f"runs: {len(entry.runs)}; transcript: {len(session.messages)} messages",
             f"queue: {len(queue.steering)} steering, {len(queue.follow_up)} follow-up",
-            f"interrupt hook: {'on' if agent.interrupt_hook else 'off'}",
+            f"interrupt hook: {'on' if REGISTRY.interrupt.on else 'off'}",
         ]
         if run is not None:
             lines.append(f"usage: {run.usage_line()}")
         print("\n".join(lines))  # noqa: T201
 
-    def _events(self, rest: str) -> None:
-        agent = get_agent()
-        if not agent.runs:
+    def _events(self, command: PiCommand) -> None:
+        runs = REGISTRY.get().runs
+        if not runs:
             print("pi: no run yet")  # noqa: T201
             return
-        if rest:
-            try:
-                number = int(rest)
-                run = agent.runs[number - 1]
-            except (ValueError, IndexError):
-                raise UsageError(f"no run {rest!r} (runs: 1..{len(agent.runs)})") from None
+        number = command.number
+        if number is None:
+            run = runs[-1]
+        elif 1 <= number <= len(runs):
+            run = runs[number - 1]
         else:
-            run = agent.runs[-1]
+            raise UsageError(f"no run '{number}' (runs: 1..{len(runs)})")
         _show(run.report())
 
-    def _queue(self, rest: str) -> None:
-        _no_args("queue", rest)
-        queue = get_agent().session.queue
+    def _queue(self, command: PiCommand) -> None:
+        queue = REGISTRY.get().session.queue
         if not queue.steering and not queue.follow_up:
             print("pi: the queue is empty")  # noqa: T201
             return
@@ -256,87 +209,84 @@ class PiMagics(Magics):
         for text in queue.follow_up:
             print(f"follow-up: {text}")  # noqa: T201
 
-    def _clear_queue(self, rest: str) -> None:
-        _no_args("clear-queue", rest)
-        snapshot = get_agent().session.clear_queue()
+    def _clear_queue(self, command: PiCommand) -> None:
+        snapshot = REGISTRY.get().session.clear_queue()
         taken = [*snapshot.steering, *snapshot.follow_up]
         print("pi: " + (f"took back {len(taken)}: " + "; ".join(map(repr, taken)) if taken else "the queue was empty"))  # noqa: T201
 
     # -- configuration ----------------------------------------------------------------------------------
-    def _model(self, rest: str) -> None:
-        agent = get_agent()
-        if not rest:
-            print(f"pi: model {agent.model_spec} ({agent.session.model.api}, {agent.session.model.id})")  # noqa: T201
+    def _model(self, command: PiCommand) -> None:
+        entry = REGISTRY.get()
+        if not command.text:
+            print(f"pi: model {entry.model_spec} ({entry.session.model.api}, {entry.session.model.id})")  # noqa: T201
             return
-        if agent.busy:
+        if entry.busy:
             raise RuntimeError("a run is active; wait for it (or abort) before switching models")
-        _set_model(agent, rest)
-        print(f"pi: model set to {agent.model_spec}")  # noqa: T201
+        entry.set_model(command.text)
+        print(f"pi: model set to {entry.model_spec}")  # noqa: T201
 
-    def _settings(self, rest: str) -> None:
-        agent = get_agent()
-        if not rest:
-            print(agent.session.settings.model_dump_json(indent=2))  # noqa: T201
+    def _settings(self, command: PiCommand) -> None:
+        entry = REGISTRY.get()
+        if not command.text:
+            print(entry.session.settings.model_dump_json(indent=2))  # noqa: T201
             return
-        changes: dict[str, Any] = {}
-        for item in shlex.split(rest):
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise UsageError(f"expected KEY=VALUE, got {item!r}")
-            node = changes
-            parts = key.split(".")
-            for part in parts[:-1]:
-                node = node.setdefault(part, {})
-            node[parts[-1]] = None if value.lower() in ("none", "null") else value
-        if agent.busy:
+        changes = _assignments(command.text)
+        if entry.busy:
             raise RuntimeError("a run is active; change settings once it has settled")
-        agent.session.settings = agent.session.settings.updated(**changes)
-        print(f"pi: settings updated: {rest}")  # noqa: T201
+        entry.session.settings = entry.session.settings.updated(**changes)
+        print(f"pi: settings updated: {command.text}")  # noqa: T201
 
-    def _interrupt(self, rest: str) -> None:
-        if rest not in ("on", "off"):
-            raise UsageError("interrupt takes 'on' or 'off'")
-        _require_loop("%pi interrupt")
-        get_agent().set_interrupt_hook(rest == "on", kernel=getattr(self.shell, "kernel", None))
-        print(f"pi: interrupt hook {rest}")  # noqa: T201
-
-    def _cassette(self, rest: str) -> None:
+    def _cassette(self, command: PiCommand) -> None:
         """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show)."""
-
-        class Parser(argparse.ArgumentParser):
-            def error(self, message: str) -> NoReturn:
-                raise UsageError(f"cassette: {message}")
-
-        parser = Parser(prog="%pi cassette", add_help=False)
-        parser.add_argument("path")
-        parser.add_argument("--mode", choices=("once", "none", "all", "new"), default="once")
-        parser.add_argument("--timing", choices=("fast", "real"), default="fast")
-        agent = get_agent()
-        if not rest:
-            print(f"pi: {agent.cassette.describe()}" if agent.cassette else "pi: no cassette (runs call out)")  # noqa: T201
+        entry = REGISTRY.get()
+        if not command.text:
+            if command.flags:
+                raise UsageError("cassette: --mode and --timing need a PATH")
+            print(f"pi: {entry.cassette.describe()}" if entry.cassette else "pi: no cassette (runs call out)")  # noqa: T201
             return
-        if agent.busy:
+        if entry.busy:
             raise RuntimeError("a run is active; wait for it (or abort) before changing the cassette")
-        if rest == "off":
-            agent.cassette = None
+        if command.text == "off":
+            entry.cassette = None
             print("pi: cassette off (runs call out)")  # noqa: T201
             return
-        args = parser.parse_args(shlex.split(rest))
+        mode, timing = command.flags.get("mode", "once"), command.flags.get("timing", "fast")
         try:
-            cassette = Cassette(args.path, mode=args.mode, timing=args.timing).load()
+            cassette = Cassette(command.text, mode=mode, timing=timing).load()  # type: ignore[arg-type]
         except CassetteError as exc:
             raise RuntimeError(str(exc)) from None
-        agent.cassette = cassette
+        entry.cassette = cassette
         print(f"pi: {cassette.describe()}")  # noqa: T201
+
+    def _interrupt(self, command: PiCommand) -> None:
+        if command.text not in ("on", "off"):
+            raise UsageError("interrupt takes 'on' or 'off'")
+        _require_loop("%pi interrupt")
+        REGISTRY.interrupt.set(command.text == "on", kernel=getattr(self.shell, "kernel", None))
+        print(f"pi: interrupt hook {command.text}")  # noqa: T201
+
+
+def _assignments(text: str) -> dict[str, Any]:
+    """``retry.max_retries=5 budget.max_cost_usd=0.5`` as nested changes for ``Settings.updated``."""
+    changes: dict[str, Any] = {}
+    try:
+        items = shlex.split(text)
+    except ValueError as exc:
+        raise UsageError(f"cannot read {text!r}: {exc}") from None
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected KEY=VALUE, got {item!r}")
+        node = changes
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = None if value.lower() in ("none", "null") else value
+    return changes
 
 
 def _show(value: Any) -> None:
     display(value)  # type: ignore[no-untyped-call]
-
-
-def _no_args(command: str, rest: str) -> None:
-    if rest:
-        raise UsageError(f"{command} takes no arguments")
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -351,7 +301,7 @@ def _require_loop(what: str) -> None:
         raise RuntimeError(f"{what} needs a running event loop (a Jupyter kernel)")
 
 
-def _await_now(coroutine: Any) -> None:
+def _await_now(coroutine: Coroutine[Any, Any, None]) -> None:
     """Run a quick coroutine (queueing, abort) from a magic: scheduled on the kernel loop, or run to the end
     when there is no loop."""
     loop = _running_loop()
@@ -363,30 +313,17 @@ def _await_now(coroutine: Any) -> None:
         task.add_done_callback(_background.discard)
 
 
-_background: set[asyncio.Task[Any]] = set()
+_background: set[asyncio.Task[None]] = set()
 
 
-def _start(agent: NotebookAgent, label: str, operation: Callable[[], Any]) -> Run | None:
+def _start(entry: NotebookSession, label: str, operation: Callable[[], Any]) -> Run | None:
     if _running_loop() is not None:
-        return agent.start(label, operation)
+        return entry.start(label, operation)
 
     async def complete() -> Any:  # plain IPython: no loop outlives the cell, so run to the end here
-        run = agent.start(label, operation, with_view=False)
+        run = entry.start(label, operation, with_view=False)
         return await run
 
     report = asyncio.run(complete())
     _show(report)
     return None
-
-
-def _set_model(agent: NotebookAgent, spec: str) -> None:
-    spec = spec.strip()
-    session = agent.session
-    if spec == "faux":
-        faux = agent.faux or default_faux()
-        session.model, session.agent.stream_fn = faux.model, faux.stream
-        agent.faux = faux
-    else:
-        model = model_from_spec(spec)
-        session.model, session.agent.stream_fn = model, default_stream
-    agent.model_spec = spec

@@ -1,28 +1,62 @@
-"""``Run``: one session operation started from a notebook, with its events, transcript and widget.
+"""``Run``: one session operation started from a notebook: its events, transcript, event log and state.
 
 A run starts as a task on the kernel's event loop; the cell that started it returns at once. ``await run``
 waits for ``agent_settled`` and gives a :class:`RunReport` (the static markdown rendering executed notebooks
 keep); cancelling that await — a kernel interrupt does — aborts the run. ``run.abort()`` is the Stop button:
 queued messages go back to the input box, then the session aborts.
+
+The run records and reports. Drawing is the :class:`~._presenter.RunPresenter`'s (``run.view`` is its widget);
+whoever wants the run's state changes (the JupyterLab status bar) subscribes with :meth:`Run.on_state`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any
+from typing import Any, Literal, TypeAlias, TypedDict
 
-from ..agent import AgentMessage
-from ..ai import AssistantMessage, UserMessage
-from ..ai.messages import text_of
-from ..session import AgentSession, CompactionCancelled
-from . import _control
-from ._describe import QUIET, describe_event, render_markdown, result_text
+from ..agent import (
+    AgentMessage,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionStartEvent,
+)
+from ..ai import AssistantMessage
+from ..session import (
+    AgentSession,
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionCancelled,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    SessionEvent,
+)
+from ._describe import describe_event, render_markdown, usage_line
+from ._presenter import RunPresenter
 from ._view import RunView
 
-__all__ = ["Run", "RunReport"]
+__all__ = ["Run", "RunReport", "RunState", "RunStatus", "StateListener"]
+
+RunStatus: TypeAlias = Literal[
+    "idle", "starting", "streaming", "running tool", "retrying", "compacting", "settled", "aborted", "error"
+]
+
+
+class RunState(TypedDict):
+    """What the JupyterLab status bar shows of a run (``run`` is its number; ``None`` before any run)."""
+
+    state: RunStatus
+    run: int | None
+    aborted: bool
+    retry_deadline: float
+    """Epoch milliseconds of the next automatic retry; 0 when none is pending."""
+
+
+StateListener: TypeAlias = Callable[[RunState], object]
 
 
 class RunReport:
@@ -41,7 +75,7 @@ class RunReport:
 
 
 class Run:
-    """Handle of one run. See the module docstring."""
+    """Handle of one run. See the module docstring. ``with_view=False`` draws nothing (plain IPython)."""
 
     def __init__(
         self,
@@ -55,7 +89,7 @@ class Run:
         self.session = session
         self.number = number
         self.label = label
-        self.events: list[Any] = []
+        self.events: list[SessionEvent] = []
         self.log: list[tuple[float, str, str]] = []
         self.messages: list[AgentMessage] = []
         self.error: str | None = None
@@ -63,26 +97,31 @@ class Run:
         self._started = time.monotonic()
         self._loop = asyncio.get_running_loop()
         self._settled = self._loop.create_future()
-        self._ids: dict[int, int] = {}
-        self._state = "starting"
+        self._stop_requested = False
+        self._status: RunStatus = "starting"
         self._retry_deadline = 0.0
         self._changed: asyncio.Future[None] | None = None
-        self.view: RunView | None = None
-        if with_view:
-            self.view = RunView(
-                title=f"Run {number}: {_short(label)}",
-                on_stop=self.abort,
-                on_cancel_retry=session.abort_retry,
-                on_steer=lambda text: self._spawn(session.steer(text)),
-                on_follow_up=lambda text: self._spawn(session.follow_up(text)),
-                loop=self._loop,
-            )
+        self._state_listeners: list[StateListener] = []
+        self._presenter = (
+            RunPresenter(title=f"Run {number}: {_short(label)}", session=session, on_stop=self.abort, loop=self._loop)
+            if with_view
+            else None
+        )
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
-        _control.publish(self.state())  # the JupyterLab extension shows Stop from the start
 
     # -- public -----------------------------------------------------------------------------------------
+    @property
+    def view(self) -> RunView | None:
+        """The run's widget (``None`` without a view)."""
+        return self._presenter.view if self._presenter is not None else None
+
+    @property
+    def started_at(self) -> float:
+        """When the run was created (``time.monotonic()``)."""
+        return self._started
+
     @property
     def done(self) -> bool:
         """True once the run has settled (``agent_settled`` was emitted) or failed to start."""
@@ -97,28 +136,25 @@ class Run:
     def labels(self) -> list[str]:
         return [label for _, label, _ in self.log]
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> RunState:
         """``{"state", "run", "aborted", "retry_deadline"}`` as the JupyterLab status bar shows it."""
         return {
-            "state": self._state,
+            "state": self._status,
             "run": self.number,
             "aborted": self.aborted,
             "retry_deadline": self._retry_deadline,
         }
 
-    def _set_state(self, state: str, *, retry_deadline: float | None = None) -> None:
-        if retry_deadline is not None:
-            self._retry_deadline = retry_deadline
-        if state == self._state and retry_deadline is None:
-            return
-        self._state = state
-        if self.view is not None:
-            self.view.transcript.state = state
-            self.view.transcript.retry_deadline = self._retry_deadline
-            self.view.show_retry(self._retry_deadline > 0)
-        _control.publish(self.state())
+    def on_state(self, listener: StateListener) -> None:
+        """Call ``listener(run.state())`` now and whenever the state changes."""
+        self._state_listeners.append(listener)
+        listener(self.state())
 
-    async def wait_for(self, event_type: str, count: int = 1) -> Any:
+    def usage_line(self) -> str:
+        """Turns, tokens and cost so far, against the budget's limits."""
+        return usage_line(self.session)
+
+    async def wait_for(self, event_type: str, count: int = 1) -> SessionEvent:
         """Wait until this run has emitted ``count`` events of ``event_type`` (e.g. ``"message_update"``);
         returns the last of them. Raises ``RuntimeError`` if the run settles first."""
         while True:
@@ -134,11 +170,10 @@ class Run:
         """Stop: hand queued messages back to the input box, then abort the session (Pi's Escape)."""
         if self.done:
             return
+        self._stop_requested = True
         snapshot = self.session.clear_queue()
-        restored = [*snapshot.steering, *snapshot.follow_up]
-        if restored and self.view is not None:
-            current = self.view.input.value.strip()
-            self.view.input.value = "\n\n".join([*restored, current] if current else restored)
+        if self._presenter is not None:
+            self._presenter.hand_back([*snapshot.steering, *snapshot.follow_up])
         self._spawn(self.session.abort())
 
     def report(self) -> RunReport:
@@ -163,8 +198,9 @@ class Run:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """The live widget, with a text line for frontends that cannot show widgets."""
         bundle: dict[str, Any] = {}
-        if self.view is not None:
-            widget_bundle = self.view._repr_mimebundle_()
+        view = self.view
+        if view is not None:
+            widget_bundle = view._repr_mimebundle_()
             if widget_bundle:
                 bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
         bundle["text/plain"] = repr(self)
@@ -189,131 +225,81 @@ class Run:
             self.error = str(exc) or type(exc).__name__
             self._note("error", self.error)
         finally:
-            if not self._settled.done():
-                self._finish(aborted=self.aborted)
+            if not self._settled.done():  # no agent_settled reached the run (e.g. its session was disposed)
+                self._finish(aborted=self.aborted or self._stop_requested)
 
     def _finish(self, *, aborted: bool) -> None:
         self.aborted = aborted
         self._unsubscribe()
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
-        if self.view is not None:
-            self.view.settle(aborted)
+        if self._presenter is not None:
+            self._presenter.settle(aborted)
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()
 
-    def _t(self) -> float:
-        return time.monotonic() - self._started
-
     def _note(self, label: str, detail: str) -> None:
-        t = self._t()
-        self.log.append((t, label, detail))
-        if self.view is not None:
-            self.view.transcript.add({"op": "event", "t": round(t * 1000), "label": label, "detail": detail})
-
-    def _id(self, message: object) -> int:
-        key = id(message)
-        if key not in self._ids:
-            self._ids[key] = len(self._ids)
-        return self._ids[key]
+        seconds = time.monotonic() - self._started
+        self.log.append((seconds, label, detail))
+        if self._presenter is not None:
+            self._presenter.log(seconds, label, detail)
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, None
         if changed is not None and not changed.done():
             changed.set_result(None)
 
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
         self._wake()
-        kind = event.type
-        if kind not in QUIET:
-            self._note(*describe_event(event))
-        if kind == "message_end":
-            self.messages.append(event.message)
-        elif kind == "compaction_end" and event.result is not None:
-            self.messages.append(event.result)
+        if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
+            if self._presenter is not None:
+                self._presenter.show_update(event)
+            return
+        line = describe_event(event)
+        if line is not None:
+            self._note(*line)
+        match event:
+            case MessageEndEvent(message=message):
+                self.messages.append(message)
+            case CompactionEndEvent(result=summary) if summary is not None:
+                self.messages.append(summary)
+            case _:
+                pass
         self._track_state(event)
-        view = self.view
-        if view is not None:
-            self._update_view(view, event)
-        if kind == "agent_settled":
+        if self._presenter is not None:
+            self._presenter.show(event)
+        if isinstance(event, AgentSettledEvent):
             self._finish(aborted=event.aborted)
 
-    def _track_state(self, event: Any) -> None:
-        kind = event.type
-        if kind == "message_start" and event.message.role == "assistant":
-            self._set_state("streaming")
-        elif kind == "tool_execution_start":
-            self._set_state("running tool")
-        elif kind == "auto_retry_start":
-            self._set_state("retrying", retry_deadline=time.time() * 1000 + event.delay_ms)
-        elif kind in ("auto_retry_end", "agent_start") and self._retry_deadline:
-            self._set_state("streaming" if kind == "agent_start" else self._state, retry_deadline=0.0)
-        elif kind == "compaction_start":
-            self._set_state("compacting")
+    def _track_state(self, event: SessionEvent) -> None:
+        match event:
+            case MessageStartEvent(message=AssistantMessage()):
+                self._set_state("streaming")
+            case ToolExecutionStartEvent():
+                self._set_state("running tool")
+            case AutoRetryStartEvent(delay_ms=delay_ms):
+                self._set_state("retrying", retry_deadline=time.time() * 1000 + delay_ms)
+            case AgentStartEvent() if self._retry_deadline:
+                self._set_state("streaming", retry_deadline=0.0)
+            case AutoRetryEndEvent() if self._retry_deadline:
+                self._set_state(self._status, retry_deadline=0.0)
+            case CompactionStartEvent():
+                self._set_state("compacting")
+            case _:
+                pass
 
-    def _update_view(self, view: RunView, event: Any) -> None:
-        transcript = view.transcript
-        kind = event.type
-        if kind == "message_start":
-            message = event.message
-            if isinstance(message, UserMessage | AssistantMessage):
-                text = text_of(message) if isinstance(message, UserMessage) else ""
-                transcript.add({"op": "message", "id": self._id(message), "role": message.role, "text": text})
-        elif kind == "message_update":
-            step = event.assistant_message_event
-            if step.type == "text_delta":
-                transcript.add({"op": "append", "id": self._id(event.message), "text": step.delta})
-            elif step.type == "thinking_delta":
-                transcript.add({"op": "thinking", "id": self._id(event.message), "text": step.delta})
-        elif kind == "message_end" and isinstance(event.message, AssistantMessage):
-            message = event.message
-            transcript.add(
-                {
-                    "op": "status",
-                    "id": self._id(message),
-                    "stop_reason": message.stop_reason,
-                    "error": message.error_message,
-                }
-            )
-            transcript.usage = self.usage_line()
-        elif kind == "tool_execution_start":
-            args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
-            transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
-        elif kind == "tool_execution_update":
-            transcript.add({"op": "tool_output", "call": event.tool_call_id, "text": result_text(event.partial_result)})
-        elif kind == "tool_execution_end":
-            transcript.add(
-                {
-                    "op": "tool_end",
-                    "call": event.tool_call_id,
-                    "text": result_text(event.result),
-                    "is_error": event.is_error,
-                }
-            )
-        elif kind == "queue_update":
-            transcript.queue = [f"steer: {t}" for t in event.steering] + [f"follow-up: {t}" for t in event.follow_up]
-        elif kind == "auto_retry_start":
-            transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
-        elif kind == "budget_exceeded":
-            transcript.usage = self.usage_line() + f" — {event.reason}"
-        elif kind == "compaction_end" and event.result is not None:
-            summary = event.result
-            transcript.add({"op": "message", "id": self._id(summary), "role": "summary", "text": summary.summary})
-
-    def usage_line(self) -> str:
-        """Turns, tokens and cost so far, against the budget's limits."""
-        budget = self.session.budget
-        limits = budget.limits
-        parts = [f"turns {budget.turns}" + (f"/{limits.max_turns}" if limits.max_turns else "")]
-        parts.append(
-            f"in {budget.input_tokens} tok" + (f"/{limits.max_input_tokens}" if limits.max_input_tokens else "")
-        )
-        parts.append(
-            f"out {budget.output_tokens} tok" + (f"/{limits.max_output_tokens}" if limits.max_output_tokens else "")
-        )
-        parts.append(f"${budget.cost_usd:.4f}" + (f"/${limits.max_cost_usd:.2f}" if limits.max_cost_usd else ""))
-        return " · ".join(parts)
+    def _set_state(self, status: RunStatus, *, retry_deadline: float | None = None) -> None:
+        if retry_deadline is not None:
+            self._retry_deadline = retry_deadline
+        if status == self._status and retry_deadline is None:
+            return
+        self._status = status
+        if self._presenter is not None:
+            self._presenter.state(status, self._retry_deadline)
+        state = self.state()
+        for listener in self._state_listeners:
+            listener(state)
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -1,7 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
-from ._compaction import CompactionPlan, CompactionSummaryMessage, plan_compaction
+from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
@@ -12,6 +12,7 @@ from ._events import (
     CompactionStartEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionListener,
     SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -19,7 +20,6 @@ from ._events import (
 )
 from ._guard import ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
-from ._session_compaction import CompactionCancelled
 from ._settings import (
     BudgetSettings,
     CompactionSettings,
@@ -31,6 +31,7 @@ from ._settings import (
 )
 from ._store import SessionStore
 from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_session
+from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
     "AgentEndEvent",
@@ -55,6 +56,7 @@ __all__ = [
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
+    "SessionListener",
     "SessionStore",
     "SessionWriteFailedEvent",
     "Settings",

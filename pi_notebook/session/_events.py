@@ -7,11 +7,23 @@ idle. ``agent_end`` only ends one low-level run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from ..agent import AgentEndEvent as _AgentEnd
-from ..agent import AgentEvent
+from ..agent import (
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ._summary import CompactionSummaryMessage
 
 __all__ = [
     "AgentEndEvent",
@@ -24,6 +36,7 @@ __all__ = [
     "CompactionStartEvent",
     "QueueUpdateEvent",
     "SessionEvent",
+    "SessionListener",
     "SessionWriteFailedEvent",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
@@ -84,7 +97,7 @@ class CompactionStartEvent:
 @dataclass(slots=True)
 class CompactionEndEvent:
     reason: CompactionReason
-    result: Any = None
+    result: CompactionSummaryMessage | None = None
     aborted: bool = False
     will_retry: bool = False
     error_message: str | None = None
@@ -158,7 +171,16 @@ def _num(value: float) -> str:
 
 
 SessionEvent: TypeAlias = (
-    AgentEvent
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
     | AgentSettledEvent
     | QueueUpdateEvent
     | AutoRetryStartEvent
@@ -171,3 +193,7 @@ SessionEvent: TypeAlias = (
     | BudgetExceededEvent
     | SessionWriteFailedEvent
 )
+"""Every event a session emits: the agent's (with the session's ``agent_end``) and the host-level ones."""
+
+SessionListener: TypeAlias = Callable[[SessionEvent], object]
+"""``listener(event)``, called synchronously for every session event; see ``AgentSession.subscribe``."""

@@ -21,8 +21,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from ..agent import Agent, AgentToolResult
-from ..agent._config import maybe_await
-from ..ai import TextContent
+from ..ai import TextContent, maybe_await
 from ..ai._keys import provider_key_values
 from ..ai._secret import MIN_SECRET_LEN, REDACTED, scrub_secrets, secret_value
 

@@ -17,7 +17,7 @@ Where this differs from Pi 0.84, on purpose:
   timeout are built in (see ``Settings``).
 
 Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
-reach the run.
+reach the run. Compaction is done by the session's :class:`~._compactor.Compactor`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,27 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-from ..agent import Agent, AgentEvent, AgentMessage, AgentTool, RequestContext, TurnUpdate
-from ..agent._config import maybe_await
+from ..agent import (
+    Agent,
+    AgentEvent,
+    AgentMessage,
+    AgentStartEvent,
+    AgentTool,
+    Hooks,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    PrepareRequestHook,
+    RequestContext,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    TurnUpdate,
+    call_hook,
+)
+from ..agent import AgentEndEvent as AgentRunEndEvent
 from ..ai import (
     AbortController,
     AbortSignal,
@@ -40,30 +59,33 @@ from ..ai import (
     TextContent,
     UserMessage,
     abortable_sleep,
+    maybe_await,
 )
 from ..ai import stream as default_stream
 from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error
-from ._compaction import CompactionSummaryMessage
+from ..ai.retry import RetryDecision
+from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     BudgetExceededEvent,
+    CompactionEndEvent,
     QueueUpdateEvent,
+    SessionEvent,
+    SessionListener,
 )
 from ._guard import RunBudget, guard_tool
 from ._redact import SessionKeys
-from ._session_compaction import CompactionMixin
 from ._settings import Settings
 from ._store import SessionStore
+from ._summary import CompactionPlan, CompactionSummaryMessage
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 
 _log = logging.getLogger(__name__)
-SessionListener = Callable[[Any], object]
 
 
 class SessionBusyError(RuntimeError):
@@ -75,13 +97,14 @@ class QueueSnapshot(NamedTuple):
     follow_up: list[str]
 
 
-class AgentSession(CompactionMixin):
+class AgentSession:
     """An agent with Pi's session behaviour plus budgets, timeouts and a session file.
 
     ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
     ``store`` (a :class:`SessionStore`) records every message that reaches ``message_end``; a store that
-    opened an existing file seeds the transcript with what it loaded. Other keyword arguments go to
-    :class:`~pi_notebook.agent.Agent` (``system_prompt``, hooks, ...).
+    opened an existing file seeds the transcript with what it loaded. ``hooks`` are the agent's (the session
+    checks its budgets before calling ``hooks.prepare_request``). Other keyword arguments go to
+    :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...).
 
     Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
     key the session knows (its ``api_key``, what ``get_api_key`` returned, the provider environment variables)
@@ -97,26 +120,26 @@ class AgentSession(CompactionMixin):
         settings: Settings | Mapping[str, Any] | None = None,
         store: SessionStore | None = None,
         messages: Iterable[AgentMessage] = (),
-        prepare_request: Callable[..., Any] | None = None,
+        hooks: Hooks | None = None,
         **agent_options: Any,
     ) -> None:
+        if settings is not None and not isinstance(settings, Settings | Mapping):
+            raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
+        settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
         self.store = store
-        self._user_prepare_request = prepare_request
+        hooks = hooks or Hooks()
+        self._user_prepare_request: PrepareRequestHook | None = hooks.prepare_request
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
         self.agent = Agent(
             stream_fn=stream_fn or default_stream,
             model=model,
             messages=history,
-            prepare_request=self._before_request,
+            hooks=replace(hooks, prepare_request=self._before_request),
             **agent_options,
         )
         self._keys = SessionKeys(self.agent)
-        self.agent.get_api_key = self._keys.wrap(self.agent.get_api_key)
+        self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
         self._tools = list(tools)
-        if settings is not None and not isinstance(settings, Settings | Mapping):
-            raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
-        self.settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
-        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
         self._listeners: tuple[SessionListener, ...] = ()
         self._active = False
         self._compacting = False
@@ -125,14 +148,14 @@ class AgentSession(CompactionMixin):
         self._abort_reason: str | None = None
         self._retry_attempt = 0
         self._retry_controller: AbortController | None = None
-        self._compaction_controller: AbortController | None = None
-        self._overflow_attempted = False
         self._last_assistant: AssistantMessage | None = None
-        self._since_compaction: dict[int, AssistantMessage] | None = None
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
+        self._compactor = Compactor(self.agent, settings, store, self._emit)
+        self._apply(settings)
+        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -143,9 +166,13 @@ class AgentSession(CompactionMixin):
     def settings(self, settings: Settings) -> None:
         """Apply new settings (queue modes, tool execution and timeouts, provider options, budget).
         Takes effect from the next operation; raises while one is active."""
-        if getattr(self, "_active", False):
+        if self._active:
             raise SessionBusyError("Settings cannot change while an operation is active.")
+        self._apply(settings)
+
+    def _apply(self, settings: Settings) -> None:
         self._settings = settings
+        self._compactor.settings = settings
         agent = self.agent
         agent.steering_mode = settings.steering_mode
         agent.follow_up_mode = settings.follow_up_mode
@@ -206,7 +233,8 @@ class AgentSession(CompactionMixin):
         return QueueSnapshot(list(self._steering_texts), list(self._follow_up_texts))
 
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
-        """Call ``listener(event)`` for every session event (synchronously); returns an unsubscribe function."""
+        """Call ``listener(event)`` for every :data:`SessionEvent` (synchronously); returns an unsubscribe
+        function."""
         self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
@@ -214,7 +242,7 @@ class AgentSession(CompactionMixin):
 
         return unsubscribe
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: SessionEvent) -> None:
         for listener in self._listeners:
             try:
                 listener(event)
@@ -229,7 +257,7 @@ class AgentSession(CompactionMixin):
         message = UserMessage(content=[TextContent(text=text), *images])
 
         async def start() -> None:
-            await self._pre_prompt_compaction()
+            await self._compactor.check_last_reply()
             await self.agent.prompt(message)
 
         await self._operation(start)
@@ -276,13 +304,14 @@ class AgentSession(CompactionMixin):
             return False
         if self._aborted or message.stop_reason == "aborted":  # stop means stop: nothing continues
             return False
-        if self._is_retryable(message) and await self._prepare_retry(message):
+        decision = self._retry_decision(message)
+        if decision.retry and await self._retry(message, decision.delay_ms):
             return True
         if message.stop_reason == "error" and self._retry_attempt > 0:
             self._emit(AutoRetryEndEvent(False, self._retry_attempt, message.error_message))
             self._retry_attempt = 0
-        if await self._check_compaction(message):
-            return True
+        if await self._compactor.check(message):
+            return True  # an overflow was compacted: retry the turn
         return not self._aborted and self.agent.has_queued_messages()
 
     # -- queues -----------------------------------------------------------------------------------------
@@ -335,8 +364,8 @@ class AgentSession(CompactionMixin):
             self._retry_controller.abort("retry cancelled")
 
     def abort_compaction(self) -> None:
-        if self._compaction_controller is not None:
-            self._compaction_controller.abort("compaction cancelled")
+        """Stop a running compaction (its summary request and retry backoff)."""
+        self._compactor.abort()
 
     def _abort_all(self, reason: object = "aborted") -> None:
         """Abort the retry backoff, a compaction and the agent's run, without waiting."""
@@ -373,90 +402,133 @@ class AgentSession(CompactionMixin):
             self._unsubscribe_store()
         self._listeners = ()
 
+    # -- compaction -------------------------------------------------------------------------------------
+    async def compact(self, instructions: str | None = None) -> None:
+        """Stop whatever runs, then compact the transcript now.
+
+        Raises ``RuntimeError`` when the summary fails ("Compaction failed: ..."), :class:`CompactionCancelled`
+        (a ``RuntimeError``: "Compaction cancelled", as Pi) when an abort stops it, and ``ValueError`` when there
+        is nothing to compact.
+        """
+        await self.abort()
+        self._compacting = True
+        self._idle = asyncio.Event()
+        try:
+            outcome = await self._compactor.compact("manual", instructions=instructions)
+        except SummarizationFailed as failure:
+            self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
+            raise RuntimeError(f"Compaction failed: {failure}") from None
+        finally:
+            self._compacting = False
+            self._idle.set()
+        if outcome == "nothing":
+            raise ValueError("Nothing to compact (session too small)")
+        if outcome == "aborted":
+            raise CompactionCancelled
+
+    def compaction_plan(self) -> CompactionPlan | None:
+        """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
+        return self._compactor.plan()
+
     # -- the agent's events -----------------------------------------------------------------------------
     def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
-        kind = event.type
-        if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
-            self._overflow_attempted = False
-            self._forget_delivered(event.message)  # type: ignore[union-attr]
-        elif kind == "turn_start":
-            self._arm_turn_timer()
-        elif kind == "message_end":
-            message = event.message  # type: ignore[union-attr]
-            if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
-                message.error_message = self._abort_reason
-            if self.store is not None and not isinstance(message, CompactionSummaryMessage):
-                self.store.append_message(message)  # durable before anyone is told (unlike Pi: after)
-            if isinstance(message, AssistantMessage):
-                self.budget.record(message)  # counted before listeners look at the usage
-        elif kind == "turn_end":
-            self._disarm("turn")
-        if kind == "agent_end":
-            self._emit(AgentEndEvent(event.messages, will_retry=self._will_retry(event.messages)))  # type: ignore[union-attr]
-        else:
+        """Session bookkeeping around each agent event, then the event for the session's listeners."""
+        if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
             self._emit(event)
-        if kind == "message_end":
-            self._after_message(event.message)  # type: ignore[union-attr]
-        elif kind == "turn_end" and self._active:
-            exceeded = self.budget.check(before_request=False)
-            if exceeded is not None:
-                self._stop(exceeded)
-
-    def _after_message(self, message: AgentMessage) -> None:
-        if not isinstance(message, AssistantMessage):
             return
+        match event:
+            case MessageStartEvent(message=UserMessage() as message):
+                self._compactor.user_message_started()
+                self._forget_delivered(message)
+            case TurnStartEvent():
+                self._arm_turn_timer()
+            case MessageEndEvent(message=message):
+                self._record(message)
+            case TurnEndEvent():
+                self._disarm("turn")
+            case _:
+                pass
+        match event:
+            case AgentRunEndEvent(messages=messages):
+                self._emit(AgentEndEvent(messages, will_retry=self._will_retry(messages)))
+            case (
+                AgentStartEvent()
+                | TurnStartEvent()
+                | TurnEndEvent()
+                | MessageStartEvent()
+                | MessageUpdateEvent()
+                | MessageEndEvent()
+                | ToolExecutionStartEvent()
+                | ToolExecutionUpdateEvent()
+                | ToolExecutionEndEvent()
+            ):
+                self._emit(event)
+        match event:
+            case MessageEndEvent(message=AssistantMessage() as message):
+                self._after_reply(message)
+            case TurnEndEvent() if self._active:
+                exceeded = self.budget.check(before_request=False)
+                if exceeded is not None:
+                    self._stop(exceeded)
+            case _:
+                pass
+
+    def _record(self, message: AgentMessage) -> None:
+        """At ``message_end``, before anyone is told: the stop reason of a budget abort, the session file
+        (durable first, unlike Pi), the budget's usage."""
+        if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
+            message.error_message = self._abort_reason
+        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+            self.store.append_message(message)
+        if isinstance(message, AssistantMessage):
+            self.budget.record(message)
+
+    def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message
-        if self._since_compaction is not None:
-            self._since_compaction[id(message)] = message
-        if message.stop_reason not in ("error", "length"):
-            self._overflow_attempted = False
+        self._compactor.reply_ended(message)
         if self._retry_attempt > 0 and message.stop_reason != "error":
             success = message.stop_reason != "aborted"
             self._emit(AutoRetryEndEvent(success, self._retry_attempt, None if success else message.error_message))
             self._retry_attempt = 0
 
-    async def _before_request(self, request: RequestContext, signal: AbortSignal) -> TurnUpdate | None:
+    async def _before_request(
+        self, request: RequestContext, signal: AbortSignal
+    ) -> TurnUpdate | Mapping[str, Any] | None:
         if self._active:
             exceeded = self.budget.check(before_request=True)
             if exceeded is not None:
                 self._stop(exceeded)
                 return None
         if self._user_prepare_request is not None:
-            result: TurnUpdate | None = await maybe_await(self._user_prepare_request(request, signal))
-            return result
+            return await maybe_await(call_hook(self._user_prepare_request, request, signal))
         return None
 
     # -- retry (layer 3) --------------------------------------------------------------------------------
-    def _is_retryable(self, message: AssistantMessage) -> bool:
+    def _retry_decision(self, message: AssistantMessage) -> RetryDecision:
+        """Pi's ``_isRetryableError`` (not a context overflow, and retryable) within the retry budget, with the
+        delay: the server's ``retry-after`` where the provider saw one (capped), else the backoff."""
         if is_context_overflow(message, self.model.context_window or 0):
-            return False
-        return is_retryable_assistant_error(message)
+            return RetryDecision(False)
+        return self.settings.retry.decide(message, self._retry_attempt + 1)
 
     def _will_retry(self, messages: Sequence[AgentMessage]) -> bool:
-        retry = self.settings.retry
-        if not retry.enabled or self._retry_attempt >= retry.max_retries or self._aborted:
+        if self._aborted:
             return False
         last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-        return last is not None and self._is_retryable(last)
+        return last is not None and self._retry_decision(last).retry
 
-    async def _prepare_retry(self, message: AssistantMessage) -> bool:
-        retry = self.settings.retry
-        if not retry.enabled:
-            return False
+    async def _retry(self, message: AssistantMessage, delay_ms: int) -> bool:
+        """Report the retry, drop the failed reply from what the model sees next, wait ``delay_ms`` (abortable:
+        ``abort_retry()``); true when the turn should be run again."""
         self._retry_attempt += 1
-        if self._retry_attempt > retry.max_retries:
-            self._retry_attempt -= 1  # kept so the triage can report the final failure
-            return False
-        delay = retry.base_delay_ms * 2 ** (self._retry_attempt - 1)
-        self._emit(
-            AutoRetryStartEvent(self._retry_attempt, retry.max_retries, delay, message.error_message or "Unknown error")
-        )
+        error_text = message.error_message or "Unknown error"
+        self._emit(AutoRetryStartEvent(self._retry_attempt, self.settings.retry.max_retries, delay_ms, error_text))
         messages = self.agent.state.messages
         if messages and messages[-1].role == "assistant":
             messages.pop()  # the failed reply stays in the session file, not in what the model sees next
         controller = self._retry_controller = AbortController()
         try:
-            slept = await abortable_sleep(delay / 1000, controller.signal)
+            slept = await abortable_sleep(delay_ms / 1000, controller.signal)
         finally:
             self._retry_controller = None
         if not slept:

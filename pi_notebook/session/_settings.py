@@ -19,6 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..ai.retry import ProviderRetrySettings, RetryPolicy
+
 __all__ = [
     "BudgetSettings",
     "CompactionSettings",
@@ -40,24 +42,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
 
-class ProviderRetrySettings(_Section):
-    """Layer 1: retry of the initial HTTP request (PI-SPEC §4.1)."""
-
-    max_retries: int = Field(0, ge=0)
-    """Retries of a failed request before streaming begins (0: none, Pi's default)."""
-    max_retry_delay_ms: int = Field(60_000, ge=0)
-    """Longest server-requested wait honoured; longer requests fail at once (0: no cap)."""
-    timeout_ms: int | None = Field(None, gt=0)
-    """Whole-request deadline (connect to last byte). Does not cover tools or retries between turns."""
-
-
-class RetrySettings(_Section):
-    """Layer 3: the session retries a failed turn (PI-SPEC §4.3); delays base·2^(n−1), no jitter."""
-
-    enabled: bool = True
-    max_retries: int = Field(3, ge=0)
-    base_delay_ms: int = Field(2000, ge=0)
-    provider: ProviderRetrySettings = ProviderRetrySettings()
+RetrySettings = RetryPolicy
+"""Layer 3 (the session retries a failed turn, PI-SPEC §4.3), layer 2 (compaction summaries) and, under
+``provider``, layer 1: the one retry policy of :mod:`pi_notebook.ai.retry`."""
 
 
 class CompactionSettings(_Section):
@@ -95,7 +82,7 @@ class BudgetSettings(_Section):
 
 
 class Settings(_Section):
-    retry: RetrySettings = RetrySettings()
+    retry: RetryPolicy = RetryPolicy()
     compaction: CompactionSettings = CompactionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     budget: BudgetSettings = BudgetSettings()

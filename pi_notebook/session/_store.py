@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentMessage, CustomMessage
-from ._compaction import CompactionSummaryMessage
+from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
+from ._summary import CompactionSummaryMessage
 
 __all__ = ["SessionStore"]
 
@@ -67,7 +68,7 @@ class SessionStore:
     def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
         self.path = Path(path)
         self._fsync = fsync
-        self._ids: dict[int, tuple[object, str]] = {}
+        self._ids: dict[int, str] = {}  # message_key -> entry id
         self._used: set[str] = set()
         self._pending: list[bytes] = []
         self._unterminated = False
@@ -83,7 +84,7 @@ class SessionStore:
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
                 if entry_id:
-                    self._ids[id(message)] = (message, entry_id)
+                    self._ids[message_key(message)] = entry_id
             self._used.update(loaded.all_ids)
             self._unterminated = not _ends_with_newline(self.path)
         else:
@@ -119,7 +120,7 @@ class SessionStore:
         kind = "notebook_message" if isinstance(message, CustomMessage) else "message"
         data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
         entry_id = self._append({"type": kind, "message": data})
-        self._ids[id(message)] = (message, entry_id)
+        self._ids[message_key(message)] = entry_id
         return entry_id
 
     def append_compaction(self, summary: CompactionSummaryMessage, first_kept: AgentMessage | None) -> str:
@@ -136,10 +137,10 @@ class SessionStore:
             }
         )
 
-    def entry_id(self, message: object) -> str | None:
-        """The entry id a message was recorded under, if it was."""
-        found = self._ids.get(id(message))
-        return found[1] if found is not None and found[0] is message else None
+    def entry_id(self, message: AgentMessage) -> str | None:
+        """The entry id a message was recorded under (by its :func:`~pi_notebook.ai.messages.message_key`), if
+        it was."""
+        return self._ids.get(message_key(message))
 
     def close(self) -> None:
         """Write what a failed write left in memory (a last try), then close. Entries that still cannot

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from ..agent import AgentMessage, CustomMessage
 from ..ai.messages import message_from_dict
-from ._compaction import CompactionSummaryMessage
+from ._summary import CompactionSummaryMessage
 
 __all__ = ["FORMAT_VERSION", "LoadProblem", "LoadedSession", "SessionFileError", "load_session"]
 

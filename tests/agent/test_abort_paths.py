@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_helpers import ToolLog, recording_tool, roles, scripted
 
-from pi_notebook.agent import AgentToolResult
+from pi_notebook.agent import AgentToolResult, Hooks
 from pi_notebook.ai import AbortSignal
 from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
 
@@ -127,7 +127,7 @@ async def test_abort_during_a_later_preflight_does_not_start_calls_prepared_befo
     agent, rec, _, _ = scripted(
         [batch(("t", "A"), ("t", "B"), ("t", "C")), faux_assistant_message("never")],
         tools=[recording_tool("t", log)],
-        before_tool_call=before,
+        hooks=Hooks(before_tool_call=before),
     )
     await agent.prompt("go")
     assert log.started == []  # A was prepared, but the abort landed before execution began (Pi #8935)
@@ -150,7 +150,7 @@ async def test_abort_during_a_later_preflight_does_not_start_calls_prepared_befo
 
 async def test_an_abort_before_the_request_is_recorded_without_calling_the_stream_fn() -> None:
     agent, rec, faux, _ = scripted([faux_assistant_message("never")])
-    agent.prepare_request = lambda request, signal: agent.abort()
+    agent.hooks = Hooks(prepare_request=lambda request, signal: agent.abort())
     await agent.prompt("go")
     assert faux.state.call_count == 0
     assert faux.pending_count == 1
@@ -238,8 +238,7 @@ async def test_after_tool_call_is_skipped_for_immediate_outcomes() -> None:
     agent, _, _, _ = scripted(
         [batch(("t", "blocked"), ("missing", "gone"), ("t", "ran")), faux_assistant_message("ok")],
         tools=[recording_tool("t")],
-        before_tool_call=before,
-        after_tool_call=lambda ctx, signal: seen.append(ctx.tool_call.id),
+        hooks=Hooks(before_tool_call=before, after_tool_call=lambda ctx, signal: seen.append(ctx.tool_call.id)),
     )
     await agent.prompt("go")
     assert seen == ["ran"]
@@ -250,7 +249,9 @@ async def test_a_raising_after_tool_call_turns_the_result_into_an_error() -> Non
         raise ValueError("audit failed")
 
     agent, rec, _, _ = scripted(
-        [batch(("t", "c")), faux_assistant_message("ok")], tools=[recording_tool("t")], after_tool_call=after
+        [batch(("t", "c")), faux_assistant_message("ok")],
+        tools=[recording_tool("t")],
+        hooks=Hooks(after_tool_call=after),
     )
     await agent.prompt("go")
     result = agent.state.messages[2]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from agent_helpers import ToolLog, recording_tool, roles, scripted
 
-from pi_notebook.agent import Agent, AgentToolResult, set_default_stream_fn
+from pi_notebook.agent import Agent, AgentToolResult, Hooks, set_default_stream_fn
 from pi_notebook.ai import AbortSignal, TextContent, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
@@ -115,7 +115,7 @@ async def test_a_thrown_hook_after_abort_gives_an_aborted_failure_message() -> N
         agent.abort()
         raise RuntimeError("hook broke")
 
-    agent.prepare_request = prepare_request
+    agent.hooks = Hooks(prepare_request=prepare_request)
     await agent.prompt("go")
     assert agent.state.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert agent.state.messages[-1].error_message == "hook broke"  # type: ignore[union-attr]
@@ -377,7 +377,7 @@ async def test_prepare_next_turn_gets_the_turn_and_the_run_signal() -> None:
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("done")],
         tools=[recording_tool("echo")],
-        prepare_next_turn=lambda turn, signal: got.append((turn.message.stop_reason, signal)),
+        hooks=Hooks(prepare_next_turn=lambda turn, signal: got.append((turn.message.stop_reason, signal))),
     )
     await agent.prompt("go")
     assert [reason for reason, _ in got] == ["toolUse", "stop"]
@@ -395,7 +395,7 @@ async def test_should_stop_after_turn_is_forwarded_and_stops_after_the_tool_turn
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("echo")],
-        should_stop_after_turn=should_stop,
+        hooks=Hooks(should_stop_after_turn=should_stop),
     )
     await agent.prompt("go")
     assert faux.state.call_count == 1
@@ -407,7 +407,7 @@ async def test_one_argument_hooks_are_accepted() -> None:
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("echo")],
-        should_stop_after_turn=lambda turn: True,
+        hooks=Hooks(should_stop_after_turn=lambda turn: True),
     )
     await agent.prompt("go")
     assert faux.state.call_count == 1
@@ -441,7 +441,7 @@ async def test_get_api_key_is_asked_per_request_and_falls_back_to_api_key() -> N
     agent, _, _, requests = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("done")],
         tools=[recording_tool("echo")],
-        get_api_key=get_api_key,
+        hooks=Hooks(get_api_key=get_api_key),
         api_key="static",
     )
     await agent.prompt("go")

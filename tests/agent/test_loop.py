@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from agent_helpers import ToolLog, recording_tool, roles, scripted
+from agent_helpers import ToolLog, copying_stream_fn, recording_tool, roles, scripted
 from pydantic import BaseModel
 
 from pi_notebook.agent import (
     AfterToolCallResult,
     AgentContext,
+    AgentMessage,
     AgentToolResult,
     BeforeToolCallResult,
     CustomMessage,
+    Hooks,
     LoopConfig,
     TurnUpdate,
     run_agent_loop,
     run_agent_loop_continue,
 )
-from pi_notebook.ai import AbortController, TextContent, Usage, UserMessage
+from pi_notebook.ai import AbortController, AbortSignal, Message, TextContent, Usage, UserMessage
+from pi_notebook.ai.messages import message_key
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
 
@@ -73,11 +77,17 @@ async def test_custom_messages_are_filtered_by_the_default_convert_to_llm() -> N
 
 
 async def test_a_custom_convert_to_llm_can_turn_custom_messages_into_user_messages() -> None:
-    def convert(messages: list[Any]) -> list[Any]:
-        return [user(m.text) if isinstance(m, Note) else m for m in messages]
+    def convert(messages: Sequence[AgentMessage]) -> list[Message]:
+        converted: list[Message] = []
+        for m in messages:
+            if isinstance(m, Note):
+                converted.append(user(m.text))
+            elif not isinstance(m, CustomMessage):
+                converted.append(m)
+        return converted
 
     agent, _, _, requests = scripted(
-        [faux_assistant_message("ok")], messages=[Note(text="remember")], convert_to_llm=convert
+        [faux_assistant_message("ok")], messages=[Note(text="remember")], hooks=Hooks(convert_to_llm=convert)
     )
     await agent.prompt("hi")
     assert requests.texts(0) == ["remember", "hi"]
@@ -86,19 +96,18 @@ async def test_a_custom_convert_to_llm_can_turn_custom_messages_into_user_messag
 async def test_transform_context_runs_before_convert_to_llm() -> None:
     order: list[str] = []
 
-    def transform(messages: list[Any], signal: Any) -> list[Any]:
+    def transform(messages: Sequence[AgentMessage], signal: AbortSignal) -> Sequence[AgentMessage]:
         order.append("transform")
         return messages[-1:]  # prune everything but the newest message
 
-    def convert(messages: list[Any]) -> list[Any]:
+    def convert(messages: Sequence[AgentMessage]) -> list[Message]:
         order.append(f"convert:{len(messages)}")
-        return messages
+        return [m for m in messages if not isinstance(m, CustomMessage)]
 
     agent, _, _, requests = scripted(
         [faux_assistant_message("ok")],
         messages=[user("old 1"), user("old 2")],
-        transform_context=transform,
-        convert_to_llm=convert,
+        hooks=Hooks(transform_context=transform, convert_to_llm=convert),
     )
     await agent.prompt("new")
     assert order == ["transform", "convert:1"]
@@ -122,7 +131,7 @@ async def test_tool_calls_run_once_and_after_tool_call_usage_overrides_are_kept(
             faux_assistant_message("done"),
         ],
         tools=[tool],
-        after_tool_call=after,
+        hooks=Hooks(after_tool_call=after),
     )
     await agent.prompt("go")
     assert log.started == ["c1"]
@@ -164,7 +173,7 @@ async def test_before_tool_call_can_mutate_validated_args_without_revalidation()
     agent, _, _, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {"count": 3}, id="c1")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("t", log, parameters=schema)],
-        before_tool_call=before,
+        hooks=Hooks(before_tool_call=before),
     )
     await agent.prompt("go")
     assert log.args == [{"count": "not an integer"}]
@@ -340,7 +349,7 @@ async def test_the_next_request_uses_the_prepare_next_turn_snapshot() -> None:
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("echo")],
         system_prompt="original",
-        prepare_next_turn=prepare,
+        hooks=Hooks(prepare_next_turn=prepare),
     )
     await agent.prompt("go")
     assert [c.system_prompt for c in requests.contexts] == ["original", "system from snapshot"]
@@ -351,7 +360,7 @@ async def test_prepare_next_turn_can_switch_model_and_thinking_level() -> None:
     agent, _, _, requests = scripted(
         [faux_assistant_message([faux_tool_call("echo", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("echo")],
-        prepare_next_turn=lambda turn, signal: {"model": other, "thinking_level": "low"},
+        hooks=Hooks(prepare_next_turn=lambda turn, signal: {"model": other, "thinking_level": "low"}),
     )
     await agent.prompt("go")
     assert [m.id for m in requests.models] == ["faux-1", "faux-2"]
@@ -376,7 +385,7 @@ async def test_should_stop_after_turn_stops_with_pis_exact_events_and_polls() ->
     recorder = EventRecorder()
     config = LoopConfig(
         model=faux.model,
-        should_stop_after_turn=lambda turn, signal: True,
+        hooks=Hooks(should_stop_after_turn=lambda turn, signal: True),
         get_steering_messages=poll("steering"),
         get_follow_up_messages=poll("follow_up"),
     )
@@ -416,8 +425,10 @@ async def test_a_call_blocked_with_terminate_is_not_executed_and_stops_the_run()
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("danger", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("danger", log)],
-        before_tool_call=lambda ctx, signal: BeforeToolCallResult(
-            block=True, reason="Blocked by policy", terminate=True
+        hooks=Hooks(
+            before_tool_call=lambda ctx, signal: BeforeToolCallResult(
+                block=True, reason="Blocked by policy", terminate=True
+            )
         ),
     )
     await agent.prompt("go")
@@ -431,7 +442,7 @@ async def test_a_blocked_call_without_reason_gets_the_default_text() -> None:
     agent, _, _, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {}, id="c")], "toolUse"), faux_assistant_message("ok")],
         tools=[recording_tool("t")],
-        before_tool_call=lambda ctx, signal: {"block": True},
+        hooks=Hooks(before_tool_call=lambda ctx, signal: {"block": True}),
     )
     await agent.prompt("go")
     assert agent.state.messages[2].content[0].text == "Tool execution was blocked"  # type: ignore[union-attr]
@@ -448,7 +459,7 @@ async def test_a_mixed_batch_with_one_terminating_blocked_call_continues() -> No
     agent, _, faux, _ = scripted(
         [two_calls("danger", "safe"), faux_assistant_message("continued")],
         tools=[recording_tool("danger", log), recording_tool("safe", log)],
-        before_tool_call=before,
+        hooks=Hooks(before_tool_call=before),
     )
     await agent.prompt("go")
     assert log.started == ["safe-1"]
@@ -476,7 +487,7 @@ async def test_after_tool_call_can_make_a_batch_terminate() -> None:
     agent, _, faux, _ = scripted(
         [faux_assistant_message([faux_tool_call("t", {}, id="c")], "toolUse"), faux_assistant_message("never")],
         tools=[recording_tool("t")],
-        after_tool_call=lambda ctx, signal: {"terminate": True},
+        hooks=Hooks(after_tool_call=lambda ctx, signal: {"terminate": True}),
     )
     await agent.prompt("go")
     assert faux.state.call_count == 1
@@ -546,3 +557,19 @@ async def test_each_request_keeps_its_own_view_of_the_transcript() -> None:
     await agent.prompt("go")
     assert [requests.roles(i) for i in range(4)] == ["u", "uat", "uatat", "uatatat"]
     assert len({id(c.messages) for c in requests.contexts}) == 4
+
+
+async def test_every_event_of_a_message_carries_its_key_when_the_stream_hands_new_partials() -> None:
+    recorder = EventRecorder()
+    new = await run_agent_loop(
+        [user("hi")],
+        AgentContext("", [], ()),
+        LoopConfig(model=FauxProvider().model),
+        await emit_to(recorder),
+        AbortController().signal,
+        copying_stream_fn("three new objects or more"),
+    )
+    assistant = [e for e in recorder.events if getattr(getattr(e, "message", None), "role", "") == "assistant"]
+    assert len({id(e.message) for e in assistant}) > 3  # really new objects
+    assert {message_key(e.message) for e in assistant} == {message_key(new[-1])}
+    assert message_key(new[0]) != message_key(new[-1])

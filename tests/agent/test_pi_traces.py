@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.agent import Agent, AgentTool, AgentToolResult
-from pi_notebook.ai import UserMessage
+from pi_notebook.agent import Agent, AgentTool, AgentToolResult, Hooks
+from pi_notebook.ai import AssistantMessage, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.testing import EventRecorder
 
@@ -85,6 +85,7 @@ async def test_stream_error() -> None:
     agent, rec, _ = make([faux_assistant_message([], "error", "529 overloaded")])
     await agent.prompt("go")
     last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
     assert [*rec.labels, f"last={last.stop_reason}"] == AGENT["stream_error"]
 
 
@@ -104,6 +105,7 @@ async def test_thrown_stream_fn() -> None:
     agent.subscribe(listener)
     await agent.prompt("go")
     last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
     assert [*seen, f"errorMessage={last.error_message}"] == AGENT["thrown_streamfn"]
 
 
@@ -113,7 +115,9 @@ async def test_abort_mid_stream() -> None:
     await rec.wait_for("message_update", count=3)
     agent.abort()
     await run
-    assert [*rec.labels, f"last={agent.state.messages[-1].stop_reason}"] == AGENT["abort_mid_stream"]
+    last = agent.state.messages[-1]
+    assert isinstance(last, AssistantMessage)
+    assert [*rec.labels, f"last={last.stop_reason}"] == AGENT["abort_mid_stream"]
 
 
 def outcome(agent: Agent, faux: FauxProvider) -> list[str]:
@@ -193,7 +197,7 @@ async def test_finish_turn_end() -> None:
     agent, rec, faux = make(
         [faux_assistant_message([faux_tool_call("echo", {}, id="t1")], "toolUse"), faux_assistant_message("never")],
         tools=[tool("echo")],
-        finish_turn=lambda turn, signal: {"action": "end"},
+        hooks=Hooks(finish_turn=lambda turn, signal: {"action": "end"}),
     )
     agent.follow_up(UserMessage(content="queued"))
     await agent.prompt("go")
@@ -210,7 +214,7 @@ async def test_finish_turn_continue() -> None:
         return {"action": "continue"} if calls == 1 else None
 
     agent, rec, faux = make(
-        [faux_assistant_message("first"), faux_assistant_message("second")], finish_turn=finish_turn
+        [faux_assistant_message("first"), faux_assistant_message("second")], hooks=Hooks(finish_turn=finish_turn)
     )
     await agent.prompt("go")
     expected = HOOKS["finish_turn_continue"]
@@ -227,7 +231,7 @@ async def test_finish_turn_ignored_on_error() -> None:
 
     agent, rec, faux = make(
         [faux_assistant_message([], "error", "500 internal error"), faux_assistant_message("never")],
-        finish_turn=finish_turn,
+        hooks=Hooks(finish_turn=finish_turn),
     )
     await agent.prompt("go")
     expected = HOOKS["finish_turn_ignored_on_error"]
@@ -250,7 +254,7 @@ async def test_prepare_request_each_request() -> None:
     agent, rec, faux = make(
         [faux_assistant_message([faux_tool_call("echo", {}, id="t1")], "toolUse"), faux_assistant_message("done")],
         tools=[tool("echo")],
-        prepare_request=prepare_request,
+        hooks=Hooks(prepare_request=prepare_request),
     )
     agent.stream_fn = stream
     await agent.prompt("go")

@@ -14,9 +14,10 @@ from pi_notebook.ai.retry import is_retryable_assistant_error
 
 
 def all_subclasses(base: type) -> set[type]:
-    found = set()
-    for sub in base.__subclasses__():
-        found |= {sub, *all_subclasses(sub)}
+    found: set[type] = set()
+    subclasses: list[type] = base.__subclasses__()
+    for subclass in subclasses:
+        found |= {subclass, *all_subclasses(subclass)}
     return found
 
 

@@ -29,6 +29,7 @@ from pi_notebook.ai import (
     complete,
     stream,
 )
+from pi_notebook.ai.messages import RequestFailure, message_to_json
 from pi_notebook.ai.overflow import is_context_overflow
 from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
@@ -371,3 +372,21 @@ async def test_an_unknown_api_is_an_error_message_not_an_exception() -> None:
     message = await complete(model, context())
     assert message.stop_reason == "error"
     assert "carrier-pigeon" in (message.error_message or "")
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_layer_one_does_not_retry_an_out_of_quota_429(api: str, server: FaultServer) -> None:
+    server.script([Fault.quota(), Reply.text("never")])
+    message = await ask(api, server, max_retries=3)
+    assert message.stop_reason == "error"
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_failed_response_reaches_the_message_with_its_status_and_retry_after(
+    api: str, server: FaultServer
+) -> None:
+    server.script([Fault.rate_limit(headers={"retry-after": "7", "x-should-retry": "true"})])
+    message = await ask(api, server)
+    assert message.request_failure == RequestFailure(429, retry_after_ms=7000.0, should_retry=True)
+    assert "requestFailure" not in message_to_json(message)  # not Pi's wire format: never in session files

@@ -1,4 +1,5 @@
-"""Layer-2 retry: the transient-error classifier and ``retry_assistant_call`` (Pi's ``retry.test.ts``)."""
+"""Retry: the transient-error classifier, the one policy and its decisions, and layer 2's ``retry_assistant_call``
+(Pi's ``retry.test.ts``)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,22 @@ import pydantic
 import pytest
 
 from pi_notebook.ai import AbortController, AssistantMessage
+from pi_notebook.ai.messages import RequestFailure
 from pi_notebook.ai.providers.faux import faux_assistant_message
 from pi_notebook.ai.retry import (
     NON_RETRYABLE_ERROR_FRAGMENTS,
     NON_RETRYABLE_ERROR_PATTERN,
     RETRYABLE_ERROR_FRAGMENTS,
     RETRYABLE_ERROR_PATTERN,
+    ProviderRetrySettings,
+    RetryDecision,
     RetryPolicy,
+    backoff_ms,
     is_retryable_assistant_error,
+    is_retryable_failure,
     retry_assistant_call,
 )
+from pi_notebook.session import RetrySettings, Settings
 
 # Pi's example strings (packages/ai/test/retry.test.ts).
 OPENAI_EXPLICIT_RETRY = (
@@ -228,6 +235,70 @@ def test_retry_policy_is_frozen() -> None:
     policy = RetryPolicy()
     with pytest.raises(pydantic.ValidationError):
         policy.max_retries = 10  # type: ignore[misc]
+
+
+def test_the_policy_is_the_sessions_retry_settings_and_reads_environment_strings() -> None:
+    assert RetrySettings is RetryPolicy
+    settings = Settings.load(environ={"PI_NOTEBOOK_RETRY__MAX_RETRIES": "5", "PI_NOTEBOOK_RETRY__BASE_DELAY_MS": "7"})
+    assert isinstance(settings.retry, RetryPolicy)
+    assert (settings.retry.max_retries, settings.retry.base_delay_ms) == (5, 7)
+
+
+# --- one classifier: the server's hints, then quota texts, then the status, then the text ---------------------
+
+
+def failed(text: str, **failure: object) -> AssistantMessage:
+    message = faux_assistant_message([], "error", text)
+    if failure:
+        message.request_failure = RequestFailure(**failure)  # type: ignore[arg-type]
+    return message
+
+
+@pytest.mark.parametrize(
+    ("text", "failure", "retryable"),
+    [
+        ("503 service unavailable", {"status": 503, "should_retry": False}, False),  # the server's word first
+        ("400 bad request", {"status": 400, "should_retry": True}, True),
+        ("429 insufficient_quota: check your billing", {"status": 429}, False),  # quota text beats the status
+        ("400 max_tokens: 5000 > 4096", {"status": 400}, False),  # the status beats a digit in the text
+        ("409 conflict", {"status": 409}, True),
+        ("520 unknown edge error", {"status": 520}, True),
+        ("404 model not found", {"status": 404}, False),
+        ("Network connection lost: peer closed", None, True),  # no response: the text decides, as Pi's
+        ("The model refused to complete the request", None, False),
+    ],
+)
+def test_the_classifier_combines_the_response_and_the_text(
+    text: str, failure: dict[str, object] | None, retryable: bool
+) -> None:
+    assert is_retryable_failure(text, RequestFailure(**failure) if failure else None) is retryable  # type: ignore[arg-type]
+    assert is_retryable_assistant_error(failed(text, **(failure or {}))) is retryable
+
+
+def test_backoff_is_one_formula_with_optional_cap_and_jitter() -> None:
+    assert [backoff_ms(2000, n) for n in (1, 2, 3)] == [2000, 4000, 8000]
+    assert [backoff_ms(500, n, max_ms=8000) for n in (1, 5, 6)] == [500, 8000, 8000]
+    jittered = [backoff_ms(1000, 1, jitter=0.25) for _ in range(200)]
+    assert all(750 <= d <= 1000 for d in jittered)
+    assert len(set(jittered)) > 1
+
+
+def test_a_decision_waits_what_the_server_asked_up_to_the_cap_else_the_backoff() -> None:
+    policy = RetryPolicy(base_delay_ms=100, provider=ProviderRetrySettings(max_retry_delay_ms=5000))
+    assert policy.decide(failed("503 overloaded", status=503), 2) == RetryDecision(True, 200)
+    assert policy.decide(failed("429 slow down", status=429, retry_after_ms=1234.5), 1) == RetryDecision(True, 1235)
+    assert policy.decide(failed("429 slow down", status=429, retry_after_ms=86_400_000), 1) == RetryDecision(True, 5000)
+    uncapped = RetryPolicy(provider=ProviderRetrySettings(max_retry_delay_ms=0))
+    assert uncapped.decide(failed("429", status=429, retry_after_ms=86_400_000), 1).delay_ms == 86_400_000
+
+
+def test_a_decision_respects_the_budget_and_the_switch() -> None:
+    message = failed("503 overloaded", status=503)
+    assert RetryPolicy(max_retries=2).decide(message, 2).retry
+    assert not RetryPolicy(max_retries=2).decide(message, 3).retry
+    assert not RetryPolicy(enabled=False).decide(message, 1).retry
+    assert not RetryPolicy().decide(failed("401 invalid_api_key", status=401), 1).retry
+    assert not RetryPolicy().decide(faux_assistant_message("fine"), 1).retry
 
 
 # --- retry_assistant_call ---------------------------------------------------------------------------------
@@ -443,3 +514,10 @@ async def test_an_exception_from_produce_propagates() -> None:
 
     with pytest.raises(RuntimeError, match="bug in produce"):
         await retry_assistant_call(produce, ENABLED)
+
+
+async def test_layer_two_waits_what_the_server_asked_instead_of_the_backoff() -> None:
+    script = Script(failed("429 slow down", status=429, retry_after_ms=30.0), faux_assistant_message("ok"))
+    result = await script.run(RetryPolicy(base_delay_ms=60_000))
+    assert result.stop_reason == "stop"
+    assert script.scheduled == [(1, 3, 30, "429 slow down")]

@@ -185,7 +185,7 @@ def test_load_ext_registers_the_target_that_comm_info_reveals_and_status_creates
         assert comm_id in frontend.comm_info()  # the open comm is listed too
         frontend.send(comm_id, {"action": "status"})
         assert frontend.state(comm_id, reply="status")["state"] == "idle"
-        out = frontend.run("from pi_notebook.notebook import _controller\nprint(_controller._agent)")
+        out = frontend.run("from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.find())")
         assert out.strip() == "None"  # asking for the state did not configure a session
     finally:
         kernel.shutdown()

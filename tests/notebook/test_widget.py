@@ -10,8 +10,10 @@ from typing import Any
 
 import dummy_comm as dummy
 import pytest
+from agent_helpers import copying_stream_fn
 from session_helpers import DiskFull
 
+from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
 from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
@@ -176,3 +178,24 @@ async def test_a_failed_session_write_shows_in_the_widget_event_log(
         for n in ("1 entry", "2 entries")
     ]
     assert "still answered" in report.markdown and "`session_write_failed`" in report.markdown
+
+
+async def test_a_stream_handing_a_new_partial_per_event_still_fills_the_live_reply(
+    dummy_comm: list[dict[str, Any]],
+) -> None:
+    text = "a reply streamed as a fresh object per event"
+    session = AgentSession(
+        model=FauxProvider().model, stream_fn=copying_stream_fn(text), settings=Settings(compaction={"enabled": False})
+    )
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    ops = run.view.transcript.ops
+    [reply] = [op for op in ops if op["op"] == "message" and op["role"] == "assistant"]
+    appended = "".join(op["text"] for op in ops if op["op"] == "append" and op["id"] == reply["id"])
+    assert appended == text
+    [status] = [op for op in ops if op["op"] == "status"]
+    assert status["id"] == reply["id"]
+    assert status["stop_reason"] == "stop"
+    assert [m.role for m in run.transcript] == ["user", "assistant"]
+    assert text_of(run.transcript[-1]) == text  # type: ignore[arg-type]

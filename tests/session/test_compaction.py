@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from session_helpers import error, make_session, reply
 
-from pi_notebook.ai import StreamOptions, TextContent, ToolResultMessage, UserMessage
+from pi_notebook.ai import AssistantMessage, StreamOptions, TextContent, ToolCall, ToolResultMessage, UserMessage
 from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
-from pi_notebook.session import CompactionSummaryMessage, Settings
-from pi_notebook.session._compaction import plan_compaction
+from pi_notebook.session import CompactionSummaryMessage, Settings, plan_compaction
 
 OVERFLOW = "400 prompt is too long: 213462 tokens > 200000 maximum"
 
@@ -218,8 +217,10 @@ def test_a_cut_on_a_reply_splits_its_turn_and_keeps_the_tool_results_with_their_
     assert plan.turn_prefix[0].role == "user"  # the split turn from its request to the cut
     assert plan.keep[0].role == "assistant"
     assert plan.turn_prefix + plan.keep == messages[4:]
-    kept_calls = {b.id for m in plan.keep if m.role == "assistant" for b in m.content if b.type == "toolCall"}
-    kept_results = [m.tool_call_id for m in plan.keep if m.role == "toolResult"]
+    kept_calls = {
+        b.id for m in plan.keep if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolCall)
+    }
+    kept_results = [m.tool_call_id for m in plan.keep if isinstance(m, ToolResultMessage)]
     assert kept_results
     assert all(call_id in kept_calls for call_id in kept_results)
     whole = plan_compaction(messages, keep_recent_tokens=100_000)
@@ -327,7 +328,12 @@ async def test_abort_during_the_turn_prefix_summary_changes_nothing() -> None:
         settings=settings(keep_recent_tokens=150),
     )
     prefix_requested = asyncio.Event()
-    spy_on(session, faux, on_call=lambda count: count == 2 and prefix_requested.set())
+
+    def on_call(count: int) -> None:
+        if count == 2:
+            prefix_requested.set()
+
+    spy_on(session, faux, on_call=on_call)
     compaction = asyncio.ensure_future(session.compact())
     await prefix_requested.wait()
     await session.abort()

@@ -12,7 +12,14 @@ import pytest
 from pi_notebook.ai import Model, TextContent, UserMessage, close_connections
 from pi_notebook.ai.models import model_from_spec
 from pi_notebook.ai.providers.faux import faux_assistant_message
-from pi_notebook.session import AgentSession, CompactionSummaryMessage, SessionStore, Settings, load_session
+from pi_notebook.session import (
+    AgentSession,
+    AutoRetryStartEvent,
+    CompactionSummaryMessage,
+    SessionStore,
+    Settings,
+    load_session,
+)
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply
 
 APIS = ["openai", "anthropic"]
@@ -132,7 +139,7 @@ async def test_overflow_is_compacted_then_retried_once(api: str, server: FaultSe
     assert isinstance(session.messages[0], CompactionSummaryMessage)
     stored = await finish(session, recorder, server)
     assert isinstance(stored[0], CompactionSummaryMessage)
-    assert stored[-1].content[0].text == "after compaction"  # type: ignore[union-attr]
+    assert stored[-1].content[0].text == "after compaction"
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -144,5 +151,45 @@ async def test_a_reset_mid_stream_is_retried_by_the_session_not_replayed_by_the_
     await session.prompt("hello")
     assert retry_labels(recorder) == ["auto_retry_start:attempt=1/3", "auto_retry_end:success=true"]
     stored = await finish(session, recorder, server)
-    assert stored[1].stop_reason == "error"  # type: ignore[union-attr]
-    assert stored[1].content  # type: ignore[union-attr]  # the partial reply is on disk
+    assert stored[1].stop_reason == "error"
+    assert stored[1].content  # the partial reply is on disk
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_session_retry_waits_the_servers_retry_after(api: str, server: FaultServer, tmp_path: Path) -> None:
+    server.script([Fault.rate_limit(headers={"retry-after": "0.3"}), Reply.text("ok")])
+    session, recorder = session_for(api, server, tmp_path, retry={"base_delay_ms": 5})
+    await session.prompt("hello")
+    [start] = [e for e in recorder.events if isinstance(e, AutoRetryStartEvent)]
+    assert start.delay_ms == 300  # not the 5 ms backoff
+    first, second = server.requests
+    assert second.received_at - first.received_at >= 0.3
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored] == ["user", "error", "stop"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_session_caps_a_long_retry_after_at_max_retry_delay(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Fault.status(503, headers={"retry-after": "3600"}), Reply.text("ok")])
+    session, recorder = session_for(
+        api, server, tmp_path, retry={"base_delay_ms": 5, "provider": {"max_retry_delay_ms": 50}}
+    )
+    await session.prompt("hello")
+    [start] = [e for e in recorder.events if isinstance(e, AutoRetryStartEvent)]
+    assert start.delay_ms == 50
+    assert len(server.requests) == 2
+    await finish(session, recorder, server)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_session_does_not_retry_what_the_server_says_not_to(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Fault.status(503, headers={"x-should-retry": "false"}), Reply.text("never")])
+    session, recorder = session_for(api, server, tmp_path)
+    await session.prompt("hello")
+    assert retry_labels(recorder) == []
+    assert len(server.requests) == 1
+    await finish(session, recorder, server)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +173,16 @@ def test_a_branched_pi_file_follows_its_current_branch_without_reporting_problem
     loaded = load_session(path)
     assert [m.role for m in loaded.messages] == ["compactionSummary", "user", "custom", "assistant"]
     assert loaded.problems == []
+
+
+def test_entry_ids_follow_the_message_key_and_keep_no_message_alive(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.jsonl")
+    message = faux_assistant_message("recorded")
+    entry_id = store.append_message(message)
+    assert store.entry_id(message) == entry_id
+    assert store.entry_id(faux_assistant_message("recorded")) is None  # same content, another message
+    gone = weakref.ref(message)
+    del message
+    gc.collect()
+    assert gone() is None
+    store.close()

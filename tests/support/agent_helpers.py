@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult
-from pi_notebook.ai import AbortSignal, Context, Model, StreamOptions
+from pi_notebook.ai import (
+    AbortSignal,
+    AssistantMessageEvent,
+    AssistantMessageEventStream,
+    Context,
+    DoneEvent,
+    MessageBuilder,
+    Model,
+    StartEvent,
+    StreamFn,
+    StreamOptions,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+)
 from pi_notebook.ai.providers.faux import FauxProvider
 from pi_notebook.testing import EventRecorder
 
@@ -84,7 +98,7 @@ class Requests:
     def texts(self, index: int) -> list[str]:
         from pi_notebook.ai.messages import text_of
 
-        return [text_of(m) for m in self.contexts[index].messages]  # type: ignore[arg-type]
+        return [text_of(m) for m in self.contexts[index].messages]
 
 
 def scripted(
@@ -101,3 +115,24 @@ def scripted(
 
 def roles(messages: list[Any]) -> list[str]:
     return [m.role for m in messages]
+
+
+def copying_stream_fn(text: str) -> StreamFn:
+    """A stream function that hands a NEW partial message object with every event, as Pi's providers do
+    (they spread ``{...output}``); the loop allows it."""
+
+    def stream_fn(model: Model, context: Context, options: StreamOptions) -> AssistantMessageEventStream:
+        async def events() -> AsyncIterator[AssistantMessageEvent]:
+            builder = MessageBuilder(model.api, model.provider, model.id)
+            yield StartEvent(builder.start().partial.model_copy(deep=True))
+            yield TextStartEvent(builder.text_start().content_index, builder.message.model_copy(deep=True))
+            for i in range(0, len(text), 3):
+                step = builder.text_delta(0, text[i : i + 3])
+                yield TextDeltaEvent(0, step.delta, builder.message.model_copy(deep=True))
+            end = builder.text_end(0)
+            yield TextEndEvent(0, end.content, builder.message.model_copy(deep=True))
+            yield DoneEvent("stop", builder.done("stop").message.model_copy(deep=True))
+
+        return AssistantMessageEventStream(events())
+
+    return stream_fn

@@ -49,7 +49,7 @@ class Kernel:
 
     def start(self, code: str) -> str:
         """Send a cell without waiting; collect it later with ``collect``."""
-        return self.client.execute(code)
+        return str(self.client.execute(code))
 
     def collect(self, msg_id: str, timeout: float = 30) -> Outcome:
         outcome = Outcome()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pi_notebook.ai import AssistantMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.session import AgentSession, Settings
 from pi_notebook.testing import EventRecorder
@@ -23,7 +24,7 @@ def make_session(
     if settings is None:
         settings = {}
     if isinstance(settings, dict):
-        data = {"retry": FAST_RETRY, "compaction": {"enabled": False}}
+        data: dict[str, Any] = {"retry": FAST_RETRY, "compaction": {"enabled": False}}
         for key, value in settings.items():
             data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
         settings = Settings(**data)
@@ -43,7 +44,8 @@ def reply(text: str = "ok") -> Any:
 
 def roles(session: AgentSession) -> str:
     return ",".join(
-        m.role[0] + (f"({m.stop_reason})" if getattr(m, "stop_reason", None) else "") for m in session.messages
+        m.role[0] + (f"({m.stop_reason})" if isinstance(m, AssistantMessage) and m.stop_reason else "")
+        for m in session.messages
     )
 
 

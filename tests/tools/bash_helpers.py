@@ -154,7 +154,7 @@ def text_of(result: AgentToolResult) -> str:
 
 
 def real_path(path: Any) -> str:
-    return os.path.realpath(path)
+    return str(os.path.realpath(path))
 
 
 def is_file(path: str) -> bool:

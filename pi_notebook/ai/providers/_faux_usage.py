@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
-from .._model import Context
+from .._request import Context
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
 __all__ = ["PromptMeter", "estimate_tokens", "output_text", "serialize_context"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._compat import ResolvedOpenAICompat, resolve_openai_compat
-from .._model import Context, Model, StreamOptions
+from .._request import Context, Model, StreamOptions
 from ..messages import (
     AssistantMessage,
     ImageContent,

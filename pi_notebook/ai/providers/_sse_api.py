@@ -15,7 +15,7 @@ import httpx
 
 from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import resolve_api_key
-from .._model import Context, Model, StreamOptions
+from .._request import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
 from ._faux_usage import estimate_tokens, serialize_context
 

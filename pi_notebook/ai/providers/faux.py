@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 from .._abort import AbortSignal, abortable_sleep
 from .._builder import MessageBuilder
 from .._events import AssistantMessageEvent
-from .._model import Context, Model, ModelCost, StreamOptions, usage_with_cost
+from .._request import Context, Model, ModelCost, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import (
     AssistantMessage,

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, iter_sse
-from .._model import Context, Model, StreamOptions, usage_with_cost
+from .._request import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
 from ._faux_usage import estimate_tokens, output_text, serialize_context

@@ -29,7 +29,6 @@ from ..agent import AgentMessage, CustomMessage
 from ..ai import (
     AbortSignal,
     AssistantMessage,
-    AssistantMessageEventStream,
     Context,
     ImageContent,
     Model,
@@ -40,9 +39,16 @@ from ..ai import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    maybe_await,
 )
 from ..ai.messages import text_of
-from ..ai.retry import RetryPolicy, retry_assistant_call
+from ..ai.retry import (
+    OnRetryAttemptStart,
+    OnRetryFinished,
+    OnRetryScheduled,
+    RetryPolicy,
+    retry_assistant_call,
+)
 
 __all__ = [
     "SUMMARY_PREFIX",
@@ -331,9 +337,12 @@ async def summarize(
     signal: AbortSignal,
     reserve_tokens: int,
     instructions: str | None = None,
-    callbacks: dict[str, Any] | None = None,
+    on_retry_scheduled: OnRetryScheduled | None = None,
+    on_retry_attempt_start: OnRetryAttemptStart | None = None,
+    on_retry_finished: OnRetryFinished | None = None,
 ) -> CompactionSummaryMessage | None:
-    """Ask the model for the summary (each request retried per ``policy``); ``None`` when aborted.
+    """Ask the model for the summary (each request retried per ``policy``, reported through the ``on_retry_*``
+    callbacks of :func:`~pi_notebook.ai.retry.retry_assistant_call`); ``None`` when aborted.
 
     ``options`` are the session's request options (key, headers, timeouts); each summary request gets
     ``signal``, its own token budget, a fresh session id and no caching. Raises :class:`SummarizationFailed`
@@ -351,11 +360,17 @@ async def summarize(
         )
 
         async def produce() -> AssistantMessage:
-            result = stream_fn(model, context, request)
-            stream = result if isinstance(result, AssistantMessageEventStream) else await result
+            stream = await maybe_await(stream_fn(model, context, request))
             return await stream.result()
 
-        reply = await retry_assistant_call(produce, policy, signal, **(callbacks or {}))
+        reply = await retry_assistant_call(
+            produce,
+            policy,
+            signal,
+            on_retry_scheduled=on_retry_scheduled,
+            on_retry_attempt_start=on_retry_attempt_start,
+            on_retry_finished=on_retry_finished,
+        )
         if reply.stop_reason == "aborted" or signal.aborted:
             return None
         if reply.stop_reason == "error":

@@ -23,6 +23,9 @@ is registered, so opening a comm cannot fail with "No such comm target" in the k
 Threads: with JupyterLab >= 4.4 and ipykernel >= 7 comm messages arrive on a subshell thread; every handler
 is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state is only touched there. That
 loop is free while a cell awaits a run, so Stop works then too.
+
+The channel knows runs only through the :class:`RunSource` given to :func:`register_control` (the kernel's
+session registry); it pushes whatever :func:`publish` is given.
 """
 
 from __future__ import annotations
@@ -30,23 +33,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "current_state", "publish", "register_control"]
+from ._run import Run, RunState
+
+__all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "RunSource", "current_state", "publish", "register_control"]
 
 TARGET = "pi_notebook.control"
 BEACON_ID = "pi_notebook.control.beacon"
 ABORT_REPLY_TIMEOUT = 10.0
 
+
+class RunSource(Protocol):
+    """Where the channel finds runs: the kernel's session registry."""
+
+    def current_run(self) -> Run | None:
+        """The run the status bar shows: the active one, else the last one (``None`` before any)."""
+
+    def active_runs(self) -> list[Run]: ...
+
+    def abort_active(self) -> None:
+        """Stop every active run as its Stop button does."""
+
+
 _comms: list[Any] = []
 _loop: asyncio.AbstractEventLoop | None = None
 _beacon: Any = None
 _tasks: set[asyncio.Task[None]] = set()
+_source: RunSource | None = None
 
 
-def register_control(ipython: Any) -> None:
-    """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel)."""
-    global _loop
+def register_control(ipython: Any, source: RunSource) -> None:
+    """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel);
+    ``source`` answers for the runs."""
+    global _loop, _source
+    _source = source
     kernel = getattr(ipython, "kernel", None)
     if kernel is None:
         return
@@ -99,10 +120,9 @@ def _handle(comm: Any, msg: Any) -> None:
 
 def _abort(comm: Any) -> None:
     """Stop every active run as its Stop button does, then reply once they have settled."""
-    agent = _agent()
-    runs = [run for run in agent.runs if not run.done] if agent is not None else []
-    if agent is not None:
-        agent.abort_active()
+    runs = _source.active_runs() if _source is not None else []
+    if _source is not None:
+        _source.abort_active()
     if not runs:
         _send_status(comm, reply="abort")
         return
@@ -117,23 +137,16 @@ def _abort(comm: Any) -> None:
     task.add_done_callback(_tasks.discard)
 
 
-def _agent() -> Any:
-    """The notebook's agent if one was configured; asking for state must not create one."""
-    from . import _controller
-
-    return _controller._agent
-
-
 def current_state() -> dict[str, Any]:
-    """What the status bar shows: the active run's state, else the last run's final state, else ``idle``."""
-    agent = _agent()
-    run = agent.current_run if agent is not None else None
+    """What the status bar shows: the active run's state, else the last run's final state, else ``idle``.
+    Asking never creates a session."""
+    run = _source.current_run() if _source is not None else None
     if run is None:
         return _state_message({"state": "idle", "run": None, "aborted": False, "retry_deadline": 0})
     return _state_message(run.state())
 
 
-def _state_message(state: dict[str, Any]) -> dict[str, Any]:
+def _state_message(state: RunState) -> dict[str, Any]:
     return {"type": "state", **state, "now": _now_ms()}
 
 
@@ -153,7 +166,7 @@ def _send_status(comm: Any, reply: str | None = None) -> None:
     _send(comm, state)
 
 
-def publish(state: dict[str, Any]) -> None:
+def publish(state: RunState) -> None:
     """Push a run's state change to every open control comm."""
     message = _state_message(state)
     for comm in list(_comms):

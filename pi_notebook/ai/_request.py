@@ -1,8 +1,8 @@
-"""Model descriptions, request context and stream options: the inputs of a stream function."""
+"""What one model request is made of: the model, the context and the options a stream function gets."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -10,14 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
 from pydantic.alias_generators import to_camel
 
 from ._abort import AbortSignal
+from ._awaitable import MaybeAwaitable
 from ._compat import OpenAICompletionsCompat
 from ._secret import mask_headers, secret_value, strip_api_key
 from ._stream import AssistantMessageEventStream
-from .messages import AssistantMessage, Cost, Message, ToolResultMessage, Usage, UserMessage
+from .messages import Cost, Message, Usage
 
 __all__ = [
     "Context",
-    "LlmMessage",
     "Model",
     "ModelCost",
     "StreamFn",
@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
-LlmMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
 class ModelCost(BaseModel):
@@ -158,12 +157,14 @@ def usage_with_cost(model: Model, usage: Usage) -> Usage:
 
 
 class StreamFn(Protocol):
-    """``stream_fn(model, context, options)`` returns a stream (or an awaitable of one).
+    """``stream_fn(model, context, options)`` returns a stream, or an awaitable of one (as Pi's ``streamFn`` may
+    return a promise).
 
     It must not raise for request, model or runtime failures: those end the stream with an ``error`` or
-    ``aborted`` message (see :class:`AssistantMessageEventStream`).
+    ``aborted`` message (see :class:`AssistantMessageEventStream`). If it breaks that contract anyway, the
+    agent turns the exception into a failed reply, and :func:`pi_notebook.ai.stream` into an ``error`` stream.
     """
 
     def __call__(
         self, model: Model, context: Context, options: StreamOptions, /
-    ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]: ...
+    ) -> MaybeAwaitable[AssistantMessageEventStream]: ...

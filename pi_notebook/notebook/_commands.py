@@ -1,0 +1,195 @@
+"""The ``%pi`` command line, read by one argparse parser: sub-commands, their arguments, and prompts.
+
+    %pi [OPTIONS] COMMAND [ARGS]     a sub-command (``steer``, ``status``, ...; see :data:`USAGE`)
+    %pi [OPTIONS] <prompt>           anything else is a prompt
+    %pi [OPTIONS] -- <prompt>        a prompt that starts with a command word or a dash
+
+A text argument may start with ``--`` too (``%pi steer -- -v is fine``); the ``--`` is dropped.
+
+Options shared by every form go in :func:`_options` (there are none yet; a flag added there is accepted before
+the command word and after it); a sub-command's own flags go in :data:`_SPECS`. Text arguments (prompts, steer
+and follow-up texts, the compaction focus, settings) are taken verbatim from the line — quotes, ``?`` and
+spacing kept — not re-joined from split words. Every parse error is a :class:`UsageError` with a one-line
+message; argparse never prints or exits here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from typing import Literal, NoReturn, TypeAlias, get_args
+
+from ..ai.models import SPEC_HELP
+
+__all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "parse_cell_line", "parse_line"]
+
+USAGE = f"""\
+usage:
+  %pi <prompt>              start a run (while one is active: queue <prompt> as a follow-up)
+  %%pi                      the cell body is the prompt
+  %pi steer <text>          deliver <text> after the current turn
+  %pi follow <text>         deliver <text> when the agent would stop
+  %pi abort                 stop the active run (queued messages are handed back)
+  %pi continue              continue from the transcript (queued messages first)
+  %pi compact [FOCUS]       summarise the older transcript now (FOCUS: what the summary should keep)
+  %pi wait                  wait for the active run to settle and show its report
+  %pi status                session state, model, queue, budget
+  %pi events [N]            the event log and transcript of run N (default: the last)
+  %pi queue                 the queued steering and follow-up messages
+  %pi clear-queue           take every queued message back
+  %pi model [SPEC]          show or set the model ({SPEC_HELP})
+  %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
+  %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
+  %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
+                            record runs' HTTP exchanges to PATH, or replay them from it (no key, no network)
+  %pi cassette [off]        show the cassette in use, or stop using one
+  %pi help                  this text
+A prompt that starts with one of these words (or a dash): %pi -- steer the ship"""
+
+CommandName: TypeAlias = Literal[
+    "prompt",
+    "steer",
+    "follow",
+    "abort",
+    "continue",
+    "compact",
+    "wait",
+    "status",
+    "events",
+    "queue",
+    "clear-queue",
+    "model",
+    "settings",
+    "interrupt",
+    "cassette",
+    "help",
+]
+
+
+class UsageError(Exception):
+    """Bad ``%pi`` arguments; the message is one line, meant to be printed with :data:`USAGE`."""
+
+
+@dataclass(frozen=True, slots=True)
+class PiCommand:
+    """One parsed ``%pi`` line.
+
+    ``text`` is the verbatim text argument: the prompt, the steer or follow-up text, the compaction focus, the
+    model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
+    ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags (``cassette``'s
+    ``mode`` and ``timing``), by name.
+    """
+
+    name: CommandName
+    text: str = ""
+    number: int | None = None
+    flags: dict[str, str] = field(default_factory=dict)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises :class:`UsageError` instead of printing and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise UsageError((message or "").strip() or "bad arguments")
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    """Flags every form of ``%pi`` takes (before the command word, or after it). None yet."""
+
+
+# name -> how its arguments are read: "text" (the rest of the line, verbatim), "number" (an optional run
+# number), "cassette" (an optional path and its flags) or "none".
+_SPECS: dict[CommandName, Literal["text", "number", "cassette", "none"]] = {
+    "steer": "text",
+    "follow": "text",
+    "abort": "none",
+    "continue": "none",
+    "compact": "text",
+    "wait": "none",
+    "status": "none",
+    "events": "number",
+    "queue": "none",
+    "clear-queue": "none",
+    "model": "text",
+    "settings": "text",
+    "interrupt": "text",
+    "cassette": "cassette",
+    "help": "none",
+}
+assert set(_SPECS) == set(get_args(CommandName)) - {"prompt"}
+
+
+def _build() -> tuple[_Parser, _Parser]:
+    """The parser of the options and the words after them, and the parser of the sub-commands."""
+    head = _Parser(prog="%pi", add_help=False)
+    _options(head)
+    head.add_argument("words", nargs=argparse.REMAINDER)
+    commands = _Parser(prog="%pi", add_help=False)
+    sub = commands.add_subparsers(dest="command", parser_class=_Parser)
+    for name, kind in _SPECS.items():
+        parser = sub.add_parser(name, add_help=False, prog=f"%pi {name}")
+        _options(parser)
+        if kind == "text":
+            parser.add_argument("text", nargs=argparse.REMAINDER)
+        elif kind == "number":
+            parser.add_argument("number", nargs="?", type=int)
+        elif kind == "cassette":
+            parser.add_argument("path", nargs="?", default="")
+            parser.add_argument("--mode", choices=("once", "none", "all", "new"))
+            parser.add_argument("--timing", choices=("fast", "real"))
+    return head, commands
+
+
+_HEAD, _COMMANDS = _build()
+_WORD = re.compile(r"\S+")
+
+
+def parse_line(line: str) -> PiCommand:
+    """Read a ``%pi`` line (see the module docstring). Raises :class:`UsageError`."""
+    spans = [(match.start(), match.group()) for match in _WORD.finditer(line)]
+    try:
+        words: list[str] = _HEAD.parse_args([word for _, word in spans]).words
+    except UsageError as exc:
+        raise UsageError(f"{exc} (a prompt that starts with a dash: %pi -- <prompt>)") from None
+    if not words:
+        raise UsageError("nothing to do")
+
+    def verbatim(rest: list[str]) -> str:
+        """The line from the first of ``rest`` (a tail of its words) on, as typed; a leading ``--`` dropped."""
+        if rest and rest[0] == "--":
+            rest = rest[1:]
+        return line[spans[len(spans) - len(rest)][0] :].strip() if rest else ""
+
+    first = words[0]
+    if first not in _SPECS:
+        return PiCommand("prompt", verbatim(words))
+    try:
+        parsed, extra = _COMMANDS.parse_known_args(words)
+    except UsageError as exc:
+        raise UsageError(f"{first}: {exc}") from None
+    name: CommandName = parsed.command
+    if extra:
+        kind = _SPECS[name]
+        if kind == "none":
+            raise UsageError(f"{name} takes no arguments")
+        if kind == "number":
+            raise UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
+        raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
+    if _SPECS[name] == "cassette":
+        flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}
+        return PiCommand(name, parsed.path, flags=flags)
+    return PiCommand(name, verbatim(getattr(parsed, "text", [])), getattr(parsed, "number", None))
+
+
+def parse_cell_line(line: str) -> None:
+    """Read the line of a ``%%pi`` cell: options only (the cell body is the prompt). Raises :class:`UsageError`."""
+    try:
+        words = _HEAD.parse_args(line.split()).words
+    except UsageError as exc:
+        raise UsageError(f"%%pi takes no arguments; the cell body is the prompt ({exc})") from None
+    if words:
+        raise UsageError("%%pi takes no arguments; the cell body is the prompt")

@@ -1,0 +1,33 @@
+"""The notebook's default model: the offline faux model, which explains how to connect a real provider."""
+
+from __future__ import annotations
+
+from ..ai import Context, Model, StreamOptions, UserMessage
+from ..ai.messages import AssistantMessage, text_of
+from ..ai.providers.faux import FauxProvider, faux_assistant_message
+
+__all__ = ["WELCOME", "default_faux"]
+
+WELCOME = (
+    "Hello! I am **the faux model**: a scripted stand-in that works offline, with no API key.\n\n"
+    "You said: *{prompt}*\n\n"
+    "To talk to a real model, set a key and pick one:\n\n"
+    "- OpenAI: set `OPENAI_API_KEY`, then `%pi model openai:gpt-4o-mini`\n"
+    "- Anthropic: set `ANTHROPIC_API_KEY`, then `%pi model anthropic:claude-sonnet-4-5`\n"
+    "- A local server (Ollama, vLLM, llama.cpp, LM Studio): "
+    "`%pi model openai-compatible:http://127.0.0.1:11434/v1:llama3.2`\n\n"
+    "Meanwhile, try **Stop** while I stream, or queue a follow-up in the box below."
+)
+
+
+def default_faux(tokens_per_second: float = 40) -> FauxProvider:
+    """The notebook's default model: streams a short explanation of itself for any prompt."""
+    faux = FauxProvider(tokens_per_second=tokens_per_second, token_size=(1, 2), seed=0)
+
+    def answer(context: Context, options: StreamOptions, state: object, model: Model) -> AssistantMessage:
+        prompt = next((text_of(m) for m in reversed(context.messages) if isinstance(m, UserMessage)), "")
+        faux.append_responses([answer])  # always have a reply ready for the next request
+        return faux_assistant_message(WELCOME.format(prompt=prompt.strip() or "(nothing)"))
+
+    faux.set_responses([answer])
+    return faux

@@ -1,0 +1,154 @@
+"""``RunPresenter``: turns one run's session events into operations on its widget (``RunView``).
+
+The run records and reports; the presenter only draws. The run tells it, in order, each event-log line, each
+session event and each change of the run's state; the presenter makes the operations the widget's front end
+applies (see ``_view``): ``message``/``append``/``thinking``/``status`` for messages (keyed by their stable
+:func:`~pi_notebook.ai.messages.message_key`), ``tool``/``tool_output``/``tool_end`` for tool panels, ``event``
+for log lines, plus the queue, usage and retry fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from ..agent import (
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ..ai import AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
+from ..ai.messages import message_key, text_of
+from ..session import (
+    AgentEndEvent,
+    AgentSession,
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    BudgetExceededEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    QueueUpdateEvent,
+    SessionEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
+)
+from ._describe import result_text, usage_line
+from ._view import RunView
+
+__all__ = ["RunPresenter"]
+
+
+class RunPresenter:
+    """Draws one run in a :class:`RunView`. Stop calls ``on_stop``; cancel-retry, steer and follow-up call the
+    session's own methods (the view hands every click to the kernel's loop first)."""
+
+    def __init__(
+        self, *, title: str, session: AgentSession, on_stop: Callable[[], None], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._session = session
+        self._loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.view = RunView(
+            title=title,
+            on_stop=on_stop,
+            on_cancel_retry=session.abort_retry,
+            on_steer=lambda text: self._spawn(session.steer(text)),
+            on_follow_up=lambda text: self._spawn(session.follow_up(text)),
+            loop=loop,
+        )
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- what the run tells it ----------------------------------------------------------------------------
+    def log(self, seconds: float, label: str, detail: str) -> None:
+        """An event-log line, ``seconds`` after the run started."""
+        self.view.transcript.add({"op": "event", "t": round(seconds * 1000), "label": label, "detail": detail})
+
+    def state(self, state: str, retry_deadline: float) -> None:
+        transcript = self.view.transcript
+        transcript.state = state
+        transcript.retry_deadline = retry_deadline
+        self.view.show_retry(retry_deadline > 0)
+
+    def hand_back(self, texts: Sequence[str]) -> None:
+        """Stop took queued messages back: put them in the input box, before what is typed there."""
+        if not texts:
+            return
+        box = self.view.input
+        current = box.value.strip()
+        box.value = "\n\n".join([*texts, current] if current else texts)
+
+    def settle(self, aborted: bool) -> None:
+        self.view.settle(aborted)
+
+    def show_update(self, event: MessageUpdateEvent) -> None:
+        """A streaming step (most events, so kept short): text and thinking deltas are appended."""
+        step = event.assistant_message_event
+        if isinstance(step, TextDeltaEvent):
+            self.view.transcript.add({"op": "append", "id": message_key(event.message), "text": step.delta})
+        elif isinstance(step, ThinkingDeltaEvent):
+            self.view.transcript.add({"op": "thinking", "id": message_key(event.message), "text": step.delta})
+
+    def show(self, event: SessionEvent) -> None:
+        """The widget operations of one session event."""
+        transcript = self.view.transcript
+        match event:
+            case MessageUpdateEvent():
+                self.show_update(event)
+            case MessageStartEvent(message=UserMessage() as message):
+                transcript.add({"op": "message", "id": message_key(message), "role": "user", "text": text_of(message)})
+            case MessageStartEvent(message=AssistantMessage() as message):
+                transcript.add({"op": "message", "id": message_key(message), "role": "assistant", "text": ""})
+            case MessageEndEvent(message=AssistantMessage() as message):
+                status = {"stop_reason": message.stop_reason, "error": message.error_message}
+                transcript.add({"op": "status", "id": message_key(message), **status})
+                transcript.usage = usage_line(self._session)
+            case ToolExecutionStartEvent():
+                args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
+                transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
+            case ToolExecutionUpdateEvent():
+                output = result_text(event.partial_result)
+                transcript.add({"op": "tool_output", "call": event.tool_call_id, "text": output})
+            case ToolExecutionEndEvent():
+                output = result_text(event.result)
+                transcript.add(
+                    {"op": "tool_end", "call": event.tool_call_id, "text": output, "is_error": event.is_error}
+                )
+            case QueueUpdateEvent(steering=steering, follow_up=follow_up):
+                transcript.queue = [f"steer: {t}" for t in steering] + [f"follow-up: {t}" for t in follow_up]
+            case AutoRetryStartEvent():
+                transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
+            case BudgetExceededEvent():
+                transcript.usage = usage_line(self._session) + f" — {event.reason}"
+            case CompactionEndEvent(result=summary) if summary is not None:
+                op = {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
+                transcript.add(op)
+            case (
+                MessageStartEvent()
+                | MessageEndEvent()
+                | AgentStartEvent()
+                | AgentEndEvent()
+                | TurnStartEvent()
+                | TurnEndEvent()
+                | AgentSettledEvent()
+                | AutoRetryEndEvent()
+                | CompactionStartEvent()
+                | CompactionEndEvent()
+                | SummarizationRetryScheduledEvent()
+                | SummarizationRetryAttemptStartEvent()
+                | SummarizationRetryFinishedEvent()
+            ):
+                pass  # in the event log only

@@ -1,0 +1,225 @@
+"""The kernel's sessions and their runs: ``configure()``, ``get_session()``, ``get_notebook_session()``.
+
+A :class:`SessionRegistry` holds named :class:`NotebookSession` entries (each a session, its model spec and its
+runs); ``%pi`` and the functions below use the entry named :data:`DEFAULT_NAME`, created with the offline faux
+model on first use (no key, no network; its reply explains how to connect a real provider). The kernel has one
+registry, :data:`REGISTRY`. It knows nothing of the JupyterLab control channel: whoever wants run state changes
+subscribes with :meth:`SessionRegistry.on_state`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import AgentTool
+from ..ai import Cassette, Model, StreamFn
+from ..ai import stream as default_stream
+from ..ai.models import SPEC_HELP, model_from_spec
+from ..ai.providers.faux import FauxProvider
+from ..session import AgentSession, Settings
+from ._default_model import default_faux
+from ._interrupt import InterruptHook
+from ._run import Run, StateListener
+
+__all__ = [
+    "DEFAULT_NAME",
+    "REGISTRY",
+    "NotebookSession",
+    "SessionRegistry",
+    "configure",
+    "get_notebook_session",
+    "get_session",
+]
+
+DEFAULT_NAME = "default"
+
+
+@dataclass(eq=False)
+class NotebookSession:
+    """One named session of the kernel, how it was configured, and the runs started on it."""
+
+    name: str
+    session: AgentSession
+    model_spec: str
+    faux: FauxProvider | None = None
+    runs: list[Run] = field(default_factory=list)
+    cassette: Cassette | None = None
+    """Every run of this session records to it or replays from it (``%pi cassette``)."""
+    _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
+
+    @property
+    def busy(self) -> bool:
+        """A run was started and has not settled (its task may not have begun yet), or the session works."""
+        return self.active_run is not None or not self.session.is_idle
+
+    @property
+    def active_run(self) -> Run | None:
+        return next((run for run in reversed(self.runs) if not run.done), None)
+
+    @property
+    def current_run(self) -> Run | None:
+        """The active run, else the last one (``None`` before the first)."""
+        return self.active_run or (self.runs[-1] if self.runs else None)
+
+    def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
+        """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any)."""
+        if self.cassette is not None:
+            operation = _within(self.cassette, operation)
+        run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
+        self.runs.append(run)
+        for listener in self._state_listeners:
+            run.on_state(listener)
+        return run
+
+    def abort_active(self) -> None:
+        for run in self.runs:
+            if not run.done:
+                run.abort()
+
+    def set_model(self, spec: str) -> None:
+        """Switch the model (a spec string, see ``%pi help``; ``faux`` for the offline model)."""
+        spec = spec.strip()
+        session = self.session
+        if spec == "faux":
+            faux = self.faux or default_faux()
+            session.model, session.agent.stream_fn = faux.model, faux.stream
+            self.faux = faux
+        else:
+            model = model_from_spec(spec)
+            session.model, session.agent.stream_fn = model, default_stream
+        self.model_spec = spec
+
+    def dispose(self) -> None:
+        """Abort its active runs and release the session (its store is closed)."""
+        self.abort_active()
+        self.session.dispose()
+
+
+def _within(cassette: Cassette, operation: Callable[[], Any]) -> Callable[[], Any]:
+    """``operation`` with ``cassette`` active: the run's provider requests (its tasks inherit it) use it."""
+
+    async def run() -> Any:
+        async with cassette:
+            return await operation()
+
+    return run
+
+
+_KEEP: Any = object()
+
+
+class SessionRegistry:
+    """Named notebook sessions (one is the default) and the kernel's SIGINT hook."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, NotebookSession] = {}
+        self._state_listeners: list[StateListener] = []
+        self.interrupt = InterruptHook(self.abort_active)
+
+    def __iter__(self) -> Iterator[NotebookSession]:
+        return iter(list(self._entries.values()))
+
+    def find(self, name: str = DEFAULT_NAME) -> NotebookSession | None:
+        """The entry called ``name``, if it was configured (asking never creates one)."""
+        return self._entries.get(name)
+
+    def get(self, name: str = DEFAULT_NAME) -> NotebookSession:
+        """The entry called ``name``, configured with the faux model on first use."""
+        entry = self._entries.get(name)
+        return entry if entry is not None else self.configure(name=name)
+
+    def configure(
+        self,
+        model: Model | str | None = None,
+        stream_fn: StreamFn | None = None,
+        tools: Iterable[AgentTool] = (),
+        settings: Settings | Mapping[str, Any] | None = None,
+        *,
+        name: str = DEFAULT_NAME,
+        cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
+        **session_options: Any,
+    ) -> NotebookSession:
+        """(Re)create the entry ``name``; see :func:`configure`. The previous one is disposed."""
+        previous = self._entries.get(name)
+        if cassette is _KEEP:
+            cassette = previous.cassette if previous is not None else None
+        elif cassette is not None and not isinstance(cassette, Cassette):
+            cassette = Cassette(cassette)
+        if cassette is not None:
+            cassette.load()  # a missing file in replay-only mode fails here, not in the first run
+        faux = None
+        spec = "faux"
+        if isinstance(model, str) and model.strip() != "faux":
+            spec = model
+            model = model_from_spec(model)
+        elif isinstance(model, Model):
+            spec = f"{model.provider}:{model.id}"
+        elif stream_fn is None:
+            faux = default_faux()
+            model, stream_fn = faux.model, faux.stream
+        if not isinstance(model, Model):
+            raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
+        previous = self._entries.pop(name, None)
+        if previous is not None:
+            previous.dispose()
+        session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
+        entry = NotebookSession(name, session, spec, faux, cassette=cassette, _state_listeners=self._state_listeners)
+        self._entries[name] = entry
+        return entry
+
+    # -- every session's runs -----------------------------------------------------------------------------
+    def active_runs(self) -> list[Run]:
+        return [run for entry in self for run in entry.runs if not run.done]
+
+    def current_run(self) -> Run | None:
+        """The most recently started active run, else the most recently started run (``None`` before any)."""
+        runs = [run for entry in self for run in entry.runs]
+        active = [run for run in runs if not run.done]
+        candidates = active or runs
+        return max(candidates, key=lambda run: run.started_at) if candidates else None
+
+    def abort_active(self) -> None:
+        for entry in self:
+            entry.abort_active()
+
+    def on_state(self, listener: StateListener) -> None:
+        """Call ``listener(state)`` for every state change of every run started from now on."""
+        if listener not in self._state_listeners:
+            self._state_listeners.append(listener)
+
+
+REGISTRY = SessionRegistry()
+"""The kernel's sessions."""
+
+
+def configure(
+    model: Model | str | None = None,
+    stream_fn: StreamFn | None = None,
+    tools: Iterable[AgentTool] = (),
+    settings: Settings | Mapping[str, Any] | None = None,
+    cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
+    **session_options: Any,
+) -> AgentSession:
+    """(Re)create the notebook's session. ``model`` is a :class:`~pi_notebook.ai.Model` or a spec string
+    (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. ``settings`` is a
+    :class:`~pi_notebook.session.Settings` or a dict of its fields (``{"retry": {"max_retries": 5}}``). Other
+    keyword arguments go to :class:`~pi_notebook.session.AgentSession`. An active run of the previous session is
+    aborted.
+
+    ``cassette``: a :class:`~pi_notebook.ai.Cassette` (or a path, for ``Cassette(path)``) that every ``%pi`` run
+    records to or replays from, as ``%pi cassette PATH`` sets; ``None`` turns it off. Left out, the cassette in
+    use is kept, so ``configure()`` after ``%pi cassette`` never makes a notebook call out unnoticed."""
+    return REGISTRY.configure(model, stream_fn, tools, settings, cassette=cassette, **session_options).session
+
+
+def get_notebook_session() -> NotebookSession:
+    """What ``%pi`` drives: the notebook's session with its model spec and runs (created on first use)."""
+    return REGISTRY.get()
+
+
+def get_session() -> AgentSession:
+    """The notebook's session (created with the faux model on first use)."""
+    return REGISTRY.get().session

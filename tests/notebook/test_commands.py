@@ -1,0 +1,74 @@
+"""The ``%pi`` line parser: sub-commands, prompts (verbatim), the ``--`` escape, one-line errors, never an exit."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_notebook.notebook._commands import USAGE, PiCommand, UsageError, parse_cell_line, parse_line
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("What can you do?", PiCommand("prompt", "What can you do?")),
+        ("  Tell me   a story, 'please'  ", PiCommand("prompt", "Tell me   a story, 'please'")),
+        ("What's up?", PiCommand("prompt", "What's up?")),  # an unbalanced quote is just text
+        ("stop the ship", PiCommand("prompt", "stop the ship")),  # not a command word
+        ("-- steer the ship", PiCommand("prompt", "steer the ship")),
+        ("-- -v is fine", PiCommand("prompt", "-v is fine")),
+        ("steer  go left,  then right ", PiCommand("steer", "go left,  then right")),
+        ("steer -- -v first", PiCommand("steer", "-v first")),
+        ("follow then write it up", PiCommand("follow", "then write it up")),
+        ('compact keep the "numbers"', PiCommand("compact", 'keep the "numbers"')),
+        ("compact", PiCommand("compact")),
+        ("events", PiCommand("events")),
+        ("events 3", PiCommand("events", number=3)),
+        (
+            "model openai-compatible:http://127.0.0.1:11434/v1:llama3.2:3b",
+            PiCommand("model", "openai-compatible:http://127.0.0.1:11434/v1:llama3.2:3b"),
+        ),
+        ("settings retry.max_retries=5 'a=b c'", PiCommand("settings", "retry.max_retries=5 'a=b c'")),
+        ("interrupt on", PiCommand("interrupt", "on")),
+        ("clear-queue", PiCommand("clear-queue")),
+        ("wait", PiCommand("wait")),
+        ("help", PiCommand("help")),
+    ],
+)
+def test_lines_are_read_as_commands_or_verbatim_prompts(line: str, expected: PiCommand) -> None:
+    assert parse_line(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("", "nothing to do"),
+        ("   ", "nothing to do"),
+        ("abort now", "abort takes no arguments"),
+        ("events abc", "events: argument number: invalid int value: 'abc'"),
+        ("events 1 2", "events takes at most one run number, got '2'"),
+        ("-x what is this", "unrecognized arguments: -x (a prompt that starts with a dash: %pi -- <prompt>)"),
+        ("--help", "unrecognized arguments: --help"),
+        ("steer -h now", "steer: unknown option '-h' (a text that starts with a dash: %pi steer -- <text>)"),
+    ],
+)
+def test_bad_lines_are_one_line_usage_errors_never_an_exit(line: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_line(line)
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(message) or message in text
+
+
+def test_a_cell_line_takes_no_words() -> None:
+    parse_cell_line("")
+    parse_cell_line("   ")
+    for line in ("--flag", "body on the line"):
+        with pytest.raises(UsageError, match=r"%%pi takes no arguments; the cell body is the prompt"):
+            parse_cell_line(line)
+
+
+def test_every_sub_command_is_in_the_usage() -> None:
+    for word in ("steer", "follow", "abort", "continue", "compact", "wait", "status", "events", "queue",
+                 "clear-queue", "model", "settings", "interrupt", "help"):  # fmt: skip
+        assert f"%pi {word}" in USAGE
+        assert parse_line(word).name == word

@@ -1,0 +1,104 @@
+"""No import cycles in ``pi_notebook``, function-level and ``TYPE_CHECKING`` imports included, and each layer
+imports only the layers before it (DESIGN §1): an AST scan of every module builds the import graph."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
+LAYERS = ["ai", "agent", "session", "tools", "notebook"]
+"""In import order: a layer may import the ones before it (``testing`` may use any of them)."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def imports_of(name: str, path: Path, known: Mapping[str, Path]) -> set[str]:
+    """The ``pi_notebook`` modules that ``name`` imports anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:  # `from . import module` imports that module, `from .m import name` m
+                submodule = f"{base}.{alias.name}"
+                found.add(submodule if submodule in known else base)
+    return {target for target in found if target in known and target != name}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """One cycle of the graph as a path (first node repeated at the end), or ``None``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)) is not None:
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    source = "def later():\n    from .b import x\n"
+    tree_targets = {
+        f"pkg.{n.module}" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) and n.module
+    }
+    assert tree_targets == {"pkg.b"}  # ast.walk sees imports inside functions
+
+
+def test_the_scan_sees_every_kind_of_import() -> None:
+    edges = graph()
+    assert "pi_notebook.ai.providers.anthropic_messages" in edges["pi_notebook.ai._registry"]  # in a function
+    assert "pi_notebook.notebook" in edges["pi_notebook"]  # in a function
+    assert "pi_notebook.session._summary" in edges["pi_notebook.session._events"]
+
+
+def test_pi_notebook_has_no_import_cycle() -> None:
+    cycle = find_cycle(graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_each_layer_imports_only_the_layers_before_it() -> None:
+    wrong = []
+    for source, targets in graph().items():
+        source_layer = source.split(".")[1] if source.count(".") else None
+        if source_layer not in LAYERS:
+            continue
+        allowed = set(LAYERS[: LAYERS.index(source_layer) + 1])
+        for target in targets:
+            target_layer = target.split(".")[1] if target.count(".") else None
+            if target_layer is not None and target_layer not in allowed:
+                wrong.append(f"{source} imports {target}")
+    assert wrong == []
