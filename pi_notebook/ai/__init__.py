@@ -5,7 +5,7 @@ and never raises for request/model/runtime failures: those are data (an assistan
 ``stop_reason`` is ``error`` or ``aborted``).
 """
 
-from ._abort import AbortController, AbortSignal, abort_scope, abortable_sleep
+from ._abort import AbortController, AbortSignal, Deadline, abort_scope, abortable_sleep
 from ._builder import MessageBuilder
 from ._events import (
     AssistantMessageEvent,
@@ -48,6 +48,7 @@ __all__ = [
     "AssistantMessageEventStream",
     "Context",
     "Cost",
+    "Deadline",
     "DoneEvent",
     "ErrorEvent",
     "ImageContent",

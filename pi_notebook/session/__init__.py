@@ -16,7 +16,7 @@ from ._events import (
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
-from ._guard import ToolTimeoutError
+from ._guard import AbortRun, ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._session_compaction import CompactionCancelled
 from ._settings import (
@@ -31,6 +31,7 @@ from ._settings import (
 from ._store import LoadedSession, SessionStore, load_session
 
 __all__ = [
+    "AbortRun",
     "AgentEndEvent",
     "AgentSession",
     "AgentSettledEvent",

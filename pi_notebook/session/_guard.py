@@ -9,25 +9,41 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortController, AbortSignal, AssistantMessage
+from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline
 from ._events import BudgetExceededEvent
 from ._settings import BudgetSettings, TimeoutSettings
 
-__all__ = ["RunBudget", "ToolTimeoutError", "guard_tool"]
+__all__ = ["AbortRun", "RunBudget", "RunHooks", "ToolTimeoutError", "guard_tool"]
 
 
 class ToolTimeoutError(Exception):
-    """A tool ran longer than its timeout. Its text becomes the tool's error result."""
+    """A tool ran longer than its timeout. Its text becomes the tool's error result: the tool's own error text
+    (the output it had so far), if it raised one, then ``Tool <name> timed out after <n> seconds``."""
 
-    def __init__(self, tool_name: str, seconds: float) -> None:
-        super().__init__(f"Tool {tool_name} timed out after {seconds:g} seconds")
+    def __init__(self, tool_name: str, seconds: float, output: str = "") -> None:
+        line = f"Tool {tool_name} timed out after {seconds:g} seconds"
+        super().__init__(f"{output}\n\n{line}" if output and line not in output else output or line)
         self.tool_name = tool_name
         self.seconds = seconds
+
+
+class AbortRun(Exception):
+    """Raised by a tool to abort the whole run, as Stop does (the ``python`` tool raises it when the kernel's
+    interrupt ended the agent's code). Under ``AgentSession`` the run settles with ``aborted=True``; the text
+    becomes the tool's error result. A bare ``Agent`` only records the error result."""
+
+
+class RunHooks(Protocol):
+    """What the session gives ``guard_tool``: its run deadlines, and a way to abort the run from a tool."""
+
+    def deadlines(self) -> list[Deadline]: ...
+
+    def abort_run(self) -> None: ...
 
 
 class _Timeout:
@@ -40,20 +56,27 @@ class _Timeout:
         return str(self.error)
 
 
-def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
+def guard_tool(tool: AgentTool, timeouts: TimeoutSettings, run: RunHooks | None = None) -> AgentTool:
     """Wrap ``tool.execute`` with the tool timeout and the abort grace.
 
     The tool gets its own signal, aborted when the run aborts or when its timeout (``tool.timeout_ms``, else
     ``timeouts.tool_ms``) expires. If it has not returned ``timeouts.abort_grace_ms`` after that, its await is
     cancelled: a tool that ignores its signal cannot hold a stopped run (Pi would wait for it forever).
+
+    The signal's ``deadline`` is the earliest of the tool timeout, the run's deadlines (``run.deadlines()``:
+    turn timeout, wall-time budget) and the parent signal's. The timers are asyncio timers: a tool that blocks
+    the event loop past its timeout gets the timeout error when it returns, as if the timer had fired. A tool
+    raising :class:`AbortRun` aborts the run through ``run.abort_run``.
     """
     inner = tool.execute
     name = tool.name
 
     async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
         loop = asyncio.get_running_loop()
-        child = AbortController()
         timeout_ms = tool.timeout_ms or timeouts.tool_ms
+        timeout = _Timeout(ToolTimeoutError(name, timeout_ms / 1000)) if timeout_ms else None
+        own = Deadline(time.monotonic() + timeout_ms / 1000, str(timeout)) if timeout_ms else None
+        child = AbortController(Deadline.first(own, *(run.deadlines() if run else ()), signal.deadline))
         grace = timeouts.abort_grace_ms / 1000
         handles: list[asyncio.TimerHandle] = []
         with anyio.CancelScope() as scope:
@@ -67,13 +90,16 @@ def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
             signal.add_listener(forward)
             child.signal.add_listener(start_grace)
             if timeout_ms:
-                timeout = _Timeout(ToolTimeoutError(name, timeout_ms / 1000))
                 handles.append(loop.call_later(timeout_ms / 1000, child.abort, timeout))
             try:
                 result = await inner(call_id, args, child.signal, on_update)
-            except Exception:
-                if isinstance(child.signal.reason, _Timeout):
-                    raise child.signal.reason.error from None
+            except AbortRun:
+                if run is not None:
+                    run.abort_run()
+                raise
+            except Exception as exc:
+                if timeout is not None and _timed_out(child.signal, own):
+                    raise ToolTimeoutError(name, timeout.error.seconds, str(exc)) from None
                 raise
             finally:
                 signal.remove_listener(forward)
@@ -83,11 +109,18 @@ def guard_tool(tool: AgentTool, timeouts: TimeoutSettings) -> AgentTool:
             why = child.signal.reason
             cause = str(why) if isinstance(why, _Timeout) else "the run was aborted"
             raise RuntimeError(f"Tool {name} did not stop within {timeouts.abort_grace_ms} ms ({cause}); cancelled")
-        if isinstance(child.signal.reason, _Timeout):
-            raise child.signal.reason.error
+        if timeout is not None and _timed_out(child.signal, own):
+            raise timeout.error
         return result
 
     return replace(tool, execute=execute)
+
+
+def _timed_out(signal: AbortSignal, own: Deadline | None) -> bool:
+    """The tool timeout fired, or is past while the tool blocked the loop (its timer could not fire)."""
+    if isinstance(signal.reason, _Timeout):
+        return True
+    return own is not None and not signal.aborted and time.monotonic() >= own.at
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from ..ai import (
     AbortController,
     AbortSignal,
     AssistantMessage,
+    Deadline,
     ImageContent,
     Model,
     StreamFn,
@@ -106,6 +108,8 @@ class AgentSession(CompactionMixin):
             **agent_options,
         )
         self._tools = list(tools)
+        self._timers: dict[str, _Timer] = {}
+        self._hooks = _Hooks(self)
         if settings is not None and not isinstance(settings, Settings | Mapping):
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
         self.settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
@@ -124,7 +128,6 @@ class AgentSession(CompactionMixin):
         self._since_compaction: dict[int, AssistantMessage] | None = None
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
-        self._timers: dict[str, asyncio.TimerHandle] = {}
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -150,7 +153,7 @@ class AgentSession(CompactionMixin):
             timeout_ms=provider.timeout_ms,
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
         )
-        agent.state.tools = [guard_tool(tool, settings.timeouts) for tool in self._tools]
+        agent.state.tools = [guard_tool(tool, settings.timeouts, self._hooks) for tool in self._tools]
         self.budget = RunBudget(settings.budget)
 
     @property
@@ -161,7 +164,7 @@ class AgentSession(CompactionMixin):
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
         self._tools = list(tools)
-        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts) for tool in self._tools]
+        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts, self._hooks) for tool in self._tools]
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -379,7 +382,7 @@ class AgentSession(CompactionMixin):
             if isinstance(message, AssistantMessage):
                 self.budget.record(message)  # counted before listeners look at the usage
         elif kind == "turn_end":
-            self._disarm("turn")
+            self._disarm("turn", fire_if_due=True)
         if kind == "agent_end":
             self._emit(AgentEndEvent(event.messages, will_retry=self._will_retry(event.messages)))  # type: ignore[union-attr]
         else:
@@ -467,20 +470,57 @@ class AgentSession(CompactionMixin):
 
     def _arm(self, name: str, limit_ms: int, event: Callable[[], BudgetExceededEvent]) -> None:
         self._disarm(name)
-        loop = asyncio.get_running_loop()
-        self._timers[name] = loop.call_later(limit_ms / 1000, lambda: self._stop(event()))
 
-    def _disarm(self, name: str) -> None:
-        handle = self._timers.pop(name, None)
-        if handle is not None:
-            handle.cancel()
+        def fire() -> None:
+            self._stop(event())
+
+        handle = asyncio.get_running_loop().call_later(limit_ms / 1000, fire)
+        reason = BudgetExceededEvent(event().kind, limit_ms, limit_ms).reason  # as it will read then
+        self._timers[name] = _Timer(handle, Deadline(time.monotonic() + limit_ms / 1000, reason), fire)
+
+    def _disarm(self, name: str, *, fire_if_due: bool = False) -> None:
+        """Cancel a timer; with ``fire_if_due``, one whose time has passed fires now instead (it could not
+        fire while a tool blocked the event loop)."""
+        timer = self._timers.pop(name, None)
+        if timer is None:
+            return
+        timer.handle.cancel()
+        if fire_if_due and time.monotonic() >= timer.deadline.at:
+            timer.fire()
 
     def _cancel_timers(self) -> None:
         for name in list(self._timers):
             self._disarm(name)
+
+    def _abort_from_tool(self) -> None:
+        """A tool raised ``AbortRun`` (the kernel's interrupt ended the agent's code): abort as Stop does."""
+        if self._active:
+            self._aborted = True
+        self._abort_all()
 
     def _last_transcript_assistant(self) -> AssistantMessage | None:
         for message in reversed(self.agent.state.messages):
             if isinstance(message, AssistantMessage):
                 return message
         return None
+
+
+class _Hooks:
+    """The session as ``guard_tool`` sees it (``RunHooks``): the run's deadlines, and abort from a tool."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: AgentSession) -> None:
+        self._session = session
+
+    def deadlines(self) -> list[Deadline]:
+        return [timer.deadline for timer in self._session._timers.values()]
+
+    def abort_run(self) -> None:
+        self._session._abort_from_tool()
+
+
+class _Timer(NamedTuple):
+    handle: asyncio.TimerHandle
+    deadline: Deadline
+    fire: Callable[[], None]
