@@ -19,7 +19,7 @@ PINNED = {
     "pi_notebook.session": {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
-        "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
+        "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "AbortRun", "SessionEvent",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
@@ -35,7 +35,7 @@ ALSO_REQUIRED = {
     "pi_notebook.ai": {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
-        "UserMessage", "Usage", "stream", "complete", "abort_scope",
+        "UserMessage", "Usage", "stream", "complete", "abort_scope", "Deadline",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {
@@ -46,6 +46,10 @@ ALSO_REQUIRED = {
     "pi_notebook.ai.transform": {"transform_messages"},
     "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "EventRecorder", "trace_label"},
     "pi_notebook.tools.bash": {"bash_tool"},
+    "pi_notebook.tools": {
+        "bash_tool", "python_tool", "interrupt_running_code", "add_python_listener", "PythonEvent", "PythonError",
+    },
+    "pi_notebook.tools.python": {"python_tool", "interrupt_running_code", "add_python_listener", "PythonEvent"},
 }  # fmt: skip
 
 

@@ -26,8 +26,13 @@ def test_the_public_api_is_pinned() -> None:
         "DEFAULT_MAX_BYTES",
         "DEFAULT_MAX_LINES",
         "BashError",
+        "PythonError",
+        "PythonEvent",
         "Truncation",
+        "add_python_listener",
         "bash_tool",
+        "interrupt_running_code",
+        "python_tool",
     ]
 
 

@@ -1,0 +1,240 @@
+"""Interrupting the agent's code, from any thread, as a KeyboardInterrupt ends a cell.
+
+An :class:`Execution` brackets one run of the agent's code on the thread that runs it (the kernel's main
+thread). While it is active:
+
+- A SIGINT handler of ours is installed (the previous one — ipykernel's ``SIG_IGN`` while idle, its own
+  handler while a cell runs — is restored on exit). It raises ``KeyboardInterrupt`` only while the agent's
+  code itself runs (inside :meth:`Execution.call`, outside :meth:`Execution.critical` sections); a signal that
+  arrives at any other moment is remembered, and raised when the code resumes, or dropped once it has
+  finished. So a late signal never escapes into the tool's own bookkeeping or into the next cell.
+- :func:`interrupt_running_code` (any thread) records why and sends SIGINT to that thread with
+  ``signal.pthread_kill``: Python runs the handler between two bytecodes, and a blocking call such as
+  ``time.sleep`` or a socket read returns with EINTR, so both a busy loop and a sleep stop within
+  milliseconds.
+- A SIGINT that did not come from us is the kernel's interrupt button (the kernel manager signals the
+  kernel process): it ends the code the same way and is recorded as ``kind="kernel"``. A previous handler
+  that is a Python callable other than ``default_int_handler`` (ipykernel's handler while a cell awaits, the
+  notebook's opt-in interrupt hook) is called too, so it still does its job.
+- A watchdog thread interrupts the code at its deadline (``kind="deadline"``), and calls ``on_stuck`` when an
+  interrupt has not ended the code within :data:`STUCK_AFTER_S`: the code is inside a C call that does not
+  return to Python (the signal is handled when it does).
+
+Off the main thread (an event loop run in another thread) no signal handler can be installed; the interrupt
+is then delivered with ``PyThreadState_SetAsyncExc``, which ends pure-Python code but not a blocking call, and
+the kernel's interrupt does not reach the code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any, Literal, TypeVar
+
+from ..ai import Deadline
+
+__all__ = ["STUCK_AFTER_S", "Execution", "Interruption", "interrupt_running_code"]
+
+STUCK_AFTER_S = 0.15
+"""How long after an interrupt the code may take to return before ``on_stuck`` is called."""
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_active: list[Execution] = []
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """Why the code was interrupted: ``stop`` (:func:`interrupt_running_code`), ``kernel`` (a SIGINT from
+    outside: the kernel's interrupt button) or ``deadline`` (the watchdog; ``deadline`` says which)."""
+
+    kind: Literal["stop", "kernel", "deadline"]
+    reason: str
+    deadline: Deadline | None = None
+
+
+def interrupt_running_code(reason: str = "Stopped") -> bool:
+    """Interrupt the agent's code if some is running (any thread may call this; it does not wait).
+
+    Returns whether code was running. Call it when stopping a run, and abort the run as usual too: the
+    ``python`` tool waits briefly for that abort so the run does not go on to another model request.
+    """
+    with _lock:
+        executions = list(_active)
+    interrupted = [execution.interrupt(Interruption("stop", reason)) for execution in executions]
+    return any(interrupted)
+
+
+class Execution:
+    """One run of the agent's code on the current thread; see the module docstring.
+
+    Use as a context manager around :meth:`call`; after it, :attr:`interruption` says whether and why the
+    code was interrupted (it may be set although the code finished: the interrupt came as it returned).
+    """
+
+    def __init__(self, deadline: Deadline | None = None, on_stuck: Callable[[], None] | None = None) -> None:
+        self.deadline = deadline
+        self.interruption: Interruption | None = None
+        self.kernel_interrupted = False
+        self._on_stuck = on_stuck
+        self._cond = threading.Condition(threading.RLock())  # re-entrant: our SIGINT handler may take it
+        self._thread_id = 0
+        self._main = False
+        self._live = False
+        self._defer = 1  # > 0: a signal now is remembered, not raised (outside the code, or in a critical section)
+        self._pending = False
+        self._sent = False  # we sent a SIGINT that the handler has not seen yet
+        self._interrupted_at: float | None = None
+        self._stuck_reported = False
+        self._previous: Any = None
+        self._critical = _Critical(self)
+
+    # -- lifecycle (the code's thread) ------------------------------------------------------------------
+    def __enter__(self) -> Execution:
+        self._thread_id = threading.get_ident()
+        self._main = threading.current_thread() is threading.main_thread()
+        if self._main:
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        with self._cond:
+            self._live = True
+        with _lock:
+            _active.append(self)
+        threading.Thread(target=self._watch, name="pi-python-watchdog", daemon=True).start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        with _lock:
+            _active.remove(self)
+        with self._cond:
+            self._live = False
+            self._cond.notify_all()
+        if self._main:
+            # signal.signal() first runs a SIGINT still pending with our handler, which drops it (not live).
+            signal.signal(signal.SIGINT, self._previous)
+        elif self._pending or self._sent:
+            _set_async_exc(self._thread_id, None)  # withdraw an interrupt not yet raised
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` (the agent's code) where the interrupt may raise ``KeyboardInterrupt``."""
+        self._defer -= 1
+        try:
+            self._raise_pending()
+            return function()
+        finally:
+            self._defer += 1
+
+    def critical(self) -> _Critical:
+        """Our own work inside the code (capturing a write): an interrupt waits until it is done."""
+        return self._critical
+
+    def _raise_pending(self) -> None:
+        if self._pending and self._defer == 0:
+            self._pending = False
+            raise KeyboardInterrupt
+
+    # -- interrupting (any thread) ----------------------------------------------------------------------
+    def interrupt(self, interruption: Interruption) -> bool:
+        with self._cond:
+            if not self._live:
+                return False
+            if self.interruption is None:
+                self.interruption = interruption
+                self._interrupted_at = time.monotonic()
+            self._deliver()
+            self._cond.notify_all()
+            return True
+
+    def _deliver(self) -> None:
+        if self._main:
+            self._sent = True
+            signal.pthread_kill(self._thread_id, signal.SIGINT)
+        elif self._defer == 0:
+            self._sent = True
+            _set_async_exc(self._thread_id, KeyboardInterrupt)
+        else:
+            self._pending = True
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        ours, self._sent = self._sent, False
+        if not self._live:
+            return  # late: the code has finished
+        if not ours:
+            self.kernel_interrupted = True
+            with self._cond:
+                if self.interruption is None:
+                    self.interruption = Interruption("kernel", "Interrupted by the kernel's interrupt")
+                    self._interrupted_at = time.monotonic()
+            self._chain(signum, frame)
+        if self._defer > 0:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    def _chain(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous
+        if callable(previous) and previous is not signal.default_int_handler:
+            try:
+                previous(signum, frame)
+            except BaseException:  # it may raise KeyboardInterrupt: ours is raised anyway
+                _log.debug("previous SIGINT handler raised", exc_info=True)
+
+    # -- the watchdog thread ----------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while self._next_watch_step():
+            if self._on_stuck is not None:
+                try:
+                    self._on_stuck()
+                except Exception:
+                    _log.exception("python tool: on_stuck raised")
+
+    def _next_watch_step(self) -> bool:
+        """Wait for the deadline (interrupt then) or for a slow interrupt; True: report the code stuck."""
+        deadline = self.deadline
+        with self._cond:
+            while self._live:
+                now = time.monotonic()
+                if self._interrupted_at is None:
+                    if deadline is not None and now >= deadline.at:
+                        self.interruption = Interruption("deadline", deadline.reason, deadline)
+                        self._interrupted_at = now
+                        self._deliver()
+                        continue
+                    self._cond.wait(None if deadline is None else deadline.at - now)
+                elif self._stuck_reported:
+                    self._cond.wait()
+                elif now < self._interrupted_at + STUCK_AFTER_S:
+                    self._cond.wait(self._interrupted_at + STUCK_AFTER_S - now)
+                else:
+                    self._stuck_reported = True
+                    return True
+        return False
+
+
+class _Critical:
+    """``with execution.critical():`` — a plain class, so no contextlib frame shows in tracebacks."""
+
+    __slots__ = ("_execution",)
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+
+    def __enter__(self) -> None:
+        self._execution._defer += 1
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._execution._defer -= 1
+        if kind is None:
+            self._execution._raise_pending()
+
+
+def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise ``exception`` in that thread at its next bytecode; ``None`` withdraws one not yet raised."""
+    what = None if exception is None else ctypes.py_object(exception)  # None is passed as NULL
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), what)
