@@ -4,8 +4,11 @@ Frontend -> kernel (``comm_msg`` data):
 
 * ``{"action": "abort"}`` stops every active run of this kernel's session as the run widget's Stop button
   does (``Run.abort()``: queued messages are handed back to each run's input box, then the session aborts).
-  When those runs have settled (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with
-  the new state, ``"reply": "abort"``.
+  With ``"run": N`` only run ``N`` is stopped (the extension adds it when forwarding a run widget's Stop
+  click), and nothing if it is not active. Code the agent's ``python`` tool is running is interrupted at
+  once, on the comm's thread, before the message goes to the event loop (which that code blocks). When
+  those runs have settled (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the
+  new state, ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
@@ -22,15 +25,19 @@ is registered, so opening a comm cannot fail with "No such comm target" in the k
 
 Threads: with JupyterLab >= 4.4 and ipykernel >= 7 comm messages arrive on a subshell thread; every handler
 is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state is only touched there. That
-loop is free while a cell awaits a run, so Stop works then too.
+loop is free while a cell awaits a run, so Stop works then too. The one thing done on the comm's thread is
+``interrupt_running_code`` for an abort (thread-safe), since the agent's code blocks the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from typing import Any
+
+from ..tools import interrupt_running_code
 
 __all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "current_state", "publish", "register_control"]
 
@@ -39,6 +46,11 @@ BEACON_ID = "pi_notebook.control.beacon"
 ABORT_REPLY_TIMEOUT = 10.0
 
 _comms: list[Any] = []
+_contexts: dict[str, contextvars.Context] = {}
+"""Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's subshell.
+ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel sent on
+it (``Comm._reply_subshell_for``); a state pushed from a run's context (the main shell's) would move the comm
+to the main shell, which the agent's ``python`` code can block. So every send runs in this context."""
 _loop: asyncio.AbstractEventLoop | None = None
 _beacon: Any = None
 _tasks: set[asyncio.Task[None]] = set()
@@ -74,9 +86,16 @@ def _register_beacon(manager: Any) -> None:
 
 def _on_open(comm: Any, open_msg: Any) -> None:
     _comms.append(comm)
-    comm.on_msg(lambda msg: _marshal(_handle, comm, msg))
-    comm.on_close(lambda msg: _comms.remove(comm) if comm in _comms else None)
+    _contexts[comm.comm_id] = contextvars.copy_context()
+    comm.on_msg(lambda msg: _on_msg(comm, msg))
+    comm.on_close(lambda msg: _forget(comm))
     _marshal(_send_status, comm)
+
+
+def _forget(comm: Any) -> None:
+    if comm in _comms:
+        _comms.remove(comm)
+    _contexts.pop(comm.comm_id, None)
 
 
 def _marshal(function: Any, *args: Any) -> None:
@@ -86,23 +105,50 @@ def _marshal(function: Any, *args: Any) -> None:
         function(*args)
 
 
-def _handle(comm: Any, msg: Any) -> None:
+def _on_msg(comm: Any, msg: Any) -> None:
+    """On the comm's thread: an abort first interrupts the agent's code (it blocks the loop), then the loop
+    handles the message."""
+    data = _data(msg)
+    if data.get("action") == "abort" and _is_active_run(data.get("run")):
+        interrupt_running_code("Stopped by the user")
+    _marshal(_handle, comm, msg)
+
+
+def _data(msg: Any) -> dict[str, Any]:
     data = (msg.get("content") or {}).get("data") or {}
-    action = data.get("action") if isinstance(data, dict) else None
-    if action == "abort":
-        _abort(comm)
+    return data if isinstance(data, dict) else {}
+
+
+def _is_active_run(number: object) -> bool:
+    """No run number, or the active run's (read from the comm's thread: a snapshot is enough)."""
+    if number is None:
+        return True
+    agent = _agent()
+    run = agent.active_run if agent is not None else None
+    return run is not None and run.number == number
+
+
+def _handle(comm: Any, msg: Any) -> None:
+    data = _data(msg)
+    action = data.get("action")
+    run = data.get("run")
+    if action == "abort" and run is not None and (isinstance(run, bool) or not isinstance(run, int)):
+        _send(comm, {"type": "error", "error": f"'run' must be a run number, got {run!r}"})
+    elif action == "abort":
+        _abort(comm, run)
     elif action == "status":
         _send_status(comm, reply="status")
     else:
         _send(comm, {"type": "error", "error": f"unknown action {action!r}; use 'abort' or 'status'"})
 
 
-def _abort(comm: Any) -> None:
-    """Stop every active run as its Stop button does, then reply once they have settled."""
+def _abort(comm: Any, number: int | None) -> None:
+    """Stop every active run (or run ``number``) as its Stop button does, then reply once they have settled."""
     agent = _agent()
     runs = [run for run in agent.runs if not run.done] if agent is not None else []
-    if agent is not None:
-        agent.abort_active()
+    runs = [run for run in runs if number is None or run.number == number]
+    for run in runs:
+        run.abort()
     if not runs:
         _send_status(comm, reply="abort")
         return
@@ -142,8 +188,13 @@ def _now_ms() -> float:
 
 
 def _send(comm: Any, data: dict[str, Any]) -> None:
+    """Send in the context the comm was opened in (see ``_contexts``)."""
+    context = _contexts.get(comm.comm_id)
     with contextlib.suppress(Exception):
-        comm.send(data)
+        if context is None:
+            comm.send(data)
+        else:
+            context.copy().run(comm.send, data)
 
 
 def _send_status(comm: Any, reply: str | None = None) -> None:

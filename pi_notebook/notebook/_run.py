@@ -76,6 +76,7 @@ class Run:
                 on_steer=lambda text: self._spawn(session.steer(text)),
                 on_follow_up=lambda text: self._spawn(session.follow_up(text)),
                 loop=self._loop,
+                number=number,
             )
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()

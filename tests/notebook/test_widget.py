@@ -153,3 +153,15 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     assert transcript.retry_deadline == 0
     assert run.view.cancel_retry_button.layout.display == "none"
     assert "Retry cancelled" in report.markdown
+
+
+async def test_the_stop_button_and_the_view_carry_the_classes_the_lab_extension_looks_for() -> None:
+    from pi_notebook.notebook._view import STOP_CLASS
+
+    session = session_for("hi")
+    run = Run(session, 7, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    assert STOP_CLASS == "pi-run-stop"
+    assert STOP_CLASS in run.view.stop_button._dom_classes
+    assert {"pi-run-view", "pi-run-7"} <= set(run.view._dom_classes)
