@@ -47,9 +47,12 @@ ALSO_REQUIRED = {
     "pi_notebook.testing": {"FaultServer", "Fault", "Reply", "EventRecorder", "trace_label"},
     "pi_notebook.tools.bash": {"bash_tool"},
     "pi_notebook.tools": {
-        "bash_tool", "python_tool", "interrupt_running_code", "add_python_listener", "PythonEvent", "PythonError",
+        "bash_tool", "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener",
+        "PythonEvent", "PythonError",
     },
-    "pi_notebook.tools.python": {"python_tool", "interrupt_running_code", "add_python_listener", "PythonEvent"},
+    "pi_notebook.tools.python": {
+        "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
+    },
 }  # fmt: skip
 
 

@@ -6,9 +6,10 @@ Frontend -> kernel (``comm_msg`` data):
   does (``Run.abort()``: queued messages are handed back to each run's input box, then the session aborts).
   With ``"run": N`` only run ``N`` is stopped (the extension adds it when forwarding a run widget's Stop
   click), and nothing if it is not active. Code the agent's ``python`` tool is running is interrupted at
-  once, on the comm's thread, before the message goes to the event loop (which that code blocks). When
-  those runs have settled (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the
-  new state, ``"reply": "abort"``.
+  once, on the comm's thread, before the message goes to the event loop (which that code blocks), and so is
+  code that starts before the stopped runs have settled (``hold_interrupt``). When those runs have settled
+  (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the new state,
+  ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
@@ -26,7 +27,7 @@ is registered, so opening a comm cannot fail with "No such comm target" in the k
 Threads: with JupyterLab >= 4.4 and ipykernel >= 7 comm messages arrive on a subshell thread; every handler
 is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state is only touched there. That
 loop is free while a cell awaits a run, so Stop works then too. The one thing done on the comm's thread is
-``interrupt_running_code`` for an abort (thread-safe), since the agent's code blocks the loop.
+``hold_interrupt`` for an abort (thread-safe), since the agent's code blocks the loop.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ import asyncio
 import contextlib
 import contextvars
 import time
+from collections.abc import Callable
 from typing import Any
 
-from ..tools import interrupt_running_code
+from ..tools import hold_interrupt
 
 __all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "current_state", "publish", "register_control"]
 
@@ -106,12 +108,17 @@ def _marshal(function: Any, *args: Any) -> None:
 
 
 def _on_msg(comm: Any, msg: Any) -> None:
-    """On the comm's thread: an abort first interrupts the agent's code (it blocks the loop), then the loop
-    handles the message."""
+    """On the comm's thread: an abort of an active run first interrupts the agent's code (it blocks the loop)
+    and keeps interrupting code that starts until the runs have settled; then the loop handles the message."""
     data = _data(msg)
+    release = None
     if data.get("action") == "abort" and _is_active_run(data.get("run")):
-        interrupt_running_code("Stopped by the user")
-    _marshal(_handle, comm, msg)
+        release = hold_interrupt("Stopped by the user")
+    _marshal(_handle, comm, msg, release or _nothing)
+
+
+def _nothing() -> None:
+    pass
 
 
 def _data(msg: Any) -> dict[str, Any]:
@@ -120,42 +127,46 @@ def _data(msg: Any) -> dict[str, Any]:
 
 
 def _is_active_run(number: object) -> bool:
-    """No run number, or the active run's (read from the comm's thread: a snapshot is enough)."""
-    if number is None:
-        return True
+    """A run is active and ``number`` is ``None`` or its number (read from the comm's thread: a snapshot)."""
     agent = _agent()
     run = agent.active_run if agent is not None else None
-    return run is not None and run.number == number
+    return run is not None and number in (None, run.number)
 
 
-def _handle(comm: Any, msg: Any) -> None:
+def _handle(comm: Any, msg: Any, release: Callable[[], None] = _nothing) -> None:
     data = _data(msg)
     action = data.get("action")
     run = data.get("run")
     if action == "abort" and run is not None and (isinstance(run, bool) or not isinstance(run, int)):
+        release()
         _send(comm, {"type": "error", "error": f"'run' must be a run number, got {run!r}"})
     elif action == "abort":
-        _abort(comm, run)
+        _abort(comm, run, release)
     elif action == "status":
         _send_status(comm, reply="status")
     else:
         _send(comm, {"type": "error", "error": f"unknown action {action!r}; use 'abort' or 'status'"})
 
 
-def _abort(comm: Any, number: int | None) -> None:
-    """Stop every active run (or run ``number``) as its Stop button does, then reply once they have settled."""
+def _abort(comm: Any, number: int | None, release: Callable[[], None]) -> None:
+    """Stop every active run (or run ``number``) as its Stop button does, then reply (and release the held
+    interrupt) once they have settled."""
     agent = _agent()
     runs = [run for run in agent.runs if not run.done] if agent is not None else []
     runs = [run for run in runs if number is None or run.number == number]
     for run in runs:
         run.abort()
     if not runs:
+        release()
         _send_status(comm, reply="abort")
         return
 
     async def reply_when_settled() -> None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
+        finally:
+            release()
         _send_status(comm, reply="abort")
 
     task = asyncio.get_running_loop().create_task(reply_when_settled())

@@ -3,7 +3,14 @@
 
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
 from .bash import BashError, bash_tool
-from .python import PythonError, PythonEvent, add_python_listener, interrupt_running_code, python_tool
+from .python import (
+    PythonError,
+    PythonEvent,
+    add_python_listener,
+    hold_interrupt,
+    interrupt_running_code,
+    python_tool,
+)
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -14,6 +21,7 @@ __all__ = [
     "Truncation",
     "add_python_listener",
     "bash_tool",
+    "hold_interrupt",
     "interrupt_running_code",
     "python_tool",
 ]

@@ -16,6 +16,10 @@ thread). While it is active:
   kernel process): it ends the code the same way and is recorded as ``kind="kernel"``. A previous handler
   that is a Python callable other than ``default_int_handler`` (ipykernel's handler while a cell awaits, the
   notebook's opt-in interrupt hook) is called too, so it still does its job.
+- The interpreter's thread switch interval is lowered to :data:`SWITCH_INTERVAL_S` (and restored after): a
+  Stop reaches the kernel through several threads (the shell channel's, then the comm's subshell), and
+  each must take the GIL from a busy loop, which lets it go only every switch interval (5 ms by default,
+  ~50 ms for the whole way). A thread that does not ask for the GIL costs the code nothing.
 - A watchdog thread interrupts the code at its deadline (``kind="deadline"``), and calls ``on_stuck`` when an
   interrupt has not ended the code within :data:`STUCK_AFTER_S`: the code is inside a C call that does not
   return to Python (the signal is handled when it does).
@@ -28,8 +32,10 @@ the kernel's interrupt does not reach the code.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -39,14 +45,25 @@ from typing import Any, Literal, TypeVar
 
 from ..ai import Deadline
 
-__all__ = ["STUCK_AFTER_S", "Execution", "Interruption", "interrupt_running_code"]
+__all__ = [
+    "STUCK_AFTER_S",
+    "SWITCH_INTERVAL_S",
+    "Execution",
+    "Interruption",
+    "hold_interrupt",
+    "interrupt_running_code",
+]
 
 STUCK_AFTER_S = 0.15
 """How long after an interrupt the code may take to return before ``on_stuck`` is called."""
+SWITCH_INTERVAL_S = 0.001
+"""``sys.setswitchinterval`` while the code runs (Python's default: 5 ms); see ``Execution``."""
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _active: list[Execution] = []
+_holds: dict[int, str] = {}  # hold id -> reason, see hold_interrupt
+_hold_ids = itertools.count()
 T = TypeVar("T")
 
 
@@ -70,6 +87,28 @@ def interrupt_running_code(reason: str = "Stopped") -> bool:
         executions = list(_active)
     interrupted = [execution.interrupt(Interruption("stop", reason)) for execution in executions]
     return any(interrupted)
+
+
+def hold_interrupt(reason: str = "Stopped") -> Callable[[], None]:
+    """Interrupt the agent's code running now **and any that starts** before the returned ``release()`` is
+    called (any thread; ``release`` is idempotent).
+
+    For a stop that still has to reach the run through the event loop (the control comm hands its abort to
+    the loop): code that started meanwhile would block the loop and so the abort. Release once the stopped
+    runs have settled.
+    """
+    with _lock:
+        key = next(_hold_ids)
+        _holds[key] = reason
+        executions = list(_active)
+    for execution in executions:
+        execution.interrupt(Interruption("stop", reason))
+
+    def release() -> None:
+        with _lock:
+            _holds.pop(key, None)
+
+    return release
 
 
 class Execution:
@@ -102,10 +141,15 @@ class Execution:
         self._main = threading.current_thread() is threading.main_thread()
         if self._main:
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         with self._cond:
             self._live = True
         with _lock:
             _active.append(self)
+            held = next(iter(_holds.values()), None)
+        if held is not None:
+            self.interrupt(Interruption("stop", held))  # raised as soon as the code starts
         threading.Thread(target=self._watch, name="pi-python-watchdog", daemon=True).start()
         return self
 
@@ -115,6 +159,7 @@ class Execution:
         with self._cond:
             self._live = False
             self._cond.notify_all()
+        sys.setswitchinterval(self._switch_interval)
         if self._main:
             # signal.signal() first runs a SIGINT still pending with our handler, which drops it (not live).
             signal.signal(signal.SIGINT, self._previous)

@@ -23,10 +23,11 @@ returns. So every stop path reaches the code without the loop:
   raises ``KeyboardInterrupt`` in a busy loop at the next bytecode and ends a blocking call (``time.sleep``,
   a socket read) through EINTR, within milliseconds. Our handler is installed only while the code runs and
   raises only then (a late signal is dropped), and the previous handler (ipykernel's) is restored after.
-- :func:`interrupt_running_code` sends it from any thread. The control comm (toolbar Stop, Accel+., and the
-  run widget's Stop, which the JupyterLab extension forwards over that comm) is opened by the frontend, so
-  JupyterLab >= 4.4 routes it over a kernel subshell, whose thread calls this before handing the abort to
-  the loop.
+- :func:`interrupt_running_code` sends it from any thread; :func:`hold_interrupt` also interrupts code that
+  starts before it is released (a stop whose abort is still on its way to the blocked loop). The control
+  comm (toolbar Stop, Accel+., and the run widget's Stop, which the JupyterLab extension forwards over that
+  comm) is opened by the frontend, so JupyterLab >= 4.4 routes it over a kernel subshell, whose thread holds
+  the interrupt before handing the abort to the loop, and releases it once the runs have settled.
 - The kernel's interrupt button SIGINTs the kernel process: our handler ends the code and the tool raises
   :class:`~pi_notebook.session.AbortRun`, so the run settles ``aborted=True``.
 - Timeouts: the call's ``timeout``, the session's tool timeout (``timeouts.tool_ms``,
@@ -75,7 +76,7 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, Deadline, abortable_sleep
 from ..session import AbortRun
-from ._interrupt import Execution, Interruption, interrupt_running_code
+from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
 from ._python_exec import Capture, CodeResult, PythonEvent, add_python_listener, current_shell, emit, run_code
 from .bash import MAX_TIMEOUT_S, _number
@@ -85,6 +86,7 @@ __all__ = [
     "PythonError",
     "PythonEvent",
     "add_python_listener",
+    "hold_interrupt",
     "interrupt_running_code",
     "python_tool",
 ]
@@ -180,9 +182,9 @@ class _Python:
             namespace = shell.user_ns if shell is not None else self.own_namespace
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
-        emit(PythonEvent(tool_call_id, "start", code))
         try:
             with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
+                emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
                 capture = Capture(tool_call_id, execution, output)
                 result = run_code(code, shell=shell, namespace=namespace, capture=capture)
             text, details = self._report(capture, result)

@@ -221,26 +221,27 @@ def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_
     """ipykernel 7.4 routes a comm's incoming messages to the subshell of the last message the kernel sent on it;
     states pushed from a run (main-shell context) must not move the control comm to the main shell, which
     synchronous code (the agent's python tool) blocks: an abort must reach the comm's thread at once."""
-    setup(frontend, first=SHORT)
+    setup(frontend)
     subshell = frontend.create_subshell()
     comm_id = frontend.open(subshell)
     frontend.state(comm_id)
-    frontend.run("run = %pi hi\nawait run")
-    frontend.state(comm_id, state="settled")  # pushed from the run's (main shell) context
     frontend.run(
         "import threading\n"
         "from pi_notebook.notebook import _control\n"
         "threads = []\n"
-        "_control.interrupt_running_code = lambda reason: threads.append(threading.current_thread().name)"
+        "def spy(reason):\n"
+        "    threads.append(threading.current_thread().name)\n"
+        "    return lambda: None\n"
+        "_control.hold_interrupt = spy"
     )
     try:
+        frontend.run("run = %pi stream forever")
+        frontend.state(comm_id, state="streaming")  # pushed from the run's (main shell) context
         frontend.send(comm_id, {"action": "abort"}, subshell)
         frontend.state(comm_id, reply="abort")
         out = frontend.run("print(threads)")
     finally:
-        frontend.run(
-            "import pi_notebook.tools\n_control.interrupt_running_code = pi_notebook.tools.interrupt_running_code"
-        )
+        frontend.run("import pi_notebook.tools\n_control.hold_interrupt = pi_notebook.tools.hold_interrupt")
     assert out.startswith("['subshell-"), out  # the comm's thread, not MainThread
 
 

@@ -31,6 +31,7 @@ def test_the_public_api_is_pinned() -> None:
         "Truncation",
         "add_python_listener",
         "bash_tool",
+        "hold_interrupt",
         "interrupt_running_code",
         "python_tool",
     ]

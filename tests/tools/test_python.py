@@ -11,11 +11,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
 from pi_notebook.ai import AbortController, AbortSignal, Deadline
-from pi_notebook.tools import PythonError, PythonEvent, add_python_listener, interrupt_running_code, python_tool
+from pi_notebook.tools import (
+    PythonError,
+    PythonEvent,
+    add_python_listener,
+    hold_interrupt,
+    interrupt_running_code,
+    python_tool,
+)
 from pi_notebook.tools._interrupt import Execution, Interruption
 from pi_notebook.tools.python import ABORT_WAIT_S
 
@@ -238,6 +246,20 @@ async def test_an_interrupt_from_another_thread_ends_the_code_and_keeps_the_outp
 
 async def test_interrupt_running_code_is_false_when_no_code_runs() -> None:
     assert interrupt_running_code() is False
+
+
+async def test_a_held_interrupt_stops_code_that_starts_before_it_is_released() -> None:
+    """A stop that raced ahead of the code (its abort is still on the way to the blocked loop)."""
+    release = hold_interrupt("Stopped before the code started")
+    try:
+        controller = AbortController()
+        asyncio.get_running_loop().call_soon(controller.abort)  # the abort, landing once the loop runs
+        ok, text, _ = await run("while True:\n    pass", signal=controller.signal)
+    finally:
+        release()
+    assert (ok, text.splitlines()[-1]) == (False, "Interrupted: Stopped before the code started")
+    release()  # idempotent
+    assert await run("sum(range(10))") == (True, "Out: 45", ANY)
 
 
 @pytest.mark.parametrize("body", ["while True:\n    pass", "import time\ntime.sleep(1000)"], ids=["busy", "sleep"])
