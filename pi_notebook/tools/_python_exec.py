@@ -6,7 +6,8 @@ trailing ``;`` silences it, as in a cell) and formats its value with the shell's
 becomes ``_`` (and the old ``_``/``__`` move to ``__``/``___``), as the display hook does for a cell; it gets
 no ``Out[n]`` number. While the code runs, ``sys.stdout``/``sys.stderr`` and the shell's display publisher
 are swapped for ours (as IPython's ``capture_output`` does), so prints and ``display()`` reach the
-:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners.
+:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. ``exit()``/``quit()``
+raise an error instead of shutting the user's kernel down.
 
 Without an IPython shell (plain Python) the code runs in a plain dict namespace, without magics, and values
 are formatted with ``repr``.
@@ -43,6 +44,13 @@ MAX_RICH_OUTPUTS = 20
 """Rich outputs (``display()`` bundles) kept in a result's details; later ones are counted, not kept."""
 MAX_BUNDLE_CHARS = 1_000_000
 """A bundle larger than this (JSON-ish size) keeps only its ``text/plain`` in the details."""
+
+EXIT_REFUSED = "exit() and quit() are not available to the agent's code: they would shut down the user's kernel"
+
+AWAIT_HINT = (
+    "The python tool runs code synchronously on the kernel's event loop thread, so top-level await is not "
+    "available; start a coroutine in the background with asyncio.ensure_future(...) instead."
+)
 
 _log = logging.getLogger(__name__)
 _numbers = itertools.count(1)
@@ -163,12 +171,18 @@ class Capture:
         sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
         if shell is not None:
             shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2])
+            shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
         try:
             yield
         finally:
             sys.stdout, sys.stderr = saved[0], saved[1]
             if shell is not None:
                 shell.display_pub = saved[2]
+                vars(shell).pop("ask_exit", None)
+
+
+def _refuse_exit() -> None:
+    raise RuntimeError(EXIT_REFUSED)
 
 
 class _Stream(io.TextIOBase):
@@ -260,6 +274,8 @@ def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Captu
         except BaseException as error:  # the code's failure is the result, whatever it is
             result.error = error
             result.traceback = format_error(error)
+            if isinstance(error, SyntaxError) and "'await' outside" in str(error.msg):
+                result.traceback += "\n" + AWAIT_HINT
     return result
 
 

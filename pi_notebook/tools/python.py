@@ -190,13 +190,15 @@ class _Python:
             text, details = self._report(capture, result)
         finally:
             output.close()
-        stop = execution.interruption if result.error is not None or execution.kernel_interrupted else None
-        emit(PythonEvent(tool_call_id, "end", "ok" if result.error is None else "interrupted" if stop else "error"))
-        if stop is None and result.error is None:
+        stop = execution.interruption
+        ended = "ok" if result.error is None else "interrupted" if stop else "error"
+        emit(PythonEvent(tool_call_id, "end", ended))
+        if stop is not None:
+            await self._after_stop(stop, own, execution, signal)  # also when the code finished regardless
+        if result.error is None and not execution.kernel_interrupted:
             return AgentToolResult(content=text or "(no output)", details=details)
         if stop is None:
             raise PythonError(text, "error", details)
-        await self._after_stop(stop, own, execution, signal)
         line = _stop_line(stop, own, execution.kernel_interrupted)
         text = f"{text}\n\n{line}" if text else line
         if execution.kernel_interrupted:

@@ -101,6 +101,13 @@ async def test_a_syntax_error_shows_the_line_and_where() -> None:
     assert 'File "<python-input-' in text
 
 
+async def test_top_level_await_is_a_syntax_error_that_says_why() -> None:
+    ok, text, _ = await run("import asyncio\nawait asyncio.sleep(0)")
+    assert not ok
+    assert "SyntaxError: 'await' outside function" in text
+    assert text.endswith("start a coroutine in the background with asyncio.ensure_future(...) instead.")
+
+
 async def test_sys_exit_and_a_keyboard_interrupt_the_code_raises_itself_are_errors_not_exits() -> None:
     ok, text, _ = await run("import sys\nsys.exit(3)")
     assert (ok, text.splitlines()[-1]) == (False, "SystemExit: 3")
@@ -209,6 +216,16 @@ async def test_in_ipython_displays_are_kept_as_bundles_and_shown_to_the_model_as
     assert shell.display_pub.__class__.__name__ != "Publisher"  # restored
 
 
+async def test_in_ipython_exit_is_refused_instead_of_shutting_the_kernel_down(shell: Any) -> None:
+    ok, text, _ = await run("exit()", tool=python_tool())
+    assert not ok
+    assert text.endswith(
+        "RuntimeError: exit() and quit() are not available to the agent's code: they would shut down the user's kernel"
+    )
+    assert shell.exit_now is False
+    assert "ask_exit" not in vars(shell)  # the shell's own method is back
+
+
 async def test_in_ipython_rich_outputs_are_bounded(shell: Any) -> None:
     code = "from IPython.display import Markdown, display\nfor i in range(25):\n    display(Markdown(f'*{i}*'))"
     _, _, details = await run(code, tool=python_tool())
@@ -242,6 +259,20 @@ async def test_an_interrupt_from_another_thread_ends_the_code_and_keeps_the_outp
     assert text.startswith("working\nTraceback (most recent call last):\n")
     assert text.endswith("\nKeyboardInterrupt\n\nInterrupted: Stopped by the test")
     assert signal.getsignal(signal.SIGINT) is previous
+
+
+async def test_code_that_catches_the_interrupt_finishes_and_the_tool_still_lets_the_abort_land() -> None:
+    controller = AbortController()
+    namespace: dict[str, Any] = {"__stop__": stopper(controller)}
+    code = (
+        "import threading, time\nprint('working')\ntry:\n    threading.Thread(target=__stop__).start()\n"
+        "    time.sleep(1000)\nexcept KeyboardInterrupt:\n    print('cleaned up')"
+    )
+    assert (await run(code, tool=python_tool(namespace=namespace), signal=controller.signal))[:2] == (
+        True,
+        "working\ncleaned up",
+    )
+    assert controller.signal.aborted  # the run will not go on to another request
 
 
 async def test_interrupt_running_code_is_false_when_no_code_runs() -> None:
