@@ -133,6 +133,7 @@ class Execution:
         self._interrupted_at: float | None = None
         self._stuck_reported = False
         self._previous: Any = None
+        self._switch_interval = 0.0
         self._critical = _Critical(self)
 
     # -- lifecycle (the code's thread) ------------------------------------------------------------------

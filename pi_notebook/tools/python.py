@@ -37,9 +37,11 @@ returns. So every stop path reaches the code without the loop:
   After the code returns the session's own timer logic decides the outcome, as for other tools: a tool
   timeout is an error result and the run goes on; the turn timeout or wall-time budget aborts the run
   (``budget_exceeded``).
-- After a stop (not its own ``timeout``) the tool waits, at most :data:`ABORT_WAIT_S`, for its signal to
-  abort before returning (the abort lands only once the loop runs again), so the run does not go on to
-  another model request first.
+- After a stop (other than its own ``timeout`` and the kernel's interrupt, which the tool ends itself) the
+  tool waits, at most :data:`ABORT_WAIT_S`, for its signal to abort before returning, even if the code
+  caught the ``KeyboardInterrupt`` or ignored SIGINT: the abort lands only once the loop runs again, and
+  the run must not go on to another model request first.
+- While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
 
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
@@ -191,10 +193,9 @@ class _Python:
         finally:
             output.close()
         stop = execution.interruption
-        ended = "ok" if result.error is None else "interrupted" if stop else "error"
-        emit(PythonEvent(tool_call_id, "end", ended))
-        if stop is not None:
-            await self._after_stop(stop, own, execution, signal)  # also when the code finished regardless
+        emit(PythonEvent(tool_call_id, "end", "ok" if result.error is None else "interrupted" if stop else "error"))
+        if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
+            await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
         if result.error is None and not execution.kernel_interrupted:
             return AgentToolResult(content=text or "(no output)", details=details)
         if stop is None:
@@ -203,15 +204,7 @@ class _Python:
         text = f"{text}\n\n{line}" if text else line
         if execution.kernel_interrupted:
             raise PythonKernelInterrupt(text, "interrupted", details)
-        raise PythonError(text, "timeout" if stop.deadline is own and own else "interrupted", details)
-
-    async def _after_stop(
-        self, stop: Interruption, own: Deadline | None, execution: Execution, signal: AbortSignal | None
-    ) -> None:
-        """Let the stop's abort land (see the module docstring) unless the tool itself ends the call."""
-        if execution.kernel_interrupted or (own is not None and stop.deadline is own) or signal is None:
-            return
-        await abortable_sleep(ABORT_WAIT_S, signal)
+        raise PythonError(text, "timeout" if _own_timeout(stop, own) else "interrupted", details)
 
     def _report(self, capture: Capture, result: CodeResult) -> tuple[str, dict[str, Any]]:
         if result.has_value:
@@ -233,10 +226,21 @@ class _Python:
         return text, details
 
 
+def _own_timeout(stop: Interruption, own: Deadline | None) -> bool:
+    return own is not None and stop.deadline is own
+
+
+def _lets_abort_land(stop: Interruption, own: Deadline | None, execution: Execution) -> bool:
+    """Every stop but the call's own timeout and the kernel's interrupt (the tool ends those itself) comes
+    with an abort of the tool's signal, which can land only once the loop runs again: wait for it (see the
+    module docstring)."""
+    return not execution.kernel_interrupted and not _own_timeout(stop, own)
+
+
 def _stop_line(stop: Interruption, own: Deadline | None, kernel: bool) -> str:
     if kernel:
         return "Interrupted by the kernel's interrupt; the run is aborted"
-    if own is not None and stop.deadline is own:
+    if own is not None and _own_timeout(stop, own):
         return own.reason
     return f"Interrupted: {stop.reason}"
 
