@@ -67,14 +67,18 @@ def frontend(kernel: Kernel) -> Frontend:
     return Frontend(kernel)
 
 
-def start(frontend: Frontend, code: str, *, timeout: float | None = None, settings: Any = None) -> None:
-    """Configure the faux model to call ``python`` with ``code``, start a run, wait until the code runs."""
+def start(
+    frontend: Frontend, code: str, *, timeout: float | None = None, settings: Any = None, cell: str = "run = %pi go"
+) -> str:
+    """Configure the faux model to call ``python`` with ``code``, start a run with ``cell``, wait until the
+    code runs; returns the cell's message id."""
     arguments: dict[str, Any] = {"code": code}
     if timeout is not None:
         arguments["timeout"] = timeout
     frontend.run(SETUP.format(arguments=repr(arguments), settings=repr({**NO_RETRY, **(settings or {})})))
-    frontend.run("run = %pi go")
+    msg_id = frontend.execute(cell)
     frontend.wait(lambda m: _stream(m, "python start"), what="the agent's code started")
+    return msg_id
 
 
 def _stream(message: dict[str, Any], needle: str) -> bool:
@@ -184,7 +188,8 @@ def test_the_calls_timeout_ends_the_code_and_the_run_goes_on(
     assert report["last"] == "after the tool"  # the model got the timeout and answered
     late = (report["marks"]["end"] - report["marks"]["start"] - 0.5) * 1000
     measured(record_property, f"timeout_to_code_end[{kind}]", late, "from the call's deadline to the code's end")
-    measured(record_property, f"timeout_to_settled[{kind}]", settle_ms(report, report["marks"]["start"] + 0.5), "")
+    deadline = report["marks"]["start"] + 0.5
+    measured(record_property, f"timeout_to_settled[{kind}]", settle_ms(report, deadline), "(the model answers between)")
 
 
 @pytest.mark.parametrize("kind", CODES)
@@ -199,7 +204,9 @@ def test_the_session_tool_timeout_ends_the_code_and_the_run_goes_on(
     assert report["aborted"] is False
     assert report["last"] == "after the tool"
     late = (report["marks"]["end"] - report["marks"]["start"] - 0.5) * 1000
-    measured(record_property, f"tool_ms_to_code_end[{kind}]", late, "from the tool timeout to the code's end")
+    measured(
+        record_property, f"tool_ms_to_code_end[{kind}]", late, "after the code's start + tool_ms (armed a bit earlier)"
+    )
 
 
 @pytest.mark.parametrize("kind", CODES)
@@ -258,3 +265,25 @@ def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_re
     assert report["aborted"] is True
     measured(record_property, "abort_to_stuck", (marks["stuck"] - sent) * 1000, "from the abort to the stuck event")
     measured(record_property, "return_to_settled", settle_ms(report, returned), "from the C call's return")
+
+
+def test_the_kernel_interrupt_while_a_cell_awaits_the_run_ends_the_code_the_cell_and_the_run(
+    kernel: Kernel, frontend: Frontend
+) -> None:
+    """The previous SIGINT handler (ipykernel's, which cancels the awaiting cell) is still called."""
+    awaiting = start(frontend, SLEEP, cell="run = %pi go\nawait run")
+    kernel.interrupt()
+    errors = []
+    while True:  # Frontend.wait fails on any error output; this cell's error is expected
+        message = frontend.client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != awaiting:
+            frontend.seen.append(message)
+            continue
+        if message["msg_type"] == "error":
+            errors.append(message["content"]["ename"])
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    assert errors in (["KeyboardInterrupt"], ["CancelledError"])  # the awaiting cell was interrupted
+    report = finish(frontend)
+    assert "Interrupted by the kernel's interrupt; the run is aborted" in tool_text(report)
+    assert report["aborted"] is True
