@@ -84,7 +84,12 @@ class Bench:
         else:
             sent = time.monotonic()
             self.kernel.interrupt()
-        marks = json.loads(frontend.run("await run\nprint(json.dumps(marks))").strip().splitlines()[-1])
+        try:
+            marks = json.loads(frontend.run("await run\nprint(json.dumps(marks))").strip().splitlines()[-1])
+        except TimeoutError:
+            self.kernel.interrupt()  # get the kernel back to say what happened
+            state = frontend.run("print(marks, run.labels[-8:])", timeout=10)
+            raise RuntimeError(f"{path}: the run did not settle within 30 s: {state}") from None
         if marks.get("aborted") is not True:
             raise RuntimeError(f"the run did not settle aborted: {marks}")
         return (marks["settled"] - sent) * 1000, (marks["end"] - sent) * 1000

@@ -16,6 +16,13 @@ thread). While it is active:
   kernel process): it ends the code the same way and is recorded as ``kind="kernel"``. A previous handler
   that is a Python callable other than ``default_int_handler`` (ipykernel's handler while a cell awaits, the
   notebook's opt-in interrupt hook) is called too, so it still does its job.
+- The kernel's SIGINT goes to the process, and Linux may hand it to any thread (about one in sixty times
+  here): Python then runs the handler only when the main thread next executes bytecode, so a main thread
+  blocked in ``time.sleep`` would sleep on. A forwarder thread reads the signal wakeup fd
+  (``signal.set_wakeup_fd``, which the C-level handler writes to on whatever thread it runs) and on each
+  SIGINT sends :data:`WAKE_SIGNAL` to the main thread, whose no-op handler ends the blocking call with EINTR;
+  Python then runs the pending SIGINT handler. A redundant wake does nothing. The previous wakeup fd gets
+  every byte too.
 - The interpreter's thread switch interval is lowered to :data:`SWITCH_INTERVAL_S` (and restored after): a
   Stop reaches the kernel through several threads (the shell channel's, then the comm's subshell), and
   each must take the GIL from a busy loop, which lets it go only every switch interval (5 ms by default,
@@ -31,9 +38,11 @@ the kernel's interrupt does not reach the code.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import logging
+import os
 import signal
 import sys
 import threading
@@ -48,6 +57,7 @@ from ..ai import Deadline
 __all__ = [
     "STUCK_AFTER_S",
     "SWITCH_INTERVAL_S",
+    "WAKE_SIGNAL",
     "Execution",
     "Interruption",
     "hold_interrupt",
@@ -58,6 +68,9 @@ STUCK_AFTER_S = 0.15
 """How long after an interrupt the code may take to return before ``on_stuck`` is called."""
 SWITCH_INTERVAL_S = 0.001
 """``sys.setswitchinterval`` while the code runs (Python's default: 5 ms); see ``Execution``."""
+WAKE_SIGNAL: int | None = getattr(signal, "SIGURG", None)
+"""Sent to the main thread to end a blocking call after another thread took the kernel's SIGINT. SIGURG: its
+default action is to ignore it, so a stray one can do no harm."""
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -134,6 +147,9 @@ class Execution:
         self._stuck_reported = False
         self._previous: Any = None
         self._switch_interval = 0.0
+        self._wake: tuple[Any, int, int] | None = (
+            None  # previous wake handler, previous wakeup fd, our pipe's write end
+        )
         self._critical = _Critical(self)
 
     # -- lifecycle (the code's thread) ------------------------------------------------------------------
@@ -142,6 +158,7 @@ class Execution:
         self._main = threading.current_thread() is threading.main_thread()
         if self._main:
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._start_forwarder()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         with self._cond:
@@ -162,6 +179,7 @@ class Execution:
             self._cond.notify_all()
         sys.setswitchinterval(self._switch_interval)
         if self._main:
+            self._stop_forwarder()
             # signal.signal() first runs a SIGINT still pending with our handler, which drops it (not live).
             signal.signal(signal.SIGINT, self._previous)
         elif self._pending or self._sent:
@@ -231,6 +249,41 @@ class Execution:
             except BaseException:  # it may raise KeyboardInterrupt: ours is raised anyway
                 _log.debug("previous SIGINT handler raised", exc_info=True)
 
+    # -- the SIGINT forwarder (main thread only) --------------------------------------------------------
+    def _start_forwarder(self) -> None:
+        if WAKE_SIGNAL is None:
+            return
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        previous_handler = signal.signal(WAKE_SIGNAL, _ignore_wake)
+        previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        self._wake = (previous_handler, previous_fd, write_fd)
+        threading.Thread(
+            target=self._forward, args=(read_fd, previous_fd), name="pi-python-sigint", daemon=True
+        ).start()
+
+    def _stop_forwarder(self) -> None:
+        if self._wake is None:
+            return
+        previous_handler, previous_fd, write_fd = self._wake
+        self._wake = None
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write_fd)  # the forwarder reads EOF and ends
+        signal.signal(WAKE_SIGNAL, previous_handler)  # type: ignore[arg-type]  # set when _wake is
+
+    def _forward(self, read_fd: int, previous_fd: int) -> None:
+        try:
+            while data := os.read(read_fd, 64):
+                if previous_fd != -1:
+                    with contextlib.suppress(OSError):
+                        os.write(previous_fd, data)
+                if signal.SIGINT in data and WAKE_SIGNAL is not None:
+                    with self._cond:  # __exit__ clears _live under it before restoring the wake handler
+                        if self._live:
+                            signal.pthread_kill(self._thread_id, WAKE_SIGNAL)
+        finally:
+            os.close(read_fd)
+
     # -- the watchdog thread ----------------------------------------------------------------------------
     def _watch(self) -> None:
         while self._next_watch_step():
@@ -278,6 +331,10 @@ class _Critical:
         self._execution._defer -= 1
         if kind is None:
             self._execution._raise_pending()
+
+
+def _ignore_wake(signum: int, frame: FrameType | None) -> None:
+    """The wake signal's handler: its only job was to end a blocking call with EINTR."""
 
 
 def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:

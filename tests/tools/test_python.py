@@ -5,6 +5,7 @@ are in tests/notebook/test_python_tool_kernel.py)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 import time
@@ -397,3 +398,23 @@ def test_off_the_main_thread_pure_python_code_is_interrupted() -> None:
     thread.join(timeout=10)
     [(ok, text, _)] = outcome
     assert (ok, text.splitlines()[-1]) == (False, "Interrupted: from another thread")
+
+
+def test_a_sigint_another_thread_takes_still_ends_a_blocking_call_on_the_main_thread() -> None:
+    """The kernel's interrupt signals the process; Linux may deliver it to any thread, and then only a wake of
+    the main thread ends its sleep (here the main thread blocks SIGINT, so another thread must take it)."""
+
+    def code() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
+            time.sleep(20)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    started = time.monotonic()
+    with Execution() as execution, pytest.raises(KeyboardInterrupt):
+        execution.call(code)
+    assert time.monotonic() - started < 10
+    assert execution.kernel_interrupted
+    assert execution.interruption == Interruption("kernel", "Interrupted by the kernel's interrupt")
