@@ -22,7 +22,7 @@ PINNED = {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
-        "SessionListener",
+        "SessionListener", "AbortRun",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
@@ -33,7 +33,8 @@ PINNED = {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
         "Truncation", "bash_tool",
         "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
-        "find_tool",
+        "find_tool", "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener",
+        "PythonEvent", "PythonError",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux",
@@ -47,7 +48,7 @@ ALSO_REQUIRED = {
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
         "UserMessage", "Usage", "stream", "complete", "abort_scope", "Cassette", "CassetteError", "CassetteMode",
         "CassetteTiming", "OpenAICompletionsCompat", "resolve_openai_compat", "maybe_await", "MaybeAwaitable",
-        "Message",
+        "Message", "Deadline",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {
@@ -65,6 +66,9 @@ ALSO_REQUIRED = {
     "pi_notebook.tools.ls": {"ls_tool"},
     "pi_notebook.tools.grep": {"grep_tool"},
     "pi_notebook.tools.find": {"find_tool"},
+    "pi_notebook.tools.python": {
+        "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
+    },
 }  # fmt: skip
 
 

@@ -104,9 +104,12 @@ export class ControlConnection implements IDisposable {
     return this._isDisposed;
   }
 
-  /** Send `{"action": "abort"}`: the kernel stops every active run as the run widget's Stop does. */
-  abort(): boolean {
-    return this._send({ action: 'abort' });
+  /**
+   * Send `{"action": "abort"}`: the kernel stops every active run as the run widget's Stop does (with `run`,
+   * only that run). The kernel also interrupts the agent's python code on the comm's thread at once.
+   */
+  abort(run?: number): boolean {
+    return this._send(run === undefined ? { action: 'abort' } : { action: 'abort', run });
   }
 
   /** Ask the kernel for its state (the reply arrives as a state message). */
@@ -131,7 +134,7 @@ export class ControlConnection implements IDisposable {
     Signal.clearData(this);
   }
 
-  private _send(data: { action: string }): boolean {
+  private _send(data: { action: string; run?: number }): boolean {
     const comm = this._comm;
     if (comm === null || comm.isDisposed) {
       return false;

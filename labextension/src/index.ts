@@ -6,6 +6,10 @@
  * - the command `pi-notebook:stop-agent-run`, bound to Accel . (Ctrl+. / Cmd+.) in notebooks;
  * - a status bar item for the active notebook's kernel: "pi: streaming", "pi: retry in 3 s",
  *   "pi: settled (aborted)", ...
+ * - the run widget's own Stop button, forwarded: its click is an ipywidgets comm message, which the kernel
+ *   handles on its main thread, and the agent's python code blocks that thread while it runs; so each
+ *   click is also sent over the control comm (`{"action": "abort", "run": N}`), which the kernel serves on
+ *   a subshell thread and which interrupts the code at once.
  *
  * All three talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
@@ -123,6 +127,46 @@ class RunStatus extends Widget {
   private _wasShown = false;
 }
 
+/** CSS classes the kernel gives the run widget (see `pi_notebook/notebook/_view.py`). */
+const RUN_STOP_CLASS = 'pi-run-stop';
+const RUN_VIEW_CLASS = 'pi-run-view';
+const RUN_NUMBER = /^pi-run-(\d+)$/;
+
+/** The run number a run view carries as its `pi-run-<number>` class. */
+function runNumber(view: Element | null): number | undefined {
+  for (const name of Array.from(view?.classList ?? [])) {
+    const match = RUN_NUMBER.exec(name);
+    if (match) {
+      return Number(match[1]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Forward clicks on a run widget's Stop button to the control comm of the notebook that shows it. A capture
+ * listener on the document sees the click before the widget's own handler; it does not stop it (the widget
+ * still sends its click, handled once the kernel's main thread is free; stopping twice is harmless). A
+ * disabled button (a settled run) fires no click.
+ */
+function forwardRunStopClicks(tracker: INotebookTracker, connections: Connections): void {
+  document.addEventListener(
+    'click',
+    (event: MouseEvent) => {
+      const target = event.target instanceof Element ? event.target : null;
+      const button = target?.closest(`.${RUN_STOP_CLASS}`);
+      if (!button) {
+        return;
+      }
+      const panel = tracker.find(candidate => candidate.node.contains(button));
+      if (panel) {
+        connections.get(panel.sessionContext).abort(runNumber(button.closest(`.${RUN_VIEW_CLASS}`)));
+      }
+    },
+    true
+  );
+}
+
 function stopButton(connection: ControlConnection): Widget {
   const button = new ToolbarButton({
     icon: stopIcon,
@@ -179,6 +223,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);
+    forwardRunStopClicks(tracker, connections);
 
     if (toolbarRegistry) {
       toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, panel =>

@@ -7,7 +7,7 @@ A *stream function* ``stream_fn(model, context, options)`` returns an :class:`As
 :class:`Cassette` records the providers' HTTP exchanges to a JSONL file and replays them (no key, no network).
 """
 
-from ._abort import AbortController, AbortSignal, OnAbort, abort_scope, abortable_sleep
+from ._abort import AbortController, AbortSignal, Deadline, OnAbort, abort_scope, abortable_sleep
 from ._awaitable import MaybeAwaitable, maybe_await
 from ._builder import MessageBuilder
 from ._cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
@@ -57,6 +57,7 @@ __all__ = [
     "CassetteTiming",
     "Context",
     "Cost",
+    "Deadline",
     "DoneEvent",
     "ErrorEvent",
     "ImageContent",

@@ -8,6 +8,10 @@ next chunk.
 All methods must be called on the event loop's thread. From another thread, use
 ``loop.call_soon_threadsafe(controller.abort)``. ``wait()`` and ``abortable_sleep`` need an asyncio loop (the
 Jupyter kernel's); anyio is used for cancel scopes, on its asyncio backend.
+
+A signal may also carry a :class:`Deadline`: when a timer of its owner will abort it, and why. The timer is an
+asyncio timer, so it cannot fire while code blocks the event loop's thread; a consumer that blocks that thread
+(the ``python`` tool runs the agent's code synchronously) reads ``signal.deadline`` and enforces it itself.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 
 import anyio
 
-__all__ = ["AbortController", "AbortSignal", "OnAbort", "abort_scope", "abortable_sleep"]
+__all__ = ["AbortController", "AbortSignal", "Deadline", "OnAbort", "abort_scope", "abortable_sleep"]
 
 _log = logging.getLogger(__name__)
 
@@ -27,20 +32,41 @@ OnAbort = Callable[[], object]
 """What ``AbortSignal.add_listener`` takes: called once, with no arguments, when the signal aborts."""
 
 
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """A signal will be aborted at ``at`` (``time.monotonic()`` seconds); ``reason`` says why, for people and
+    models (``"Tool python timed out after 2 seconds"``, ``"Turn timed out: ..."``)."""
+
+    at: float
+    reason: str
+
+    @staticmethod
+    def first(*deadlines: Deadline | None) -> Deadline | None:
+        """The deadline that comes first (``None`` entries are ignored; ``None`` when there is none)."""
+        present = [deadline for deadline in deadlines if deadline is not None]
+        return min(present, key=lambda deadline: deadline.at) if present else None
+
+
 class AbortSignal:
     """Read side of an :class:`AbortController`."""
 
-    __slots__ = ("_aborted", "_listeners", "_reason", "_waiter")
+    __slots__ = ("_aborted", "_deadline", "_listeners", "_reason", "_waiter")
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: Deadline | None = None) -> None:
         self._aborted = False
         self._reason: object = None
+        self._deadline = deadline
         self._listeners: list[OnAbort] = []
         self._waiter: asyncio.Future[None] | None = None
 
     @property
     def aborted(self) -> bool:
         return self._aborted
+
+    @property
+    def deadline(self) -> Deadline | None:
+        """When the owner's timer will abort this signal (see the module docstring); ``None``: no timer."""
+        return self._deadline
 
     @property
     def reason(self) -> object:
@@ -86,12 +112,16 @@ class AbortSignal:
 
 
 class AbortController:
-    """Owns an :class:`AbortSignal`. Make a new one per run: a signal never un-aborts."""
+    """Owns an :class:`AbortSignal`. Make a new one per run: a signal never un-aborts.
+
+    ``deadline`` only describes a timer the owner arms itself (a child signal for one tool call passes the
+    earliest of its own timeout and its parent's deadline); the controller arms nothing.
+    """
 
     __slots__ = ("signal",)
 
-    def __init__(self) -> None:
-        self.signal = AbortSignal()
+    def __init__(self, deadline: Deadline | None = None) -> None:
+        self.signal = AbortSignal(deadline)
 
     def abort(self, reason: object = "aborted") -> None:
         """Abort the signal. Idempotent: later calls do nothing and keep the first reason."""

@@ -18,13 +18,10 @@ llama-cpp-python, vLLM, Ollama, LM Studio, LiteLLM): ``max_tokens``, the ``syste
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-
-if TYPE_CHECKING:
-    from ._request import Model
 
 __all__ = ["OpenAICompletionsCompat", "ResolvedOpenAICompat", "resolve_openai_compat"]
 
@@ -60,6 +57,19 @@ class OpenAICompletionsCompat(BaseModel):
     Not in Pi, whose agent sends parts; every server accepts a string."""
 
 
+class _Model(Protocol):
+    """What detection reads of a :class:`~pi_notebook.ai.Model` (a protocol: ``Model`` itself holds a compat)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def compat(self) -> OpenAICompletionsCompat | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ResolvedOpenAICompat:
     """Every setting decided: detection, then the model's overrides."""
@@ -89,7 +99,7 @@ _KNOWN_HOSTS = (
 )  # fmt: skip
 
 
-def _detect(model: Model) -> ResolvedOpenAICompat:
+def _detect(model: _Model) -> ResolvedOpenAICompat:
     provider, url = model.provider, model.base_url.lower()
     zai = provider in ("zai", "zai-coding-cn") or "api.z.ai" in url or "open.bigmodel.cn" in url
     together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
@@ -120,7 +130,7 @@ def _detect(model: Model) -> ResolvedOpenAICompat:
     )
 
 
-def resolve_openai_compat(model: Model) -> ResolvedOpenAICompat:
+def resolve_openai_compat(model: _Model) -> ResolvedOpenAICompat:
     """The settings for ``model``: detected from its provider and base URL, overridden by ``model.compat``."""
     detected = _detect(model)
     overrides = model.compat

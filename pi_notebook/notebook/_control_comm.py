@@ -4,8 +4,12 @@ Frontend -> kernel (``comm_msg`` data):
 
 * ``{"action": "abort"}`` stops every active run of this kernel's session as the run widget's Stop button
   does (``Run.abort()``: queued messages are handed back to each run's input box, then the session aborts).
-  When those runs have settled (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with
-  the new state, ``"reply": "abort"``.
+  With ``"run": N`` only run ``N`` is stopped (the extension adds it when forwarding a run widget's Stop
+  click), and nothing if it is not active. Code the agent's ``python`` tool is running is interrupted at
+  once, on the comm's thread, before the message goes to the event loop (which that code blocks), and so is
+  code that starts before the stopped runs have settled (``hold_interrupt``). When those runs have settled
+  (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the new state,
+  ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
@@ -22,7 +26,8 @@ is registered, so opening a comm cannot fail with "No such comm target" in the k
 
 Threads: with JupyterLab >= 4.4 and ipykernel >= 7 comm messages arrive on a subshell thread; every handler
 is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state is only touched there. That
-loop is free while a cell awaits a run, so Stop works then too.
+loop is free while a cell awaits a run, so Stop works then too. The one thing done on the comm's thread is
+``hold_interrupt`` for an abort (thread-safe), since the agent's ``python`` code blocks the loop.
 
 The channel knows runs only through the :class:`RunSource` given to :func:`register_control` (the kernel's
 session registry); it pushes whatever :func:`publish` is given.
@@ -32,9 +37,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..tools import hold_interrupt
 from ._run import Run, RunState
 
 __all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "RunSource", "current_state", "publish", "register_control"]
@@ -57,6 +65,11 @@ class RunSource(Protocol):
 
 
 _comms: list[Any] = []
+_contexts: dict[str, contextvars.Context] = {}
+"""Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's subshell.
+ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel sent on
+it (``Comm._reply_subshell_for``); a state pushed from a run's context (the main shell's) would move the comm
+to the main shell, which the agent's ``python`` code can block. So every send runs in this context."""
 _loop: asyncio.AbstractEventLoop | None = None
 _beacon: Any = None
 _tasks: set[asyncio.Task[None]] = set()
@@ -95,9 +108,16 @@ def _register_beacon(manager: Any) -> None:
 
 def _on_open(comm: Any, open_msg: Any) -> None:
     _comms.append(comm)
-    comm.on_msg(lambda msg: _marshal(_handle, comm, msg))
-    comm.on_close(lambda msg: _comms.remove(comm) if comm in _comms else None)
+    _contexts[comm.comm_id] = contextvars.copy_context()
+    comm.on_msg(lambda msg: _on_msg(comm, msg))
+    comm.on_close(lambda msg: _forget(comm))
     _marshal(_send_status, comm)
+
+
+def _forget(comm: Any) -> None:
+    if comm in _comms:
+        _comms.remove(comm)
+    _contexts.pop(comm.comm_id, None)
 
 
 def _marshal(function: Any, *args: Any) -> None:
@@ -107,29 +127,64 @@ def _marshal(function: Any, *args: Any) -> None:
         function(*args)
 
 
-def _handle(comm: Any, msg: Any) -> None:
+def _on_msg(comm: Any, msg: Any) -> None:
+    """On the comm's thread: an abort of an active run first interrupts the agent's code (it blocks the loop)
+    and keeps interrupting code that starts until the runs have settled; then the loop handles the message."""
+    data = _data(msg)
+    release = None
+    if data.get("action") == "abort" and _is_active_run(data.get("run")):
+        release = hold_interrupt("Stopped by the user")
+    _marshal(_handle, comm, msg, release or _nothing)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _data(msg: Any) -> dict[str, Any]:
     data = (msg.get("content") or {}).get("data") or {}
-    action = data.get("action") if isinstance(data, dict) else None
-    if action == "abort":
-        _abort(comm)
+    return data if isinstance(data, dict) else {}
+
+
+def _is_active_run(number: object) -> bool:
+    """A run is active and ``number`` is ``None`` or its number (read from the comm's thread: a snapshot)."""
+    runs = _source.active_runs() if _source is not None else []
+    return any(number in (None, run.number) for run in runs)
+
+
+def _handle(comm: Any, msg: Any, release: Callable[[], None] = _nothing) -> None:
+    data = _data(msg)
+    action = data.get("action")
+    run = data.get("run")
+    if action == "abort" and run is not None and (isinstance(run, bool) or not isinstance(run, int)):
+        release()
+        _send(comm, {"type": "error", "error": f"'run' must be a run number, got {run!r}"})
+    elif action == "abort":
+        _abort(comm, run, release)
     elif action == "status":
         _send_status(comm, reply="status")
     else:
         _send(comm, {"type": "error", "error": f"unknown action {action!r}; use 'abort' or 'status'"})
 
 
-def _abort(comm: Any) -> None:
-    """Stop every active run as its Stop button does, then reply once they have settled."""
+def _abort(comm: Any, number: int | None, release: Callable[[], None]) -> None:
+    """Stop every active run (or run ``number``) as its Stop button does, then reply (and release the held
+    interrupt) once they have settled."""
     runs = _source.active_runs() if _source is not None else []
-    if _source is not None:
-        _source.abort_active()
+    runs = [run for run in runs if number is None or run.number == number]
+    for run in runs:
+        run.abort()
     if not runs:
+        release()
         _send_status(comm, reply="abort")
         return
 
     async def reply_when_settled() -> None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
+        try:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
+        finally:
+            release()
         _send_status(comm, reply="abort")
 
     task = asyncio.get_running_loop().create_task(reply_when_settled())
@@ -155,8 +210,13 @@ def _now_ms() -> float:
 
 
 def _send(comm: Any, data: dict[str, Any]) -> None:
+    """Send in the context the comm was opened in (see ``_contexts``)."""
+    context = _contexts.get(comm.comm_id)
     with contextlib.suppress(Exception):
-        comm.send(data)
+        if context is None:
+            comm.send(data)
+        else:
+            context.copy().run(comm.send, data)
 
 
 def _send_status(comm: Any, reply: str | None = None) -> None:

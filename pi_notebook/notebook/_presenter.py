@@ -53,7 +53,13 @@ class RunPresenter:
     session's own methods (the view hands every click to the kernel's loop first)."""
 
     def __init__(
-        self, *, title: str, session: AgentSession, on_stop: Callable[[], None], loop: asyncio.AbstractEventLoop
+        self,
+        *,
+        title: str,
+        session: AgentSession,
+        on_stop: Callable[[], None],
+        loop: asyncio.AbstractEventLoop,
+        number: int | None = None,
     ) -> None:
         self._session = session
         self._loop = loop
@@ -65,6 +71,7 @@ class RunPresenter:
             on_steer=lambda text: self._spawn(session.steer(text)),
             on_follow_up=lambda text: self._spawn(session.follow_up(text)),
             loop=loop,
+            number=number,
         )
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:

@@ -103,7 +103,13 @@ class Run:
         self._changed: asyncio.Future[None] | None = None
         self._state_listeners: list[StateListener] = []
         self._presenter = (
-            RunPresenter(title=f"Run {number}: {_short(label)}", session=session, on_stop=self.abort, loop=self._loop)
+            RunPresenter(
+                title=f"Run {number}: {_short(label)}",
+                session=session,
+                on_stop=self.abort,
+                loop=self._loop,
+                number=number,
+            )
             if with_view
             else None
         )

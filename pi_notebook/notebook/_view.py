@@ -22,9 +22,11 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-__all__ = ["FLUSH_INTERVAL", "RunView", "TranscriptWidget"]
+__all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "RunView", "TranscriptWidget"]
 
 FLUSH_INTERVAL = 0.05
+STOP_CLASS = "pi-run-stop"
+"""CSS class of the Stop button; the view has ``pi-run-view`` and ``pi-run-<number>``."""
 _STATIC = Path(__file__).parent / "static"
 
 
@@ -123,6 +125,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         on_steer: Callable[[str], None],
         on_follow_up: Callable[[str], None],
         loop: asyncio.AbstractEventLoop | None,
+        number: int | None = None,
     ) -> None:
         self.transcript = TranscriptWidget(title=title)
         self.transcript.bind(loop)
@@ -132,6 +135,9 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             button_style="danger",
             tooltip="Stop this run (queued messages come back to the box below)",
         )
+        # The JupyterLab extension forwards clicks on this button over the control comm (served on a subshell
+        # thread), because the agent's python code can block the main thread, where this button's comm waits.
+        self.stop_button.add_class(STOP_CLASS)
         self.cancel_retry_button = widgets.Button(
             description="Cancel retry", icon="times", layout=widgets.Layout(display="none")
         )
@@ -151,6 +157,8 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         )
         super().__init__([controls, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
         self.add_class("pi-run-view")
+        if number is not None:
+            self.add_class(f"pi-run-{number}")
 
     def _marshal(self, action: Callable[[], None]) -> None:
         self.transcript._call_in_loop(action)

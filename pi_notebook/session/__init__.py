@@ -18,7 +18,7 @@ from ._events import (
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
-from ._guard import ToolTimeoutError
+from ._guard import AbortRun, ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -34,6 +34,7 @@ from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_sess
 from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
+    "AbortRun",
     "AgentEndEvent",
     "AgentSession",
     "AgentSettledEvent",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -53,6 +54,7 @@ from ..ai import (
     AbortController,
     AbortSignal,
     AssistantMessage,
+    Deadline,
     ImageContent,
     Model,
     StreamFn,
@@ -140,6 +142,8 @@ class AgentSession:
         self._keys = SessionKeys(self.agent)
         self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
         self._tools = list(tools)
+        self._timers: dict[str, _Timer] = {}
+        self._hooks = _Hooks(self)
         self._listeners: tuple[SessionListener, ...] = ()
         self._active = False
         self._compacting = False
@@ -151,7 +155,6 @@ class AgentSession:
         self._last_assistant: AssistantMessage | None = None
         self._steering_texts: list[str] = []
         self._follow_up_texts: list[str] = []
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
         self._compactor = Compactor(self.agent, settings, store, self._emit)
         self._apply(settings)
@@ -185,7 +188,7 @@ class AgentSession:
             timeout_ms=provider.timeout_ms,
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
         )
-        agent.state.tools = [guard_tool(tool, settings.timeouts, self._keys) for tool in self._tools]
+        agent.state.tools = [guard_tool(tool, settings.timeouts, self._keys, self._hooks) for tool in self._tools]
         self.budget = RunBudget(settings.budget)
 
     @property
@@ -196,7 +199,8 @@ class AgentSession:
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
         self._tools = list(tools)
-        self.agent.state.tools = [guard_tool(tool, self._settings.timeouts, self._keys) for tool in self._tools]
+        timeouts = self._settings.timeouts
+        self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._hooks) for tool in self._tools]
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -445,7 +449,7 @@ class AgentSession:
             case MessageEndEvent(message=message):
                 self._record(message)
             case TurnEndEvent():
-                self._disarm("turn")
+                self._disarm("turn", fire_if_due=True)
             case _:
                 pass
         match event:
@@ -550,20 +554,57 @@ class AgentSession:
 
     def _arm(self, name: str, limit_ms: int, event: Callable[[], BudgetExceededEvent]) -> None:
         self._disarm(name)
-        loop = asyncio.get_running_loop()
-        self._timers[name] = loop.call_later(limit_ms / 1000, lambda: self._stop(event()))
 
-    def _disarm(self, name: str) -> None:
-        handle = self._timers.pop(name, None)
-        if handle is not None:
-            handle.cancel()
+        def fire() -> None:
+            self._stop(event())
+
+        handle = asyncio.get_running_loop().call_later(limit_ms / 1000, fire)
+        reason = BudgetExceededEvent(event().kind, limit_ms, limit_ms).reason  # as it will read then
+        self._timers[name] = _Timer(handle, Deadline(time.monotonic() + limit_ms / 1000, reason), fire)
+
+    def _disarm(self, name: str, *, fire_if_due: bool = False) -> None:
+        """Cancel a timer; with ``fire_if_due``, one whose time has passed fires now instead (it could not
+        fire while a tool blocked the event loop)."""
+        timer = self._timers.pop(name, None)
+        if timer is None:
+            return
+        timer.handle.cancel()
+        if fire_if_due and time.monotonic() >= timer.deadline.at:
+            timer.fire()
 
     def _cancel_timers(self) -> None:
         for name in list(self._timers):
             self._disarm(name)
+
+    def _abort_from_tool(self) -> None:
+        """A tool raised ``AbortRun`` (the kernel's interrupt ended the agent's code): abort as Stop does."""
+        if self._active:
+            self._aborted = True
+        self._abort_all()
 
     def _last_transcript_assistant(self) -> AssistantMessage | None:
         for message in reversed(self.agent.state.messages):
             if isinstance(message, AssistantMessage):
                 return message
         return None
+
+
+class _Hooks:
+    """The session as ``guard_tool`` sees it (``RunHooks``): the run's deadlines, and abort from a tool."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: AgentSession) -> None:
+        self._session = session
+
+    def deadlines(self) -> list[Deadline]:
+        return [timer.deadline for timer in self._session._timers.values()]
+
+    def abort_run(self) -> None:
+        self._session._abort_from_tool()
+
+
+class _Timer(NamedTuple):
+    handle: asyncio.TimerHandle
+    deadline: Deadline
+    fire: Callable[[], None]

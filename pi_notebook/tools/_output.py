@@ -3,7 +3,8 @@
 Port of Pi's ``OutputAccumulator`` and ``truncateTail`` (coding-agent ``core/tools/output-accumulator.ts``,
 ``truncate.ts``). Memory stays near ``4 × max_bytes`` of decoded text however long the command talks: the tail
 is cut back to ``2 × max_bytes`` whenever it grows past twice that. Once the output exceeds a limit, the raw
-bytes (everything, from the first byte) go to ``<tempdir>/pi-bash-<16 hex>.log``.
+bytes (everything, from the first byte) go to ``<tempdir>/pi-bash-<16 hex>.log`` (``pi-python-`` for the
+``python`` tool).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "TailTruncation",
     "Truncation",
     "format_size",
+    "tail_text",
     "truncate_tail",
 ]
 
@@ -131,8 +133,10 @@ class OutputAccumulator:
     is then reported as not saved).
     """
 
-    def __init__(self, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(self, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES, prefix: str = "pi-bash"):
+        """``prefix`` names the temp file: ``<tempdir>/<prefix>-<16 hex>.log``."""
         self.max_lines = max_lines
+        self._prefix = prefix
         self.max_bytes = max_bytes
         self._rolling = max(2 * max_bytes, 1)
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -266,7 +270,7 @@ class OutputAccumulator:
     def _ensure_file(self) -> None:
         if self.full_output_path is not None or self.file_error is not None:
             return
-        path = os.path.join(tempfile.gettempdir(), f"pi-bash-{secrets.token_hex(8)}.log")
+        path = os.path.join(tempfile.gettempdir(), f"{self._prefix}-{secrets.token_hex(8)}.log")
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
@@ -287,6 +291,30 @@ class OutputAccumulator:
         except OSError as exc:
             self.file_error = str(exc)
             self.close()
+
+
+def tail_text(output: OutputAccumulator, snapshot: Snapshot, empty: str) -> tuple[str, Any]:
+    """The tail for the model with Pi's truncation footer, and the details (``None`` when not truncated)."""
+    truncation = snapshot.truncation
+    text = snapshot.content or empty
+    if not truncation["truncated"]:
+        return text, None
+    where = (
+        f"Full output: {snapshot.full_output_path}"
+        if snapshot.full_output_path
+        else f"Full output not saved: {output.file_error}"
+    )
+    total, shown = truncation["total_lines"], truncation["output_lines"]
+    if truncation["last_line_partial"]:
+        size, line = format_size(truncation["output_bytes"]), format_size(output.last_line_bytes)
+        footer = f"[Showing last {size} of line {total} (line is {line}). {where}]"
+    elif truncation["truncated_by"] == "lines":
+        footer = f"[Showing lines {total - shown + 1}-{total} of {total}. {where}]"
+    else:
+        limit = format_size(truncation["max_bytes"])
+        footer = f"[Showing lines {total - shown + 1}-{total} of {total} ({limit} limit). {where}]"
+    details = {"truncation": truncation, "full_output_path": snapshot.full_output_path}
+    return f"{text}\n\n{footer}", details
 
 
 class Progress:

@@ -54,7 +54,7 @@ from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal
 from ..ai._keys import PROVIDER_KEY_VARIABLES
 from ._common import js_number
-from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, Snapshot, format_size
+from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text
 from ._process import Outcome, run_shell
 
 __all__ = ["MAX_TIMEOUT_S", "BashError", "bash_tool"]
@@ -120,29 +120,6 @@ def _find_shell(shell: str | None, path: str | None) -> str:
     if found is None or not os.path.isfile(found):
         raise BashError(f"Shell not found: {shell}\nCannot execute bash commands.", "invalid")
     return found
-
-
-def _format(output: OutputAccumulator, snapshot: Snapshot, empty: str) -> tuple[str, Any]:
-    truncation = snapshot.truncation
-    text = snapshot.content or empty
-    if not truncation["truncated"]:
-        return text, None
-    where = (
-        f"Full output: {snapshot.full_output_path}"
-        if snapshot.full_output_path
-        else f"Full output not saved: {output.file_error}"
-    )
-    total, shown = truncation["total_lines"], truncation["output_lines"]
-    if truncation["last_line_partial"]:
-        size, line = format_size(truncation["output_bytes"]), format_size(output.last_line_bytes)
-        footer = f"[Showing last {size} of line {total} (line is {line}). {where}]"
-    elif truncation["truncated_by"] == "lines":
-        footer = f"[Showing lines {total - shown + 1}-{total} of {total}. {where}]"
-    else:
-        limit = format_size(truncation["max_bytes"])
-        footer = f"[Showing lines {total - shown + 1}-{total} of {total} ({limit} limit). {where}]"
-    details = {"truncation": truncation, "full_output_path": snapshot.full_output_path}
-    return f"{text}\n\n{footer}", details
 
 
 def _status(outcome: Outcome, timeout: float | None) -> tuple[str, str] | None:
@@ -235,9 +212,9 @@ class _Bash:
             output.close()
         status = _status(outcome, call.timeout_s)
         if status is None:
-            text, details = _format(output, snapshot, "(no output)")
+            text, details = tail_text(output, snapshot, "(no output)")
             return AgentToolResult(content=text, details=details)
-        text, details = _format(output, snapshot, "")
+        text, details = tail_text(output, snapshot, "")
         reason, line = status
         raise BashError(f"{text}\n\n{line}" if text else line, reason, returncode=outcome.returncode, details=details)
 

@@ -4,18 +4,15 @@ discovery with ``comm_info`` over the control channel, ``comm_open``, ``{"action
 
 from __future__ import annotations
 
-import queue
 import textwrap
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
+from control_frontend import TARGET, Frontend
 from kernel_harness import Kernel
 
 pytestmark = pytest.mark.timeout(120)
-
-TARGET = "pi_notebook.control"
 
 SLOW_FAUX = """
 import asyncio, threading
@@ -34,118 +31,6 @@ get_session().subscribe(
 ENDLESS = 'faux_assistant_message("word " * 200_000)'
 SHORT = 'faux_assistant_message("a short answer")'
 FAILING = 'faux_assistant_message([], "error", "503 service unavailable")'
-
-
-class Frontend:
-    """What the JupyterLab extension does, over jupyter_client: every iopub message is kept, so nothing a
-    test waits for is dropped while it waits for something else."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.client = kernel.client
-        self.session = kernel.client.session
-        self.seen: list[dict[str, Any]] = []
-
-    # -- control channel -------------------------------------------------------------------------------
-    def control(self, msg_type: str, content: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
-        msg = self.session.msg(msg_type, content)
-        self.client.control_channel.send(msg)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                reply = self.client.get_control_msg(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                continue
-            if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-                return dict(reply["content"])
-        raise TimeoutError(f"no {msg_type} reply within {timeout} s")
-
-    def comm_info(self) -> dict[str, Any]:
-        """``comm_info`` for the target over the control channel, as the extension probes."""
-        return dict(self.control("comm_info_request", {"target_name": TARGET})["comms"])
-
-    def create_subshell(self) -> str:
-        return str(self.control("create_subshell_request", {})["subshell_id"])
-
-    # -- shell channel ---------------------------------------------------------------------------------
-    def shell(self, msg_type: str, content: dict[str, Any], subshell_id: str | None = None) -> str:
-        msg = self.session.msg(msg_type, content)
-        if subshell_id is not None:
-            msg["header"]["subshell_id"] = subshell_id
-        self.client.shell_channel.send(msg)
-        return str(msg["header"]["msg_id"])
-
-    def open(self, subshell_id: str | None = None) -> str:
-        comm_id = f"test-{time.monotonic_ns()}"
-        self.shell("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": {}}, subshell_id)
-        return comm_id
-
-    def send(self, comm_id: str, data: dict[str, Any], subshell_id: str | None = None) -> float:
-        self.shell("comm_msg", {"comm_id": comm_id, "data": data}, subshell_id)
-        return time.monotonic()
-
-    def execute(self, code: str) -> str:
-        return str(self.client.execute(code))
-
-    # -- iopub -----------------------------------------------------------------------------------------
-    def wait(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30, what: str = "") -> dict[str, Any]:
-        """The first iopub message (already seen or arriving) that matches ``predicate``."""
-        for message in self.seen:
-            if predicate(message):
-                return message
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                message = self.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                continue
-            self.seen.append(message)
-            if message["msg_type"] == "error":
-                content = message["content"]
-                raise AssertionError(f"a cell failed: {content['ename']}: {content['evalue']}")
-            if predicate(message):
-                return message
-        raise TimeoutError(f"nothing matched within {timeout} s: {what}")
-
-    def state(self, comm_id: str, timeout: float = 30, **expected: Any) -> dict[str, Any]:
-        """The first state message on ``comm_id`` whose fields equal ``expected``."""
-
-        def match(message: dict[str, Any]) -> bool:
-            if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != comm_id:
-                return False
-            data = message["content"]["data"]
-            return all(data.get(key) == value for key, value in expected.items())
-
-        return dict(self.wait(match, timeout, f"comm {comm_id} sends {expected}")["content"]["data"])
-
-    def states(self, comm_id: str) -> list[dict[str, Any]]:
-        return [
-            m["content"]["data"]
-            for m in self.seen
-            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
-        ]
-
-    def finished(self, msg_id: str, timeout: float = 30) -> float:
-        """Wait until the cell ``msg_id`` is done; returns when (monotonic) it was seen done."""
-        self.wait(
-            lambda m: (
-                m["msg_type"] == "status"
-                and m["content"]["execution_state"] == "idle"
-                and m["parent_header"].get("msg_id") == msg_id
-            ),
-            timeout,
-            f"cell {msg_id} finishes",
-        )
-        return time.monotonic()
-
-    def run(self, code: str, timeout: float = 30) -> str:
-        """Run a cell to the end; returns its stdout."""
-        msg_id = self.execute(code)
-        self.finished(msg_id, timeout)
-        return "".join(
-            m["content"]["text"]
-            for m in self.seen
-            if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
-        )
 
 
 @pytest.fixture(scope="module")
@@ -330,3 +215,54 @@ def test_a_closed_comm_gets_no_more_pushes(frontend: Frontend) -> None:
     frontend.run("run = %pi hi\nawait run")
     frontend.state(kept, state="settled")
     assert [s.get("reply") for s in frontend.states(closed)] == [None]  # only the state sent on open
+
+
+def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_main_shell(frontend: Frontend) -> None:
+    """ipykernel 7.4 routes a comm's incoming messages to the subshell of the last message the kernel sent on it;
+    states pushed from a run (main-shell context) must not move the control comm to the main shell, which
+    synchronous code (the agent's python tool) blocks: an abort must reach the comm's thread at once."""
+    setup(frontend)
+    subshell = frontend.create_subshell()
+    comm_id = frontend.open(subshell)
+    frontend.state(comm_id)
+    frontend.run(
+        "import threading\n"
+        "from pi_notebook.notebook import _control\n"
+        "threads = []\n"
+        "def spy(reason):\n"
+        "    threads.append(threading.current_thread().name)\n"
+        "    return lambda: None\n"
+        "_control.hold_interrupt = spy"
+    )
+    try:
+        frontend.run("run = %pi stream forever")
+        frontend.state(comm_id, state="streaming")  # pushed from the run's (main shell) context
+        frontend.send(comm_id, {"action": "abort"}, subshell)
+        frontend.state(comm_id, reply="abort")
+        out = frontend.run("print(threads)")
+    finally:
+        frontend.run("import pi_notebook.tools\n_control.hold_interrupt = pi_notebook.tools.hold_interrupt")
+    assert out.startswith("['subshell-"), out  # the comm's thread, not MainThread
+
+
+def test_an_abort_names_a_run_and_a_bad_run_number_is_an_error(frontend: Frontend) -> None:
+    setup(frontend)
+    comm_id = frontend.open()
+    frontend.state(comm_id)
+    frontend.run("run = %pi stream forever")
+    active = frontend.state(comm_id, state="streaming")["run"]
+    frontend.send(comm_id, {"action": "abort", "run": "one"})
+    error = frontend.wait(
+        lambda m: (
+            m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("type") == "error"
+        )
+    )
+    assert error["content"]["data"]["error"] == "'run' must be a run number, got 'one'"
+    frontend.send(comm_id, {"action": "abort", "run": active + 1})  # not active: nothing stops
+    assert frontend.state(comm_id, reply="abort")["state"] == "streaming"
+    frontend.send(comm_id, {"action": "abort", "run": active})
+    reply = [s for s in frontend.states(comm_id) if s.get("reply") == "abort"]
+    assert len(reply) == 1
+    assert frontend.state(comm_id, reply="abort", state="aborted")["run"] == active

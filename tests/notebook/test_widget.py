@@ -199,3 +199,15 @@ async def test_a_stream_handing_a_new_partial_per_event_still_fills_the_live_rep
     assert status["stop_reason"] == "stop"
     assert [m.role for m in run.transcript] == ["user", "assistant"]
     assert text_of(run.transcript[-1]) == text  # type: ignore[arg-type]
+
+
+async def test_the_stop_button_and_the_view_carry_the_classes_the_lab_extension_looks_for() -> None:
+    from pi_notebook.notebook._view import STOP_CLASS
+
+    session = session_for("hi")
+    run = Run(session, 7, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    assert STOP_CLASS == "pi-run-stop"
+    assert STOP_CLASS in run.view.stop_button._dom_classes
+    assert {"pi-run-view", "pi-run-7"} <= set(run.view._dom_classes)

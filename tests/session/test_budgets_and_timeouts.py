@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from session_helpers import make_session, reply
 
 from pi_notebook.agent import AgentTool, AgentToolResult
@@ -196,3 +197,93 @@ async def test_provider_timeouts_reach_the_stream_options() -> None:
         500,
         4321,
     )
+
+
+# -- tools that block the event loop (the python tool runs the agent's code synchronously) ------------------
+def blocking_tool(name: str, seconds: float, outcome: str = "done") -> AgentTool:
+    """Blocks the event loop for ``seconds`` (as synchronous code does), so no asyncio timer can fire."""
+
+    async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+        time.sleep(seconds)  # noqa: ASYNC251 - the behaviour under test: the loop is blocked
+        if outcome == "raise":
+            raise RuntimeError("partial output")
+        return AgentToolResult(content=outcome)
+
+    return AgentTool(name=name, description=name, parameters={"type": "object", "properties": {}}, execute=execute)
+
+
+async def test_a_tools_signal_carries_the_earliest_deadline_that_applies_to_it() -> None:
+    seen: list[Any] = []
+
+    async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+        seen.append((time.monotonic(), signal.deadline))
+        return AgentToolResult(content="ok")
+
+    tool = AgentTool(name="probe", description="", parameters={"type": "object"}, execute=execute)
+    for timeouts, budget, reason, seconds in [
+        ({"tool_ms": 5000, "turn_ms": 2000}, {"wall_time_ms": 9000}, "Turn timed out: 2000 ms used, limit 2000 ms", 2),
+        ({"tool_ms": 1500, "turn_ms": 2000}, {}, "Tool probe timed out after 1.5 seconds", 1.5),
+        ({}, {"wall_time_ms": 3000}, "Run budget exceeded (wall_time): 3000 ms used, limit 3000 ms", 3),
+    ]:
+        session, _, _ = make_session(
+            [calls("probe", 1)[0], reply()], tools=[tool], settings={"timeouts": timeouts, "budget": budget}
+        )
+        await session.prompt("go")
+        now, deadline = seen.pop()
+        assert deadline.reason == reason
+        assert deadline.at - now == pytest.approx(seconds, abs=0.2)
+    session, _, _ = make_session([calls("probe", 1)[0], reply()], tools=[tool])
+    await session.prompt("go")
+    assert seen.pop()[1] is None
+
+
+async def test_a_tool_that_blocks_the_loop_past_its_timeout_gets_the_timeout_error_and_the_run_goes_on() -> None:
+    session, rec, _ = make_session(
+        [calls("block", 1)[0], reply("carried on")],
+        tools=[blocking_tool("block", 0.15)],
+        settings={"timeouts": {"tool_ms": 30}},
+    )
+    await session.prompt("go")
+    end = next(e for e in rec.events if e.type == "tool_execution_end")
+    assert end.is_error
+    assert end.result.content[0].text == "Tool block timed out after 0.03 seconds"
+    assert rec.labels[-1] == "agent_settled:aborted=false"
+
+
+async def test_the_timeout_error_keeps_what_the_tool_reported_before_it() -> None:
+    session, rec, _ = make_session(
+        [calls("block", 1)[0], reply()],
+        tools=[blocking_tool("block", 0.15, outcome="raise")],
+        settings={"timeouts": {"tool_ms": 30}},
+    )
+    await session.prompt("go")
+    end = next(e for e in rec.events if e.type == "tool_execution_end")
+    assert end.result.content[0].text == "partial output\n\nTool block timed out after 0.03 seconds"
+
+
+async def test_a_turn_that_blocked_the_loop_past_its_timeout_is_stopped_at_turn_end() -> None:
+    session, rec, faux = make_session(
+        [calls("block", 1)[0], reply("never")],
+        tools=[blocking_tool("block", 0.15)],
+        settings={"timeouts": {"turn_ms": 50}},
+    )
+    await session.prompt("go")
+    assert budget_events(rec) == [("turn_time", 50, 50)]
+    assert faux.state.call_count == 1  # no request after the turn that ran over
+    assert rec.labels[-1] == "agent_settled:aborted=true"
+
+
+async def test_a_tool_raising_abort_run_aborts_the_run_as_stop_does() -> None:
+    from pi_notebook.session import AbortRun
+
+    async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+        raise AbortRun("interrupted by the kernel")
+
+    tool = AgentTool(name="halt", description="", parameters={"type": "object"}, execute=execute)
+    session, rec, faux = make_session([calls("halt", 1)[0], reply("never")], tools=[tool])
+    await session.prompt("go")
+    end = next(e for e in rec.events if e.type == "tool_execution_end")
+    assert (end.is_error, end.result.content[0].text) == (True, "interrupted by the kernel")
+    assert faux.state.call_count == 1
+    assert session.messages[-1].stop_reason == "aborted"  # type: ignore[union-attr]
+    assert rec.labels[-1] == "agent_settled:aborted=true"

@@ -1,5 +1,5 @@
 """Makes ``bash_helpers`` importable under ``--import-mode=importlib`` (it could move to ``tests/support``), and
-removes the ``pi-bash-*.log`` full-output files each test leaves in the temp directory."""
+removes the ``pi-bash-*.log`` / ``pi-python-*.log`` full-output files each test leaves in the temp directory."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ if _HERE not in sys.path:
 @pytest.fixture(autouse=True)
 def _remove_full_output_files() -> Iterator[None]:
     tmp = Path(tempfile.gettempdir())
-    before = set(tmp.glob("pi-bash-*.log"))
+    patterns = ("pi-bash-*.log", "pi-python-*.log")
+    before = {path for pattern in patterns for path in tmp.glob(pattern)}
     yield
-    for path in set(tmp.glob("pi-bash-*.log")) - before:
+    for path in {path for pattern in patterns for path in tmp.glob(pattern)} - before:
         path.unlink(missing_ok=True)

@@ -19,29 +19,6 @@ from pi_notebook.ai import AbortController
 from pi_notebook.tools import BashError, bash_tool
 
 
-def test_the_public_api_is_pinned() -> None:
-    import pi_notebook.tools
-
-    assert pi_notebook.tools.__all__ == [
-        "DEFAULT_MAX_BYTES",
-        "DEFAULT_MAX_LINES",
-        "TOOL_PROMPTS",
-        "BashError",
-        "FileToolError",
-        "ToolPrompt",
-        "Truncation",
-        "bash_tool",
-        "coding_tools",
-        "edit_tool",
-        "find_tool",
-        "grep_tool",
-        "ls_tool",
-        "read_only_tools",
-        "read_tool",
-        "write_tool",
-    ]
-
-
 def test_the_tool_is_named_bash_and_takes_a_command_and_an_optional_timeout() -> None:
     tool = bash_tool()
     schema = tool.json_schema()

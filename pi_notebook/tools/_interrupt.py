@@ -1,0 +1,343 @@
+"""Interrupting the agent's code, from any thread, as a KeyboardInterrupt ends a cell.
+
+An :class:`Execution` brackets one run of the agent's code on the thread that runs it (the kernel's main
+thread). While it is active:
+
+- A SIGINT handler of ours is installed (the previous one — ipykernel's ``SIG_IGN`` while idle, its own
+  handler while a cell runs — is restored on exit). It raises ``KeyboardInterrupt`` only while the agent's
+  code itself runs (inside :meth:`Execution.call`, outside :meth:`Execution.critical` sections); a signal that
+  arrives at any other moment is remembered, and raised when the code resumes, or dropped once it has
+  finished. So a late signal never escapes into the tool's own bookkeeping or into the next cell.
+- :func:`interrupt_running_code` (any thread) records why and sends SIGINT to that thread with
+  ``signal.pthread_kill``: Python runs the handler between two bytecodes, and a blocking call such as
+  ``time.sleep`` or a socket read returns with EINTR, so both a busy loop and a sleep stop within
+  milliseconds.
+- A SIGINT that did not come from us is the kernel's interrupt button (the kernel manager signals the
+  kernel process): it ends the code the same way and is recorded as ``kind="kernel"``. A previous handler
+  that is a Python callable other than ``default_int_handler`` (ipykernel's handler while a cell awaits, the
+  notebook's opt-in interrupt hook) is called too, so it still does its job.
+- The kernel's SIGINT goes to the process, and Linux may hand it to any thread (about one in sixty times
+  here): Python then runs the handler only when the main thread next executes bytecode, so a main thread
+  blocked in ``time.sleep`` would sleep on. A forwarder thread reads the signal wakeup fd
+  (``signal.set_wakeup_fd``, which the C-level handler writes to on whatever thread it runs) and on each
+  SIGINT sends :data:`WAKE_SIGNAL` to the main thread, whose no-op handler ends the blocking call with EINTR;
+  Python then runs the pending SIGINT handler. A redundant wake does nothing. The previous wakeup fd gets
+  every byte too.
+- The interpreter's thread switch interval is lowered to :data:`SWITCH_INTERVAL_S` (and restored after): a
+  Stop reaches the kernel through several threads (the shell channel's, then the comm's subshell), and
+  each must take the GIL from a busy loop, which lets it go only every switch interval (5 ms by default,
+  ~50 ms for the whole way). A thread that does not ask for the GIL costs the code nothing.
+- A watchdog thread interrupts the code at its deadline (``kind="deadline"``), and calls ``on_stuck`` when an
+  interrupt has not ended the code within :data:`STUCK_AFTER_S`: the code is inside a C call that does not
+  return to Python (the signal is handled when it does).
+
+Off the main thread (an event loop run in another thread) no signal handler can be installed; the interrupt
+is then delivered with ``PyThreadState_SetAsyncExc``, which ends pure-Python code but not a blocking call, and
+the kernel's interrupt does not reach the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import itertools
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any, Literal, TypeVar
+
+from ..ai import Deadline
+
+__all__ = [
+    "STUCK_AFTER_S",
+    "SWITCH_INTERVAL_S",
+    "WAKE_SIGNAL",
+    "Execution",
+    "Interruption",
+    "hold_interrupt",
+    "interrupt_running_code",
+]
+
+STUCK_AFTER_S = 0.15
+"""How long after an interrupt the code may take to return before ``on_stuck`` is called."""
+SWITCH_INTERVAL_S = 0.001
+"""``sys.setswitchinterval`` while the code runs (Python's default: 5 ms); see ``Execution``."""
+WAKE_SIGNAL: int | None = getattr(signal, "SIGURG", None)
+"""Sent to the main thread to end a blocking call after another thread took the kernel's SIGINT. SIGURG: its
+default action is to ignore it, so a stray one can do no harm."""
+
+_log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_active: list[Execution] = []
+_holds: dict[int, str] = {}  # hold id -> reason, see hold_interrupt
+_hold_ids = itertools.count()
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Interruption:
+    """Why the code was interrupted: ``stop`` (:func:`interrupt_running_code`), ``kernel`` (a SIGINT from
+    outside: the kernel's interrupt button) or ``deadline`` (the watchdog; ``deadline`` says which)."""
+
+    kind: Literal["stop", "kernel", "deadline"]
+    reason: str
+    deadline: Deadline | None = None
+
+
+def interrupt_running_code(reason: str = "Stopped") -> bool:
+    """Interrupt the agent's code if some is running (any thread may call this; it does not wait).
+
+    Returns whether code was running. Call it when stopping a run, and abort the run as usual too: the
+    ``python`` tool waits briefly for that abort so the run does not go on to another model request.
+    """
+    with _lock:
+        executions = list(_active)
+    interrupted = [execution.interrupt(Interruption("stop", reason)) for execution in executions]
+    return any(interrupted)
+
+
+def hold_interrupt(reason: str = "Stopped") -> Callable[[], None]:
+    """Interrupt the agent's code running now **and any that starts** before the returned ``release()`` is
+    called (any thread; ``release`` is idempotent).
+
+    For a stop that still has to reach the run through the event loop (the control comm hands its abort to
+    the loop): code that started meanwhile would block the loop and so the abort. Release once the stopped
+    runs have settled.
+    """
+    with _lock:
+        key = next(_hold_ids)
+        _holds[key] = reason
+        executions = list(_active)
+    for execution in executions:
+        execution.interrupt(Interruption("stop", reason))
+
+    def release() -> None:
+        with _lock:
+            _holds.pop(key, None)
+
+    return release
+
+
+class Execution:
+    """One run of the agent's code on the current thread; see the module docstring.
+
+    Use as a context manager around :meth:`call`; after it, :attr:`interruption` says whether and why the
+    code was interrupted (it may be set although the code finished: the interrupt came as it returned).
+    """
+
+    def __init__(self, deadline: Deadline | None = None, on_stuck: Callable[[], None] | None = None) -> None:
+        self.deadline = deadline
+        self.interruption: Interruption | None = None
+        self.kernel_interrupted = False
+        self._on_stuck = on_stuck
+        self._cond = threading.Condition(threading.RLock())  # re-entrant: our SIGINT handler may take it
+        self._thread_id = 0
+        self._main = False
+        self._live = False
+        self._defer = 1  # > 0: a signal now is remembered, not raised (outside the code, or in a critical section)
+        self._pending = False
+        self._sent = False  # we sent a SIGINT that the handler has not seen yet
+        self._interrupted_at: float | None = None
+        self._stuck_reported = False
+        self._previous: Any = None
+        self._switch_interval = 0.0
+        self._wake: tuple[Any, int, int] | None = (
+            None  # previous wake handler, previous wakeup fd, our pipe's write end
+        )
+        self._critical = _Critical(self)
+
+    # -- lifecycle (the code's thread) ------------------------------------------------------------------
+    def __enter__(self) -> Execution:
+        self._thread_id = threading.get_ident()
+        self._main = threading.current_thread() is threading.main_thread()
+        if self._main:
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._start_forwarder()
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
+        with self._cond:
+            self._live = True
+        with _lock:
+            _active.append(self)
+            held = next(iter(_holds.values()), None)
+        if held is not None:
+            self.interrupt(Interruption("stop", held))  # raised as soon as the code starts
+        threading.Thread(target=self._watch, name="pi-python-watchdog", daemon=True).start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        with _lock:
+            _active.remove(self)
+        with self._cond:
+            self._live = False
+            self._cond.notify_all()
+        sys.setswitchinterval(self._switch_interval)
+        if self._main:
+            self._stop_forwarder()
+            # signal.signal() first runs a SIGINT still pending with our handler, which drops it (not live).
+            signal.signal(signal.SIGINT, self._previous)
+        elif self._pending or self._sent:
+            _set_async_exc(self._thread_id, None)  # withdraw an interrupt not yet raised
+
+    def call(self, function: Callable[[], T]) -> T:
+        """Run ``function`` (the agent's code) where the interrupt may raise ``KeyboardInterrupt``."""
+        self._defer -= 1
+        try:
+            self._raise_pending()
+            return function()
+        finally:
+            self._defer += 1
+
+    def critical(self) -> _Critical:
+        """Our own work inside the code (capturing a write): an interrupt waits until it is done."""
+        return self._critical
+
+    def _raise_pending(self) -> None:
+        if self._pending and self._defer == 0:
+            self._pending = False
+            raise KeyboardInterrupt
+
+    # -- interrupting (any thread) ----------------------------------------------------------------------
+    def interrupt(self, interruption: Interruption) -> bool:
+        with self._cond:
+            if not self._live:
+                return False
+            if self.interruption is None:
+                self.interruption = interruption
+                self._interrupted_at = time.monotonic()
+            self._deliver()
+            self._cond.notify_all()
+            return True
+
+    def _deliver(self) -> None:
+        if self._main:
+            self._sent = True
+            signal.pthread_kill(self._thread_id, signal.SIGINT)
+        elif self._defer == 0:
+            self._sent = True
+            _set_async_exc(self._thread_id, KeyboardInterrupt)
+        else:
+            self._pending = True
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        ours, self._sent = self._sent, False
+        if not self._live:
+            return  # late: the code has finished
+        if not ours:
+            self.kernel_interrupted = True
+            with self._cond:
+                if self.interruption is None:
+                    self.interruption = Interruption("kernel", "Interrupted by the kernel's interrupt")
+                    self._interrupted_at = time.monotonic()
+            self._chain(signum, frame)
+        if self._defer > 0:
+            self._pending = True
+            return
+        raise KeyboardInterrupt
+
+    def _chain(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous
+        if callable(previous) and previous is not signal.default_int_handler:
+            try:
+                previous(signum, frame)
+            except BaseException:  # it may raise KeyboardInterrupt: ours is raised anyway
+                _log.debug("previous SIGINT handler raised", exc_info=True)
+
+    # -- the SIGINT forwarder (main thread only) --------------------------------------------------------
+    def _start_forwarder(self) -> None:
+        if WAKE_SIGNAL is None:
+            return
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        previous_handler = signal.signal(WAKE_SIGNAL, _ignore_wake)
+        previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        self._wake = (previous_handler, previous_fd, write_fd)
+        threading.Thread(
+            target=self._forward, args=(read_fd, previous_fd), name="pi-python-sigint", daemon=True
+        ).start()
+
+    def _stop_forwarder(self) -> None:
+        if self._wake is None:
+            return
+        previous_handler, previous_fd, write_fd = self._wake
+        self._wake = None
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write_fd)  # the forwarder reads EOF and ends
+        signal.signal(WAKE_SIGNAL, previous_handler)  # type: ignore[arg-type]  # set when _wake is
+
+    def _forward(self, read_fd: int, previous_fd: int) -> None:
+        try:
+            while data := os.read(read_fd, 64):
+                if previous_fd != -1:
+                    with contextlib.suppress(OSError):
+                        os.write(previous_fd, data)
+                if signal.SIGINT in data and WAKE_SIGNAL is not None:
+                    with self._cond:  # __exit__ clears _live under it before restoring the wake handler
+                        if self._live:
+                            signal.pthread_kill(self._thread_id, WAKE_SIGNAL)
+        finally:
+            os.close(read_fd)
+
+    # -- the watchdog thread ----------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while self._next_watch_step():
+            if self._on_stuck is not None:
+                try:
+                    self._on_stuck()
+                except Exception:
+                    _log.exception("python tool: on_stuck raised")
+
+    def _next_watch_step(self) -> bool:
+        """Wait for the deadline (interrupt then) or for a slow interrupt; True: report the code stuck."""
+        deadline = self.deadline
+        with self._cond:
+            while self._live:
+                now = time.monotonic()
+                if self._interrupted_at is None:
+                    if deadline is not None and now >= deadline.at:
+                        self.interruption = Interruption("deadline", deadline.reason, deadline)
+                        self._interrupted_at = now
+                        self._deliver()
+                        continue
+                    self._cond.wait(None if deadline is None else deadline.at - now)
+                elif self._stuck_reported:
+                    self._cond.wait()
+                elif now < self._interrupted_at + STUCK_AFTER_S:
+                    self._cond.wait(self._interrupted_at + STUCK_AFTER_S - now)
+                else:
+                    self._stuck_reported = True
+                    return True
+        return False
+
+
+class _Critical:
+    """``with execution.critical():`` — a plain class, so no contextlib frame shows in tracebacks."""
+
+    __slots__ = ("_execution",)
+
+    def __init__(self, execution: Execution) -> None:
+        self._execution = execution
+
+    def __enter__(self) -> None:
+        self._execution._defer += 1
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self._execution._defer -= 1
+        if kind is None:
+            self._execution._raise_pending()
+
+
+def _ignore_wake(signum: int, frame: FrameType | None) -> None:
+    """The wake signal's handler: its only job was to end a blocking call with EINTR."""
+
+
+def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise ``exception`` in that thread at its next bytecode; ``None`` withdraws one not yet raised."""
+    what = None if exception is None else ctypes.py_object(exception)  # None is passed as NULL
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), what)

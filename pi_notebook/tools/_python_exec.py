@@ -1,0 +1,341 @@
+"""Running the agent's code as a notebook cell would: magics, the last expression's value, captured output.
+
+:func:`run_code` transforms the code with IPython (``%magics``, ``!shell``), parses and compiles it with the
+shell's compiler flags, executes all statements but a final expression, then evaluates that expression (a
+trailing ``;`` silences it, as in a cell) and formats its value with the shell's display formatter. The value
+becomes ``_`` (and the old ``_``/``__`` move to ``__``/``___``), as the display hook does for a cell; it gets
+no ``Out[n]`` number. While the code runs, ``sys.stdout``/``sys.stderr`` and the shell's display publisher
+are swapped for ours (as IPython's ``capture_output`` does), so prints and ``display()`` reach the
+:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. ``exit()``/``quit()``
+raise an error instead of shutting the user's kernel down.
+
+Without an IPython shell (plain Python) the code runs in a plain dict namespace, without magics, and values
+are formatted with ``repr``.
+
+Live listeners (:func:`add_python_listener`) get a :class:`PythonEvent` per start, write, display, stuck code
+and end, synchronously, on the thread where it happens: the code's thread (the kernel's main thread, which is
+blocked, so asyncio callbacks cannot run there meanwhile) or, for ``stuck``, the watchdog thread. A listener
+must be quick, must not touch asyncio objects, and may send comm messages (ipykernel's iopub channel is
+thread-safe); an exception from it is logged and does not reach the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import itertools
+import linecache
+import logging
+import sys
+import tokenize
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._interrupt import Execution
+from ._output import OutputAccumulator
+
+__all__ = ["Capture", "CodeResult", "PythonEvent", "add_python_listener", "current_shell", "emit", "run_code"]
+
+MAX_RICH_OUTPUTS = 20
+"""Rich outputs (``display()`` bundles) kept in a result's details; later ones are counted, not kept."""
+MAX_BUNDLE_CHARS = 1_000_000
+"""A bundle larger than this (JSON-ish size) keeps only its ``text/plain`` in the details."""
+
+EXIT_REFUSED = "exit() and quit() are not available to the agent's code: they would shut down the user's kernel"
+
+AWAIT_HINT = (
+    "The python tool runs code synchronously on the kernel's event loop thread, so top-level await is not "
+    "available; start a coroutine in the background with asyncio.ensure_future(...) instead."
+)
+
+_log = logging.getLogger(__name__)
+_numbers = itertools.count(1)
+_INPUT = "<python-input-"
+_OUR_FILES = frozenset({__file__, sys.modules[Execution.__module__].__file__})
+
+
+@dataclass(frozen=True, slots=True)
+class PythonEvent:
+    """What the ``python`` tool's code is doing, for a live view. ``kind``:
+
+    - ``start``: ``text`` is the code; ``stdout`` / ``stderr``: ``text`` was written;
+    - ``display``: ``data`` is a mime bundle shown with ``display()`` (``text`` its ``text/plain``);
+    - ``stuck``: an interrupt did not end the code within ``STUCK_AFTER_S`` (a C call that does not return to
+      Python); ``text`` is ``"waiting for the code to return to Python"``;
+    - ``end``: the code has returned; ``text`` is ``ok``, ``error`` or ``interrupted``.
+    """
+
+    call_id: str
+    kind: Literal["start", "stdout", "stderr", "display", "stuck", "end"]
+    text: str = ""
+    data: Mapping[str, Any] | None = None
+
+
+PythonListener = Callable[[PythonEvent], None]
+_listeners: tuple[PythonListener, ...] = ()
+
+
+def add_python_listener(listener: PythonListener) -> Callable[[], None]:
+    """Call ``listener(event)`` for every :class:`PythonEvent` (see the module docstring for the threads);
+    returns a function that removes it."""
+    global _listeners
+    _listeners = (*_listeners, listener)
+
+    def remove() -> None:
+        global _listeners
+        _listeners = tuple(item for item in _listeners if item is not listener)
+
+    return remove
+
+
+def emit(event: PythonEvent) -> None:
+    for listener in _listeners:
+        try:
+            listener(event)
+        except Exception:
+            _log.exception("python tool listener %r raised on %s", listener, event.kind)
+
+
+def current_shell() -> Any:
+    """The running IPython shell, or ``None`` (IPython is not imported unless something else did)."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
+
+
+@dataclass(slots=True)
+class CodeResult:
+    """How the code ended: ``value`` (formatted ``bundle``) of the last expression, or the ``error`` it raised
+    (``traceback``: text without our frames)."""
+
+    has_value: bool = False
+    bundle: dict[str, Any] = field(default_factory=dict)
+    error: BaseException | None = None
+    traceback: str = ""
+
+
+class Capture:
+    """Output of one call: text (bounded, for the model) and rich bundles (bounded, for the widget)."""
+
+    def __init__(self, call_id: str, execution: Execution, output: OutputAccumulator) -> None:
+        self.call_id = call_id
+        self.execution = execution
+        self.output = output
+        self.rich: list[dict[str, Any]] = []
+        self.dropped = 0
+        self._at_line_start = True
+
+    def text(self, kind: Literal["stdout", "stderr"], text: str) -> None:
+        """A write to stdout/stderr (on the code's thread; an interrupt waits until it is recorded)."""
+        if not text:
+            return
+        with self.execution.critical():
+            self._append(text)
+            emit(PythonEvent(self.call_id, kind, text))
+
+    def display(self, data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> None:
+        with self.execution.critical():
+            plain = str(data.get("text/plain", ""))
+            self.keep({"type": "display", **_bounded(data, metadata)})
+            if plain:
+                self.line(plain)
+            emit(PythonEvent(self.call_id, "display", plain, data))
+
+    def clear(self) -> None:
+        """``clear_output()``: the rich outputs shown so far go (the text the model gets stays)."""
+        self.rich = []
+
+    def keep(self, item: dict[str, Any]) -> None:
+        if len(self.rich) < MAX_RICH_OUTPUTS:
+            self.rich.append(item)
+        else:
+            self.dropped += 1
+
+    def line(self, text: str) -> None:
+        """Append ``text`` on a line of its own."""
+        self._append(text if self._at_line_start else "\n" + text)
+        if not text.endswith("\n"):
+            self._append("\n")
+
+    def _append(self, text: str) -> None:
+        self.output.append(text.encode("utf-8", "replace"))
+        self._at_line_start = text.endswith("\n")
+
+    @contextmanager
+    def installed(self, shell: Any) -> Iterator[None]:
+        """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them."""
+        saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
+        sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+        if shell is not None:
+            shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2])
+            shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved[0], saved[1]
+            if shell is not None:
+                shell.display_pub = saved[2]
+                vars(shell).pop("ask_exit", None)
+
+
+def _refuse_exit() -> None:
+    raise RuntimeError(EXIT_REFUSED)
+
+
+class _Stream(io.TextIOBase):
+    """``sys.stdout``/``sys.stderr`` while the code runs."""
+
+    def __init__(self, capture: Capture, kind: Literal["stdout", "stderr"]) -> None:
+        self._capture = capture
+        self._kind: Literal["stdout", "stderr"] = kind
+
+    @property
+    def name(self) -> str:
+        return f"<{self._kind}>"
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # read-only here
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._capture.text(self._kind, text)
+        return len(text)
+
+
+@functools.cache
+def _publisher_class() -> type:
+    from IPython.core.displaypub import DisplayPublisher
+
+    class Publisher(DisplayPublisher):
+        """The shell's display publisher while the code runs: ``display()`` goes to the capture."""
+
+        def __init__(self, *, shell: Any, capture: Capture, original: Any) -> None:
+            super().__init__(shell=shell)  # type: ignore[no-untyped-call]
+            self.capture = capture
+            self.original = original
+
+        def __getattr__(self, name: str) -> Any:
+            # ipykernel calls its own methods on the shell's publisher from other threads meanwhile (a
+            # subshell's message sets the parent with ``set_parent``): the kernel's publisher answers them.
+            if name.startswith("__") or name in ("capture", "original"):
+                raise AttributeError(name)
+            return getattr(self.original, name)
+
+        def publish(self, data: Any, metadata: Any = None, source: Any = None, **kwargs: Any) -> None:
+            self.capture.display(data, metadata)
+
+        def clear_output(self, wait: bool = False) -> None:
+            self.capture.clear()
+
+    return Publisher
+
+
+def _bounded(data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    size = sum(len(str(value)) for value in data.values())
+    if size > MAX_BUNDLE_CHARS:
+        return {"data": {"text/plain": str(data.get("text/plain", ""))}, "metadata": {}, "omitted_chars": size}
+    return {"data": dict(data), "metadata": dict(metadata or {})}
+
+
+# -- running ------------------------------------------------------------------------------------------
+def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Capture) -> CodeResult:
+    """Run ``code`` in ``namespace`` as a cell would (see the module docstring); never raises for what the
+    code does (``KeyboardInterrupt`` and ``SystemExit`` included): that is in the result."""
+    result = CodeResult()
+    filename = f"{_INPUT}{next(_numbers)}>"
+
+    def body() -> None:
+        source = shell.transform_cell(code) if shell is not None else code
+        module, expression = _compile(source, filename, shell)
+        exec(module, namespace)
+        if expression is None:
+            return
+        value = eval(expression, namespace)
+        if value is None:
+            return
+        result.has_value = True
+        result.bundle = _format(value, shell)
+        _remember(value, namespace, shell)
+
+    with capture.installed(shell):
+        try:
+            capture.execution.call(body)
+        except BaseException as error:  # the code's failure is the result, whatever it is
+            result.error = error
+            result.traceback = format_error(error)
+            if isinstance(error, SyntaxError) and "'await' outside" in str(error.msg):
+                result.traceback += "\n" + AWAIT_HINT
+    return result
+
+
+def _compile(source: str, filename: str, shell: Any) -> tuple[Any, Any]:
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks show lines
+    tree = ast.parse(source, filename)
+    if shell is not None:
+        tree = shell.transform_ast(tree)
+    flags = getattr(getattr(shell, "compile", None), "compiler_flags", 0)
+    expression = None
+    last = tree.body[-1] if tree.body else None
+    if isinstance(last, ast.Expr) and not _silenced(source):
+        tree.body.pop()
+        expression = compile(ast.Expression(last.value), filename, "eval", flags, dont_inherit=True)
+    return compile(tree, filename, "exec", flags, dont_inherit=True), expression
+
+
+def _silenced(source: str) -> bool:
+    """The last token is ``;``: a cell shows no value then."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    skip = {tokenize.ENDMARKER, tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.DEDENT}
+    last = next((token for token in reversed(tokens) if token.type not in skip), None)
+    return last is not None and last.string == ";"
+
+
+def _format(value: object, shell: Any) -> dict[str, Any]:
+    if shell is None:
+        return {"data": {"text/plain": repr(value)}, "metadata": {}}
+    data, metadata = shell.display_formatter.format(value)
+    return _bounded(data, metadata)
+
+
+def _remember(value: object, namespace: dict[str, Any], shell: Any) -> None:
+    """``_``, ``__``, ``___`` as the display hook keeps them (and the hook's own copies, for the next cell)."""
+    hook = getattr(shell, "displayhook", None) if shell is not None and namespace is shell.user_ns else None
+    if hook is not None:
+        hook.___, hook.__, hook._ = hook.__, hook._, value
+    namespace["___"], namespace["__"], namespace["_"] = namespace.get("__", ""), namespace.get("_", ""), value
+
+
+def format_error(error: BaseException) -> str:
+    """The traceback as Python prints it, from the agent's code on: without the frames that called it (the
+    executor, IPython's parser for a syntax error) and without this package's frames (the interrupt handler)."""
+    summary = traceback.TracebackException.from_exception(error)
+    frames = list(summary.stack)
+    first = next((i for i, frame in enumerate(frames) if frame.filename.startswith(_INPUT)), len(frames))
+    summary.stack = traceback.StackSummary.from_list(frames[first:])
+    _strip(summary, depth=0)
+    return "".join(summary.format()).rstrip("\n")
+
+
+def _strip(summary: traceback.TracebackException, depth: int) -> None:
+    if depth > 20:
+        return
+    summary.stack = traceback.StackSummary.from_list(
+        [frame for frame in summary.stack if frame.filename not in _OUR_FILES]
+    )
+    for linked in (summary.__cause__, summary.__context__):
+        if linked is not None:
+            _strip(linked, depth + 1)

@@ -1,0 +1,284 @@
+"""The ``python`` tool: the agent runs code in the notebook's kernel, on the user's namespace, and every stop
+path can stop it.
+
+``python_tool()`` returns an :class:`~pi_notebook.agent.AgentTool` named ``python`` taking ``code`` and an
+optional ``timeout`` in seconds. The code runs as a cell would (``_python_exec``): magics, the last
+expression's value (which becomes ``_``), prints, ``display()``; the variables it makes are the user's
+afterwards. The model gets stdout, stderr, displays' text, the value (``Out: ...``) and the traceback, as
+text tail-truncated like ``bash`` (2000 lines / 50 KB, the full output in ``<tempdir>/pi-python-*.log``).
+``details`` carry the rich bundles for a widget: ``outputs`` (``display()`` bundles, at most 20),
+``result`` (the value's bundle) and the truncation info. Live output goes to :func:`add_python_listener`
+listeners while the code runs (``on_update`` cannot: it needs the event loop, which the code blocks).
+
+Where the code runs, and why
+----------------------------
+On the kernel's **main thread, synchronously inside** ``execute``, as a cell runs. matplotlib, GUI toolkits,
+``signal``, and most libraries expect the main thread; code in a thread would also race the user's next
+cell on the same namespace, and a subshell would need ipykernel 7 and give the same race. The price: while
+the code runs the event loop is blocked, so nothing that runs on it — the run widget's Stop button (ipywidgets
+handles kernel-opened comms on the main thread), asyncio timers, ``on_update`` — can act until the code
+returns. So every stop path reaches the code without the loop:
+
+- A stop is a **SIGINT sent to the main thread** (``_interrupt``): like the kernel's interrupt in a cell, it
+  raises ``KeyboardInterrupt`` in a busy loop at the next bytecode and ends a blocking call (``time.sleep``,
+  a socket read) through EINTR, within milliseconds. Our handler is installed only while the code runs and
+  raises only then (a late signal is dropped), and the previous handler (ipykernel's) is restored after.
+- :func:`interrupt_running_code` sends it from any thread; :func:`hold_interrupt` also interrupts code that
+  starts before it is released (a stop whose abort is still on its way to the blocked loop). The control
+  comm (toolbar Stop, Accel+., and the run widget's Stop, which the JupyterLab extension forwards over that
+  comm) is opened by the frontend, so JupyterLab >= 4.4 routes it over a kernel subshell, whose thread holds
+  the interrupt before handing the abort to the loop, and releases it once the runs have settled.
+- The kernel's interrupt button SIGINTs the kernel process: our handler ends the code and the tool raises
+  :class:`~pi_notebook.session.AbortRun`, so the run settles ``aborted=True``.
+- Timeouts: the call's ``timeout``, the session's tool timeout (``timeouts.tool_ms``,
+  ``AgentTool.timeout_ms``), turn timeout (``timeouts.turn_ms``) and wall-time budget
+  (``budget.wall_time_ms``) are asyncio timers, which cannot fire meanwhile. The session puts the earliest
+  of them on the tool's abort signal (``signal.deadline``); a watchdog thread interrupts the code then.
+  After the code returns the session's own timer logic decides the outcome, as for other tools: a tool
+  timeout is an error result and the run goes on; the turn timeout or wall-time budget aborts the run
+  (``budget_exceeded``).
+- After a stop (other than its own ``timeout`` and the kernel's interrupt, which the tool ends itself) the
+  tool waits, at most :data:`ABORT_WAIT_S`, for its signal to abort before returning, even if the code
+  caught the ``KeyboardInterrupt`` or ignored SIGINT: the abort lands only once the loop runs again, and
+  the run must not go on to another model request first.
+- While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
+
+Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
+handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
+interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"). The run is never
+reported settled meanwhile: the event loop, which would settle it, is blocked by the same code.
+
+Which stop paths work where
+---------------------------
+=============================================  ==================================  ===========================
+stop path                                      ipykernel 6 (no subshells)          ipykernel 7 + JupyterLab >= 4.4
+=============================================  ==================================  ===========================
+kernel interrupt button (SIGINT)               yes                                 yes
+call ``timeout``, ``tool_ms``, ``turn_ms``,    yes (watchdog thread)               yes
+wall-time budget
+toolbar Stop / Accel+. / widget Stop           after the code returns (the comm    yes (control comm on a
+(control comm ``{"action": "abort"}``)         waits for the main thread)          subshell thread)
+ipywidgets Stop button click by itself         after the code returns              after the code returns
+=============================================  ==================================  ===========================
+
+Frontends without subshells (classic Notebook, VS Code, nbclient) behave like the ipykernel 6 column; the
+kernel's interrupt works everywhere. Off the main thread (an event loop in another thread) only pure-Python
+code can be interrupted, and not by the kernel's interrupt. Without IPython the code runs in a plain dict
+namespace owned by the tool (or ``namespace=``), without magics.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..agent import AgentTool, AgentToolResult
+from ..ai import AbortSignal, Deadline, abortable_sleep
+from ..session import AbortRun
+from ._common import js_number
+from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
+from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
+from ._python_exec import Capture, CodeResult, PythonEvent, add_python_listener, current_shell, emit, run_code
+from .bash import MAX_TIMEOUT_S
+
+__all__ = [
+    "ABORT_WAIT_S",
+    "PythonError",
+    "PythonEvent",
+    "add_python_listener",
+    "hold_interrupt",
+    "interrupt_running_code",
+    "python_tool",
+]
+
+ABORT_WAIT_S = 1.0
+"""After an interrupt other than its own timeout, how long the tool waits for its signal to abort."""
+STUCK_TEXT = "waiting for the code to return to Python"
+
+
+class PythonError(RuntimeError):
+    """Raised by the python tool's ``execute``; the agent loop turns its text into an error tool result.
+
+    ``reason``: ``"error"`` (the code raised), ``"interrupted"`` (a stop), ``"timeout"`` (the call's own
+    ``timeout``), ``"invalid"`` (bad arguments) or ``"aborted"`` (the run was aborted before the code ran).
+    ``details`` as for a successful result.
+    """
+
+    def __init__(self, text: str, reason: str, details: Any = None) -> None:
+        super().__init__(text)
+        self.reason = reason
+        self.details = details
+
+
+class PythonKernelInterrupt(PythonError, AbortRun):
+    """The kernel's interrupt ended the code: an error result, and the session aborts the run."""
+
+
+def _resolve_timeout(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise PythonError("Invalid timeout: must be a finite number of seconds", "invalid")
+    if value * 1000 > 2_147_483_647:
+        raise PythonError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_S)} seconds", "invalid")
+    return float(value)
+
+
+def _description(max_lines: int, max_bytes: int, timeout_s: float | None) -> str:
+    text = (
+        "Run Python code in the user's Jupyter kernel, as a notebook cell: in the notebook's namespace (the "
+        "user's variables are visible; variables you define stay for the user and for later calls). Returns "
+        "stdout, stderr, display() output as text, the value of the last expression (Out: ...) and the "
+        f"traceback if it fails. IPython magics (%timeit, !ls) work. Output is truncated to last {max_lines} "
+        f"lines or {js_number(max_bytes / 1024)}KB (whichever is hit first). If truncated, full output is saved "
+        "to a temp file. The user can stop the code at any time. Optionally provide a timeout in seconds."
+    )
+    if timeout_s is not None:
+        text += f" Without one, code times out after {js_number(timeout_s)} seconds."
+    return text
+
+
+def _schema(timeout_s: float | None) -> dict[str, Any]:
+    default = "no default timeout" if timeout_s is None else f"default {js_number(timeout_s)}"
+    return {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python code to run (IPython syntax: magics allowed)"},
+            "timeout": {"type": "number", "description": f"Timeout in seconds (optional, {default})"},
+        },
+        "required": ["code"],
+    }
+
+
+class _Python:
+    def __init__(self, *, namespace: dict[str, Any] | None, timeout_s: float | None, max_lines: int, max_bytes: int):
+        self.namespace = namespace
+        self.own_namespace: dict[str, Any] = {"__name__": "__main__"}
+        self.timeout_s = timeout_s
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+
+    def prepare(self, args: Any, signal: AbortSignal | None) -> tuple[str, Deadline | None]:
+        code = args.get("code") if isinstance(args, Mapping) else None
+        if not isinstance(code, str):
+            raise PythonError("Invalid code: must be a string", "invalid")
+        timeout = _resolve_timeout(args.get("timeout"))
+        if timeout is None:
+            timeout = self.timeout_s
+        if signal is not None and signal.aborted:
+            raise PythonError("Python code not run: the run was aborted", "aborted")
+        own = None
+        if timeout is not None:
+            own = Deadline(time.monotonic() + timeout, f"Python code timed out after {js_number(timeout)} seconds")
+        return code, own
+
+    async def execute(
+        self, tool_call_id: str, args: Any, signal: AbortSignal | None, on_update: Any
+    ) -> AgentToolResult:
+        code, own = self.prepare(args, signal)
+        shell = current_shell()
+        namespace = self.namespace
+        if namespace is None:
+            namespace = shell.user_ns if shell is not None else self.own_namespace
+        output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
+        deadline = Deadline.first(own, signal.deadline if signal is not None else None)
+        try:
+            with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
+                emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
+                capture = Capture(tool_call_id, execution, output)
+                result = run_code(code, shell=shell, namespace=namespace, capture=capture)
+            text, details = self._report(capture, result)
+        finally:
+            output.close()
+        stop = execution.interruption
+        emit(PythonEvent(tool_call_id, "end", "ok" if result.error is None else "interrupted" if stop else "error"))
+        if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
+            await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
+        if result.error is None and not execution.kernel_interrupted:
+            return AgentToolResult(content=text or "(no output)", details=details)
+        if stop is None:
+            raise PythonError(text, "error", details)
+        line = _stop_line(stop, own, execution.kernel_interrupted)
+        text = f"{text}\n\n{line}" if text else line
+        if execution.kernel_interrupted:
+            raise PythonKernelInterrupt(text, "interrupted", details)
+        raise PythonError(text, "timeout" if _own_timeout(stop, own) else "interrupted", details)
+
+    def _report(self, capture: Capture, result: CodeResult) -> tuple[str, dict[str, Any]]:
+        if result.has_value:
+            plain = str(result.bundle.get("data", {}).get("text/plain", ""))
+            capture.line(f"Out:{chr(10) if chr(10) in plain else ' '}{plain}")
+        if result.error is not None:
+            capture.line(result.traceback)
+        output = capture.output
+        output.finish()
+        snapshot = output.snapshot()
+        text, truncated = tail_text(output, replace(snapshot, content=snapshot.content.rstrip("\n")), "")
+        details: dict[str, Any] = {
+            "outputs": capture.rich,
+            "dropped_outputs": capture.dropped,
+            "result": result.bundle if result.has_value else None,
+        }
+        if truncated is not None:
+            details.update(truncated)
+        return text, details
+
+
+def _own_timeout(stop: Interruption, own: Deadline | None) -> bool:
+    return own is not None and stop.deadline is own
+
+
+def _lets_abort_land(stop: Interruption, own: Deadline | None, execution: Execution) -> bool:
+    """Every stop but the call's own timeout and the kernel's interrupt (the tool ends those itself) comes
+    with an abort of the tool's signal, which can land only once the loop runs again: wait for it (see the
+    module docstring)."""
+    return not execution.kernel_interrupted and not _own_timeout(stop, own)
+
+
+def _stop_line(stop: Interruption, own: Deadline | None, kernel: bool) -> str:
+    if kernel:
+        return "Interrupted by the kernel's interrupt; the run is aborted"
+    if own is not None and _own_timeout(stop, own):
+        return own.reason
+    return f"Interrupted: {stop.reason}"
+
+
+def python_tool(
+    *,
+    namespace: dict[str, Any] | None = None,
+    timeout_s: float | None = None,
+    max_lines: int = DEFAULT_MAX_LINES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> AgentTool:
+    """The ``python`` tool; see the module docstring for behaviour, stop paths and threads.
+
+    - ``namespace``: where the code runs; ``None`` means the IPython user namespace when a shell is running
+      (looked up at each call), else a dict owned by this tool.
+    - ``timeout_s``: timeout for calls that give none (``None``: no timeout).
+    - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
+
+    The tool is ``execution_mode="sequential"``: calls run in order, as cells do, and a stop ends the batch.
+    Raises ``ValueError`` for invalid settings.
+    """
+    if timeout_s is not None:
+        try:
+            timeout_s = _resolve_timeout(timeout_s)
+        except PythonError as exc:
+            raise ValueError(str(exc)) from None
+    for name, value in (("max_lines", max_lines), ("max_bytes", max_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if namespace is not None and not isinstance(namespace, dict):
+        raise ValueError(f"namespace must be a dict, got {type(namespace).__name__}")
+    python = _Python(namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes)
+    return AgentTool(
+        name="python",
+        label="python",
+        description=_description(max_lines, max_bytes, timeout_s),
+        parameters=_schema(timeout_s),
+        execute=python.execute,
+        execution_mode="sequential",
+    )

@@ -1,0 +1,289 @@
+"""The ``python`` tool in a real kernel (jupyter_client): the agent's code runs on the user's namespace, and every
+stop path ends a busy loop and a ``time.sleep(1000)`` — the control comm's abort over a real subshell, the
+kernel's interrupt, the call's timeout, ``timeouts.tool_ms``, ``timeouts.turn_ms`` and the wall-time budget —
+with the tool result, the run's ``agent_settled`` and the time to it, and the next cell running normally.
+
+Times are measured on ``time.monotonic()`` on both sides (CLOCK_MONOTONIC, shared by the processes of one
+machine); they are printed, not asserted (``bench/bench_python_tool.py`` reports percentiles)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from control_frontend import Frontend
+from kernel_harness import Kernel
+
+pytestmark = pytest.mark.timeout(180)
+
+SETUP = """
+import json, sys, time
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+globals().get("remove_listener", lambda: None)()
+real_stdout = sys.stdout
+marks, ends = {{}}, []
+def on_python(event):
+    marks.setdefault(event.kind, time.monotonic())
+    if event.kind in ("start", "stuck"):
+        print(f"python {{event.kind}}", file=real_stdout, flush=True)
+remove_listener = add_python_listener(on_python)
+faux = FauxProvider(token_size=(1, 1))
+call = faux_tool_call("python", {arguments}, id="call-1")
+faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("after the tool")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={settings})
+def on_event(event):
+    if event.type == "tool_execution_end":
+        ends.append({{"text": event.result.content[0].text, "is_error": event.is_error}})
+    elif event.type == "agent_settled":
+        marks["settled"] = time.monotonic()
+get_session().subscribe(on_event)
+"""
+REPORT = """
+report = await run
+print("REPORT " + json.dumps({"ends": ends, "marks": marks, "aborted": run.aborted, "labels": run.labels,
+                              "last": run.messages[-1].content[0].text if run.messages[-1].content else ""}))
+"""
+BUSY = "print('working')\nn = 0\nwhile True:\n    n += 1"
+SLEEP = "import time\nprint('working')\ntime.sleep(1000)"
+CODES = {"busy loop": BUSY, "sleep": SLEEP}
+NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    kernel = Kernel()
+    kernel.run("%load_ext pi_notebook")
+    yield kernel
+    kernel.shutdown()
+
+
+@pytest.fixture
+def frontend(kernel: Kernel) -> Frontend:
+    return Frontend(kernel)
+
+
+def start(
+    frontend: Frontend, code: str, *, timeout: float | None = None, settings: Any = None, cell: str = "run = %pi go"
+) -> str:
+    """Configure the faux model to call ``python`` with ``code``, start a run with ``cell``, wait until the
+    code runs; returns the cell's message id."""
+    arguments: dict[str, Any] = {"code": code}
+    if timeout is not None:
+        arguments["timeout"] = timeout
+    frontend.run(SETUP.format(arguments=repr(arguments), settings=repr({**NO_RETRY, **(settings or {})})))
+    msg_id = frontend.execute(cell)
+    frontend.wait(lambda m: _stream(m, "python start"), what="the agent's code started")
+    return msg_id
+
+
+def _stream(message: dict[str, Any], needle: str) -> bool:
+    return message["msg_type"] == "stream" and needle in message["content"]["text"]
+
+
+def finish(frontend: Frontend) -> dict[str, Any]:
+    """Await the run (it must settle) and return what the kernel recorded; then check that a cell runs."""
+    msg_id = frontend.execute(REPORT)
+    frontend.finished(msg_id)
+    lines = [
+        m["content"]["text"]
+        for m in frontend.seen
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
+    ]
+    report: dict[str, Any] = json.loads("".join(lines).split("REPORT ", 1)[1])
+    assert "next cell ok 4" in frontend.run("print('next cell ok', 2 + 2)")
+    assert frontend.run("import signal; print(signal.getsignal(signal.SIGINT))").strip() in (
+        "Handlers.SIG_IGN",
+        "<built-in function default_int_handler>",
+    )  # our handler is gone: ipykernel's is back
+    return report
+
+
+def settle_ms(report: dict[str, Any], since: float) -> float:
+    return (report["marks"]["settled"] - since) * 1000
+
+
+def measured(record_property: Any, name: str, ms: float, what: str) -> None:
+    """Report a time (``-s`` shows it; junit XML keeps it); never asserted (see bench/bench_python_tool.py)."""
+    record_property(name, round(ms, 1))
+    print(f"{name}: {ms:.1f} ms {what}")  # noqa: T201
+
+
+def tool_text(report: dict[str, Any]) -> str:
+    [end] = report["ends"]
+    assert end["is_error"] is True
+    return str(end["text"])
+
+
+def test_a_variable_the_agent_makes_is_used_by_the_next_cell(frontend: Frontend) -> None:
+    start(frontend, "prices = [3, 1, 2]\ntotal = sum(prices)\nprint('sum', total)\ntotal * 10")
+    report = finish(frontend)
+    [end] = report["ends"]
+    assert end == {"text": "sum 6\nOut: 60", "is_error": False}
+    assert report["aborted"] is False
+    assert report["last"] == "after the tool"
+    assert "max 3 60" in frontend.run("print('max', max(prices), _)")  # the agent's variables and `_`
+
+
+@pytest.mark.parametrize("kind", CODES)
+def test_control_comm_abort_over_a_subshell_stops_the_code_and_aborts_the_run(
+    frontend: Frontend, kind: str, record_property: Any
+) -> None:
+    subshell = frontend.create_subshell()
+    comm_id = frontend.open(subshell)
+    frontend.state(comm_id)
+    start(frontend, CODES[kind])
+    sent = frontend.send(comm_id, {"action": "abort"}, subshell)
+    report = finish(frontend)
+    text = tool_text(report)
+    assert text.startswith('working\nTraceback (most recent call last):\n  File "<python-input-')
+    assert text.endswith("\nKeyboardInterrupt\n\nInterrupted: Stopped by the user")
+    assert report["aborted"] is True
+    assert report["labels"][-1] == "agent_settled"
+    measured(
+        record_property, f"abort_to_settled[{kind}]", settle_ms(report, sent), "from the comm message to agent_settled"
+    )
+
+
+def test_an_abort_for_another_run_leaves_the_code_running(frontend: Frontend) -> None:
+    subshell = frontend.create_subshell()
+    comm_id = frontend.open(subshell)
+    frontend.state(comm_id)
+    start(frontend, "import time\ntime.sleep(1.5)\nprint('slept')")
+    frontend.send(comm_id, {"action": "abort", "run": 999}, subshell)
+    report = finish(frontend)
+    assert report["ends"] == [{"text": "slept", "is_error": False}]
+    assert report["aborted"] is False
+
+
+@pytest.mark.parametrize("kind", CODES)
+def test_the_kernel_interrupt_stops_the_code_and_aborts_the_run(
+    kernel: Kernel, frontend: Frontend, kind: str, record_property: Any
+) -> None:
+    start(frontend, CODES[kind])
+    sent = time.monotonic()
+    kernel.interrupt()
+    report = finish(frontend)
+    text = tool_text(report)
+    assert "KeyboardInterrupt\n\nInterrupted by the kernel's interrupt; the run is aborted" in text
+    assert report["aborted"] is True
+    measured(
+        record_property, f"interrupt_to_settled[{kind}]", settle_ms(report, sent), "from the interrupt to agent_settled"
+    )
+
+
+@pytest.mark.parametrize("kind", CODES)
+def test_the_calls_timeout_ends_the_code_and_the_run_goes_on(
+    frontend: Frontend, kind: str, record_property: Any
+) -> None:
+    start(frontend, CODES[kind], timeout=0.5)
+    report = finish(frontend)
+    text = tool_text(report)
+    assert text.endswith("KeyboardInterrupt\n\nPython code timed out after 0.5 seconds")
+    assert report["aborted"] is False
+    assert report["last"] == "after the tool"  # the model got the timeout and answered
+    late = (report["marks"]["end"] - report["marks"]["start"] - 0.5) * 1000
+    measured(record_property, f"timeout_to_code_end[{kind}]", late, "from the call's deadline to the code's end")
+    deadline = report["marks"]["start"] + 0.5
+    measured(record_property, f"timeout_to_settled[{kind}]", settle_ms(report, deadline), "(the model answers between)")
+
+
+@pytest.mark.parametrize("kind", CODES)
+def test_the_session_tool_timeout_ends_the_code_and_the_run_goes_on(
+    frontend: Frontend, kind: str, record_property: Any
+) -> None:
+    start(frontend, CODES[kind], settings={"timeouts": {"tool_ms": 500}})
+    report = finish(frontend)
+    text = tool_text(report)
+    assert text.startswith("working\nTraceback")
+    assert text.endswith("KeyboardInterrupt\n\nInterrupted: Tool python timed out after 0.5 seconds")
+    assert report["aborted"] is False
+    assert report["last"] == "after the tool"
+    late = (report["marks"]["end"] - report["marks"]["start"] - 0.5) * 1000
+    measured(
+        record_property, f"tool_ms_to_code_end[{kind}]", late, "after the code's start + tool_ms (armed a bit earlier)"
+    )
+
+
+@pytest.mark.parametrize("kind", CODES)
+def test_the_wall_time_budget_ends_the_code_and_aborts_the_run(
+    frontend: Frontend, kind: str, record_property: Any
+) -> None:
+    start(frontend, CODES[kind], settings={"budget": {"wall_time_ms": 1000}})
+    report = finish(frontend)
+    text = tool_text(report)
+    assert "KeyboardInterrupt\n\nInterrupted: Run budget exceeded (wall_time): 1000 ms used, limit 1000 ms" in text
+    assert report["aborted"] is True
+    assert "budget_exceeded" in report["labels"]
+    assert report["last"] == ""  # the aborted reply: no further model request
+    ran = (report["marks"]["end"] - report["marks"]["start"]) * 1000
+    measured(record_property, f"wall_budget_code_ran[{kind}]", ran, "the code ran (the run's budget: 1000 ms)")
+
+
+def test_the_turn_timeout_ends_the_code_and_aborts_the_run(frontend: Frontend) -> None:
+    start(frontend, SLEEP, settings={"timeouts": {"turn_ms": 800}})
+    report = finish(frontend)
+    assert "Interrupted: Turn timed out: 800 ms used, limit 800 ms" in tool_text(report)
+    assert report["aborted"] is True
+    assert "budget_exceeded" in report["labels"]
+
+
+UNINTERRUPTIBLE = """
+import ctypes, signal, time
+libc = ctypes.CDLL(None)
+print('working')
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a C call that ignores signals
+try:
+    libc.sleep(2)
+finally:
+    returned = time.monotonic()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+print('not reached')
+"""
+
+
+def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_returns(
+    frontend: Frontend, record_property: Any
+) -> None:
+    subshell = frontend.create_subshell()
+    comm_id = frontend.open(subshell)
+    frontend.state(comm_id)
+    start(frontend, UNINTERRUPTIBLE)
+    sent = frontend.send(comm_id, {"action": "abort"}, subshell)
+    frontend.wait(lambda m: _stream(m, "python stuck"), what="the stuck event")
+    report = finish(frontend)
+    returned = float(frontend.run("print(returned)"))
+    marks = report["marks"]
+    assert marks["stuck"] < returned  # reported while the C call still ran
+    assert marks["settled"] > returned  # never settled while the code ran
+    assert "Interrupted: Stopped by the user" in tool_text(report)
+    assert "not reached" not in tool_text(report)
+    assert report["aborted"] is True
+    measured(record_property, "abort_to_stuck", (marks["stuck"] - sent) * 1000, "from the abort to the stuck event")
+    measured(record_property, "return_to_settled", settle_ms(report, returned), "from the C call's return")
+
+
+def test_the_kernel_interrupt_while_a_cell_awaits_the_run_ends_the_code_the_cell_and_the_run(
+    kernel: Kernel, frontend: Frontend
+) -> None:
+    """The previous SIGINT handler (ipykernel's, which cancels the awaiting cell) is still called."""
+    awaiting = start(frontend, SLEEP, cell="run = %pi go\nawait run")
+    kernel.interrupt()
+    errors = []
+    while True:  # Frontend.wait fails on any error output; this cell's error is expected
+        message = frontend.client.get_iopub_msg(timeout=30)
+        if message["parent_header"].get("msg_id") != awaiting:
+            frontend.seen.append(message)
+            continue
+        if message["msg_type"] == "error":
+            errors.append(message["content"]["ename"])
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    assert errors in (["KeyboardInterrupt"], ["CancelledError"])  # the awaiting cell was interrupted
+    report = finish(frontend)
+    assert "Interrupted by the kernel's interrupt; the run is aborted" in tool_text(report)
+    assert report["aborted"] is True
