@@ -85,8 +85,9 @@ class ProviderError(Exception):
 
     @property
     def failure(self) -> RequestFailure | None:
-        """What the response said, for the retry classifier; ``None`` when there was no response."""
-        if self.status is None:
+        """What the response said, for the retry classifier; ``None`` when there was no response, or when it was
+        not an error status (a 200 whose body is an error, a redirect): then its text decides."""
+        if self.status is None or self.status < 400:
             return None
         hint = self.headers.get("x-should-retry")
         return RequestFailure(

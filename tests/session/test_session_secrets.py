@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from pi_notebook.agent import Agent, LoopConfig
+from pi_notebook.agent import Agent, Hooks, LoopConfig
 from pi_notebook.ai import Model, StreamOptions, close_connections
 from pi_notebook.ai.messages import message_to_json
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
@@ -104,7 +104,7 @@ async def test_a_key_with_a_trailing_newline_is_stripped_and_no_spelling_of_it_s
         monkeypatch.setenv(VARIABLES[api], raw)
     else:
         monkeypatch.delenv(VARIABLES[api], raising=False)
-        options = {"api_key": raw} if source == "api_key" else {"get_api_key": lambda provider: raw}
+        options = {"api_key": raw} if source == "api_key" else {"hooks": Hooks(get_api_key=lambda provider: raw)}
     server.script([Reply.text("hello"), echo_fault()])
     session, seen = session_for(api, server, tmp_path, **options)
 
@@ -213,7 +213,7 @@ async def run_tool_session(
         tools=[tool],
         store=store,
         api_key=KEYS["session"],
-        get_api_key=lambda provider: KEYS["asked"],
+        hooks=Hooks(get_api_key=lambda provider: KEYS["asked"]),
     )
     seen = Everything()
     session.subscribe(seen)
