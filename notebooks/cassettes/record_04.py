@@ -70,7 +70,7 @@ def main() -> None:
     nbformat.write(execute(), NOTEBOOK)
     if KEY in CASSETTE.read_text():
         raise SystemExit("the recording key is in the cassette")
-    print(f"recorded {CASSETTE.name} ({len(SCRIPT)} exchanges) and refreshed {NOTEBOOK.name}")  # noqa: T201
+    print(f"recorded {CASSETTE.name} ({len(SCRIPT)} exchanges) and refreshed {NOTEBOOK.name}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pytest
 from pi_notebook.ai import (
     AbortController,
     AssistantMessage,
+    AssistantMessageEvent,
     Cassette,
     CassetteError,
     Context,
@@ -70,16 +71,26 @@ def context(text: str = "hello") -> Context:
 
 
 async def run_stream(
-    model: Model, text: str = "hello", on_event: Callable[[Any], None] | None = None, **options: Any
+    model: Model,
+    text: str = "hello",
+    on_event: Callable[[AssistantMessageEvent], None] | None = None,
+    **options: Any,
 ) -> tuple[list[str], AssistantMessage]:
     """The event types and the final message of one streamed request."""
-    types = []
+    types: list[str] = []
     response = stream(model, context(text), StreamOptions(**options))
     async for event in response:
         types.append(event.type)
         if on_event is not None:
             on_event(event)
     return types, await response.result()
+
+
+def first_text(message: AssistantMessage) -> str:
+    """The text of the message's first block, which must be a text block."""
+    block = message.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
 
 
 def same_message(message: AssistantMessage) -> dict[str, Any]:
@@ -139,7 +150,7 @@ async def test_a_429_then_success_replays_the_layer_one_retry_and_its_wait(
     assert cassette.replayed == 2
     assert [line["response"]["status"] for line in lines(path)[1:]] == [429, 200]
     assert same_message(replayed[1]) == same_message(live[1])
-    assert replayed[1].content[0].text == "after the limit"  # type: ignore[union-attr]
+    assert first_text(replayed[1]) == "after the limit"
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -235,7 +246,7 @@ async def test_once_records_when_the_file_is_missing_then_only_replays(server: F
         assert cassette.offline
         _, replayed = await run_stream(model, "one")
         _, unmatched = await run_stream(model, "two")
-    assert replayed.content[0].text == "first"  # type: ignore[union-attr]
+    assert first_text(replayed) == "first"
     assert "(mode once) has no recorded response" in (unmatched.error_message or "")
     assert len(server.requests) == 1
 
@@ -252,7 +263,7 @@ async def test_new_replays_what_it_has_and_appends_what_it_has_not(server: Fault
     assert (cassette.replayed, cassette.recorded) == (1, 1)
     assert cassette.describe().endswith("mode new, replaying, recording new requests, timing fast; "
                                         "1 replayed, 1 recorded, 0 not replayed yet")  # fmt: skip
-    assert (old.content[0].text, new.content[0].text) == ("old answer", "new answer")  # type: ignore[union-attr]
+    assert (first_text(old), first_text(new)) == ("old answer", "new answer")
     assert len(server.requests) == 2
     assert len(lines(path)) == 3
 
@@ -286,7 +297,7 @@ async def test_the_environment_forces_replay_only(
         assert cassette.effective_mode == "none"
         _, known = await run_stream(model, "known")
         _, unknown = await run_stream(model, "unknown")
-    assert known.content[0].text == "recorded"  # type: ignore[union-attr]
+    assert first_text(known) == "recorded"
     assert "(mode none from PI_NOTEBOOK_CASSETTE_MODE)" in (unknown.error_message or "")
     assert len(server.requests) == 1
     monkeypatch.setenv("PI_NOTEBOOK_CASSETTE_MODE", "sometimes")
@@ -331,7 +342,7 @@ async def test_identical_requests_replay_in_recorded_order_each_once(server: Fau
         await run_stream(model)
     with Cassette(path, mode="none"):
         answers = [(await run_stream(model))[1] for _ in range(3)]
-    assert [a.content[0].text for a in answers[:2]] == ["first", "second"]  # type: ignore[union-attr]
+    assert [first_text(a) for a in answers[:2]] == ["first", "second"]
     assert "its 2 recorded response(s) were all replayed already" in (answers[2].error_message or "")
 
 
@@ -348,7 +359,7 @@ async def test_one_object_keeps_its_place_a_new_one_starts_over(server: FaultSer
         _, second = await run_stream(model)
     with Cassette(path, mode="none"):
         _, again = await run_stream(model)
-    texts = [m.content[0].text for m in (first, second, again)]  # type: ignore[union-attr]
+    texts = [first_text(m) for m in (first, second, again)]
     assert texts == ["first", "second", "first"]
 
 
@@ -362,7 +373,7 @@ async def test_ignored_body_fields_do_not_take_part_in_matching(server: FaultSer
     with Cassette(path, mode="none", ignore_body_fields=["temperature"]):
         _, loose = await run_stream(model, temperature=0.9)
     assert "at body field temperature" in (strict.error_message or "")
-    assert loose.content[0].text == "warm"  # type: ignore[union-attr]
+    assert first_text(loose) == "warm"
 
 
 def test_field_paths_match_keys_and_list_items_with_a_wildcard() -> None:
@@ -394,7 +405,7 @@ async def test_no_key_reaches_the_file_from_headers_environment_bodies_or_settin
         _, echoed = await run_stream(model, f"remember {other}", api_key="sk-from-options-8c1e")
     text = read(path)
     assert unauthorized.stop_reason == "error"
-    assert CANARY in echoed.content[0].text  # type: ignore[union-attr]  # live, the client sees it all
+    assert CANARY in first_text(echoed)  # live, the client sees it all
     for secret in (CANARY, other, "sk-from-options-8c1e"):
         assert secret not in text
     first, second = lines(path)[1:]
@@ -432,7 +443,7 @@ async def test_fast_replay_does_not_wait_and_real_replay_keeps_the_recorded_gaps
     timings = {}
     for timing in ("fast", "real"):
         started = time.monotonic()
-        with Cassette(path, mode="none", timing=timing):  # type: ignore[arg-type]
+        with Cassette(path, mode="none", timing=timing):
             _, message = await run_stream(model)
         timings[timing] = time.monotonic() - started
         assert message.stop_reason == "stop"
@@ -448,7 +459,7 @@ async def test_stop_during_a_real_time_replay_aborts_mid_body(server: FaultServe
     span = lines(path)[1]["response"]["body"][-1][0]
     controller = AbortController()
 
-    def stop_on_third_delta(event: Any, seen: list[int] = [0]) -> None:  # noqa: B006 - a counter
+    def stop_on_third_delta(event: AssistantMessageEvent, seen: list[int] = [0]) -> None:  # noqa: B006 - a counter
         seen[0] += event.type == "text_delta"
         if seen[0] == 3:
             controller.abort()
@@ -458,7 +469,7 @@ async def test_stop_during_a_real_time_replay_aborts_mid_body(server: FaultServe
         types, message = await run_stream(model, on_event=stop_on_third_delta, signal=controller.signal)
     assert message.stop_reason == "aborted"
     assert types.count("text_delta") == 3
-    assert message.content[0].text == "word word word "  # type: ignore[union-attr]
+    assert first_text(message) == "word word word "
     assert time.monotonic() - started < span  # it did not play the rest of the body first
 
 
@@ -469,7 +480,7 @@ async def test_a_body_stopped_while_recording_goes_quiet_in_replay_until_the_idl
     model = model_for("openai", server.base_url)
     controller = AbortController()
 
-    def stop_on_first_delta(event: Any) -> None:
+    def stop_on_first_delta(event: AssistantMessageEvent) -> None:
         if event.type == "text_delta":
             controller.abort()
 
@@ -488,10 +499,13 @@ async def test_stop_while_a_replayed_body_is_quiet_aborts_at_once(server: FaultS
     server.script([Reply.text("word " * 40, chunk_chars=5, delay_s=0.02)])
     model = model_for("openai", server.base_url)
     controller = AbortController()
+
+    def stop_on_first_delta(event: AssistantMessageEvent) -> None:
+        if event.type == "text_delta":
+            controller.abort()
+
     with Cassette(path):
-        await run_stream(
-            model, on_event=lambda e: e.type == "text_delta" and controller.abort(), signal=controller.signal
-        )
+        await run_stream(model, on_event=stop_on_first_delta, signal=controller.signal)
     controller = AbortController()
     with Cassette(path, mode="none"):
         response = stream(model, context(), StreamOptions(signal=controller.signal))
@@ -540,14 +554,14 @@ async def test_a_cassette_answers_even_when_an_environment_proxy_is_set(
     with Cassette(path, mode="none"):
         _, replayed = await run_stream(model)
     assert (without.error_message or "").startswith("Connection error")  # the proxy was used...
-    assert replayed.content[0].text == "through the cassette"  # type: ignore[union-attr]  # ...and routed
+    assert first_text(replayed) == "through the cassette"  # ...and routed
 
 
 async def test_no_cassette_no_file_and_complete_works_too(server: FaultServer, path: Path) -> None:
     server.script([Reply.text("plain"), Reply.text("recorded")])
     model = model_for("openai", server.base_url)
     message = await complete(model, context())
-    assert message.content[0].text == "plain"  # type: ignore[union-attr]
+    assert first_text(message) == "plain"
     assert read(path) == ""
     async with Cassette(path) as cassette:
         await complete(model, context())
@@ -568,9 +582,9 @@ async def test_concurrent_tasks_each_use_their_own_cassette(server: FaultServer,
         async with Cassette(path, mode="none"):
             await asyncio.sleep(0)  # both tasks are inside their cassettes before either sends
             _, message = await run_stream(model)
-        return message.content[0].text  # type: ignore[union-attr]
+        return first_text(message)
 
-    assert await asyncio.gather(replay(paths[0]), replay(paths[1])) == ["from a", "from b"]
+    assert list(await asyncio.gather(replay(paths[0]), replay(paths[1]))) == ["from a", "from b"]
     _, outside = await run_stream(model)
     assert (outside.error_message or "").startswith("Connection error")  # no cassette leaked out of the tasks
 

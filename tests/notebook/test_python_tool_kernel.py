@@ -104,7 +104,7 @@ def finish(frontend: Frontend) -> dict[str, Any]:
 
 
 def settle_ms(report: dict[str, Any], since: float) -> float:
-    return (report["marks"]["settled"] - since) * 1000
+    return float(report["marks"]["settled"] - since) * 1000
 
 
 def measured(record_property: Any, name: str, ms: float, what: str) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import pytest
 
@@ -21,6 +22,7 @@ from pi_notebook.ai import (
     AbortController,
     AssistantMessage,
     Context,
+    Message,
     Model,
     StreamOptions,
     TextContent,
@@ -45,6 +47,13 @@ ADD_SCHEMA = {
 
 def user(text: str) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)])
+
+
+def first_text(message: AssistantMessage | ToolResultMessage) -> str:
+    """The text of the message's first block, which must be a text block."""
+    block = message.content[0]
+    assert isinstance(block, TextContent), block
+    return block.text
 
 
 def context(text: str, **fields: Any) -> Context:
@@ -83,14 +92,14 @@ async def test_llama_a_length_reply_honours_max_tokens(smollm2: Model) -> None:
     # Was: max_completion_tokens, which llama-cpp-python ignores (8 asked, 144 generated).
     reply = await complete(smollm2, context("Count from one to one hundred in words."), StreamOptions(max_tokens=8))
     assert reply.stop_reason == "length", reply.error_message
-    text = reply.content[0].text  # type: ignore[union-attr]
+    text = first_text(reply)
     assert 0 < len(text) < 80  # 8 tokens of English are a few words
 
 
 async def test_llama_accepts_a_tool_round_in_the_history(smollm2: Model) -> None:
     # Was: "content": null on the tool-call message, rejected with a 500 (7 validation errors).
     call = ToolCall(id="call_1", name="add", arguments={"a": 2, "b": 3})
-    history = [
+    history: list[Message] = [
         user("What is 2 + 3?"),
         AssistantMessage(content=[call], stop_reason="toolUse", api=smollm2.api, provider=smollm2.provider),
         ToolResultMessage(tool_call_id="call_1", tool_name="add", content=[TextContent(text="5")]),
@@ -115,7 +124,7 @@ async def test_llama_abort_mid_stream_settles_at_once_and_the_server_goes_on(smo
     reply = await response.result()
     settled_ms = (time.monotonic() - aborted_at) * 1000
     assert (reply.stop_reason, reply.error_message) == ("aborted", "Request was aborted")
-    assert reply.content[0].text  # type: ignore[union-attr]  # the partial is kept
+    assert first_text(reply)  # the partial is kept
     assert settled_ms < 500
     after = await complete(smollm2, context("Say yes."), StreamOptions(max_tokens=4))
     assert after.stop_reason in ("stop", "length"), after.error_message
@@ -136,9 +145,12 @@ def test_llama_lists_ids_only_so_discovery_asks_for_the_window(llama_cpp_python:
 
 # -- LiteLLM proxy: both routes ---------------------------------------------------------------------------
 
+ProxyModel: TypeAlias = Callable[[str, str], Model]
+"""``litellm(api, name)``: the proxy's model ``name`` on its ``api`` route (``openai`` or ``anthropic``)."""
+
 
 @pytest.fixture
-def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> ProxyModel:
     monkeypatch.setenv("LITELLM_KEY", litellm_proxy.key)
 
     def model(api: str, name: str) -> Model:
@@ -149,7 +161,7 @@ def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_plain_reply(litellm: Any, api: str) -> None:
+async def test_litellm_plain_reply(litellm: ProxyModel, api: str) -> None:
     # On /v1/messages LiteLLM answers a mock model with a whole JSON message, even to a streaming request.
     reply = await complete(litellm(api, "mock-text"), context("hi"))
     assert (reply.stop_reason, reply.error_message) == ("stop", None)
@@ -157,7 +169,7 @@ async def test_litellm_plain_reply(litellm: Any, api: str) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_tool_round_trip(litellm: Any, api: str) -> None:
+async def test_litellm_tool_round_trip(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-tool"), stream_fn=stream, tools=[add_tool(calls)])
     await agent.prompt("What is 2 + 3?")
@@ -169,18 +181,18 @@ async def test_litellm_tool_round_trip(litellm: Any, api: str) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: Any, api: str) -> None:
+async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-badargs"), stream_fn=stream, tools=[add_tool(calls)])
     await agent.prompt("What is 2 + 3?")
     result = next(m for m in agent.state.messages if isinstance(m, ToolResultMessage))
     assert calls == []
     assert result.is_error
-    assert 'Received arguments:\n{\n  "a": 2\n}' in result.content[0].text  # type: ignore[union-attr]
+    assert 'Received arguments:\n{\n  "a": 2\n}' in first_text(result)
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_abort_mid_stream(litellm: Any, api: str) -> None:
+async def test_litellm_abort_mid_stream(litellm: ProxyModel, api: str) -> None:
     controller = AbortController()
     response = stream(litellm(api, "scripted-slow"), context("go"), StreamOptions(signal=controller.signal))
     deltas = 0
@@ -191,12 +203,12 @@ async def test_litellm_abort_mid_stream(litellm: Any, api: str) -> None:
                 controller.abort()
     reply = await asyncio.wait_for(response.result(), 5)
     assert reply.stop_reason == "aborted"
-    text = reply.content[0].text  # type: ignore[union-attr]
+    text = first_text(reply)
     assert text.startswith("word0 ") and "word399" not in text
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_overflow_is_classified_and_not_retried(litellm: Any, api: str) -> None:
+async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "mock-overflow"), context("hi"), StreamOptions(max_retries=3))
     assert reply.stop_reason == "error"
     assert "ContextWindowExceededError" in (reply.error_message or "")
@@ -204,6 +216,6 @@ async def test_litellm_overflow_is_classified_and_not_retried(litellm: Any, api:
 
 
 @pytest.mark.parametrize("api", APIS)
-async def test_litellm_length_reply(litellm: Any, api: str) -> None:
+async def test_litellm_length_reply(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "scripted-length"), context("go"))
     assert (reply.stop_reason, reply.content) == ("length", [TextContent(text="cut short")])

@@ -44,8 +44,7 @@ async def test_the_guard_redacts_results_updates_and_error_texts(value: Any) -> 
     updates: list[AgentToolResult] = []
     guarded = guard_tool(tool_returning(value), Settings().timeouts, lambda: [KEY])
     result = await guarded.execute("c", {}, AbortController().signal, updates.append)
-    text = result.content[0].text
-    assert text == "text ***"
+    assert result.content == [TextContent(text="text ***")]
     assert updates[0].content == [TextContent(text="partial ***")]
     failing = guard_tool(tool_returning(error=ValueError(f"bad {KEY!r}")), Settings().timeouts, lambda: [KEY])
     with pytest.raises(RuntimeError, match=r"^bad '\*\*\*'$"):

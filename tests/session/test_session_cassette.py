@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.agent import AgentTool, AgentToolResult
+from pi_notebook.agent import AgentTool, AgentToolResult, MessageUpdateEvent
 from pi_notebook.ai import Cassette, Model, TextContent, UserMessage, close_connections
 from pi_notebook.ai.providers.faux import faux_assistant_message
 from pi_notebook.session import AgentSession, CompactionSummaryMessage, Settings
@@ -137,8 +137,8 @@ async def test_a_stream_stopped_after_its_first_delta(
     async def stop_after_first_delta(session: AgentSession, recorder: EventRecorder) -> None:
         running = session.prompt("tell me a long story")
 
-        def first_delta(event: Any) -> bool:
-            return event.type == "message_update" and event.assistant_message_event.type == "text_delta"
+        def first_delta(event: object) -> bool:
+            return isinstance(event, MessageUpdateEvent) and event.assistant_message_event.type == "text_delta"
 
         task = asyncio.ensure_future(running)
         await recorder.wait_for(first_delta)

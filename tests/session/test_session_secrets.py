@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from pi_notebook.agent import Agent, Hooks, LoopConfig
-from pi_notebook.ai import Model, StreamOptions, close_connections
+from pi_notebook.ai import AssistantMessage, Model, StreamOptions, TextContent, ToolResultMessage, close_connections
 from pi_notebook.ai.messages import message_to_json
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.session import AgentSession, SessionStore, Settings
@@ -32,6 +32,13 @@ CANARY = f"sk-{CORE}"
 async def server() -> AsyncIterator[FaultServer]:
     with FaultServer() as running:
         yield running
+
+
+def last_reply(session: AgentSession) -> AssistantMessage:
+    """The session's last message, which must be the model's reply."""
+    message = session.messages[-1]
+    assert isinstance(message, AssistantMessage), message
+    return message
 
 
 def provider_model(api: str, server: FaultServer, **fields: Any) -> Model:
@@ -109,11 +116,11 @@ async def test_a_key_with_a_trailing_newline_is_stripped_and_no_spelling_of_it_s
     session, seen = session_for(api, server, tmp_path, **options)
 
     await session.prompt("first")
-    assert session.messages[-1].stop_reason == "stop"
+    assert last_reply(session).stop_reason == "stop"
     assert server.requests[0].api_key == CANARY  # sent without the newline
 
     await session.prompt("second")  # the server quotes the key back in its error
-    failed = session.messages[-1]
+    failed = last_reply(session)
     assert failed.stop_reason == "error"
     assert "***" in (failed.error_message or "")
     assert len(server.requests) == 2  # a 401 is not retried
@@ -129,7 +136,7 @@ async def test_a_key_with_a_control_or_non_ascii_character_inside_is_refused_uns
     monkeypatch.setenv(VARIABLES[api], f"{CANARY[:8]}{inner}{CANARY[8:]}\n")
     session, seen = session_for(api, server, tmp_path)
     await session.prompt("hello")
-    failed = session.messages[-1]
+    failed = last_reply(session)
     assert failed.stop_reason == "error"
     assert failed.error_message is not None
     assert failed.error_message.startswith(f"The API key for provider {failed.provider} (from {VARIABLES[api]}) ")
@@ -148,7 +155,7 @@ async def test_a_credential_header_the_transport_refuses_is_scrubbed_and_not_ret
     model = provider_model(api, server, headers={"x-custom-token": CANARY + "\n"})
     session, seen = session_for(api, server, tmp_path, model=model)
     await session.prompt("hello")
-    failed = session.messages[-1]
+    failed = last_reply(session)
     assert failed.stop_reason == "error"
     assert (failed.error_message or "").startswith("Invalid request, not sent: ")
     assert server.requests == []
@@ -192,9 +199,9 @@ PRINT = 'env; echo "o=[$OPENAI_API_KEY] a=[$ANTHROPIC_API_KEY] s=[$MY_COPY] g=[$
 
 async def run_tool_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, **tool_options: Any
-) -> tuple[str, Everything, list[Any]]:
+) -> tuple[str, Everything, list[ToolResultMessage]]:
     """A faux model calls the real bash tool with ``command``; returns the tool result's text, every place a key
-    could show, and the contexts the model was sent."""
+    could show (events, the session file, the contexts the model was sent) and the tool results."""
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.setenv(name, KEYS[name])
     contexts: list[Any] = []
@@ -219,11 +226,13 @@ async def run_tool_session(
     session.subscribe(seen)
     session.agent.subscribe(seen)
     await session.prompt("print the environment")
-    result = next(m for m in session.messages if m.role == "toolResult")
+    results = [m for m in session.messages if isinstance(m, ToolResultMessage)]
     store.close()
     seen.texts.append(store.path.read_text(encoding="utf-8"))
     seen.texts += [repr(context.messages) for context in contexts]
-    return result.content[0].text, seen, [m for m in session.messages if m.role == "toolResult"]
+    block = results[0].content[0]
+    assert isinstance(block, TextContent), block
+    return block.text, seen, results
 
 
 def key_hits(seen: Everything) -> dict[str, int]:

@@ -23,6 +23,12 @@ def texts_of(path: Path) -> list[str]:
     return [text_of(message) for message in load_session(path).messages]  # type: ignore[arg-type]
 
 
+def write_state(store: SessionStore) -> tuple[int, str | None]:
+    """The entries ``store`` holds unwritten and its last write error, typed as declared (an earlier assert must
+    not narrow them: each append changes them)."""
+    return store.unwritten, store.write_error
+
+
 def test_a_disk_full_mid_line_leaves_no_torn_entry_and_the_entries_follow_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -46,7 +52,7 @@ def test_a_disk_full_mid_line_leaves_no_torn_entry_and_the_entries_follow_later(
     )
     disk.full = False
     store.append_message(UserMessage(content="four"))
-    assert (store.unwritten, store.write_error) == (0, None)
+    assert write_state(store) == (0, None)
     store.close()
     loaded = load_session(path)
     assert [text_of(m) for m in loaded.messages] == ["one", "two", "three", "four"]  # type: ignore[arg-type]

@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
+from pi_notebook.agent import AgentTool
 from pi_notebook.ai import AbortController
 from pi_notebook.tools import edit_tool, write_tool
 
@@ -35,15 +37,20 @@ def _say(line: str) -> None:
     os.write(1, (line + "\n").encode())
 
 
+async def _call(tool: AgentTool, args: dict[str, Any]) -> None:
+    await tool.execute("call", args, AbortController().signal, lambda _: None)
+
+
 def _writer(kind: str, path: str, size: int) -> None:
     directory = os.path.dirname(path)
+    args: dict[str, Any]
     if kind == "write":
         tool, args = write_tool(directory), {"path": path, "content": new_content(size).decode()}
     else:
         tool, args = edit_tool(directory), {"path": path, "edits": [{"oldText": "MARKER", "newText": "CHANGED"}]}
     _say(f"pid {os.getpid()}")
     try:
-        asyncio.run(tool.execute("call", args, AbortController().signal, lambda _: None))
+        asyncio.run(_call(tool, args))
     except Exception as exc:
         _say(f"error {exc}")
         os._exit(1)

@@ -30,7 +30,9 @@ def file_bytes(spec: Any) -> bytes:
     if "numbered" in spec:
         return "".join(f"line {i}\n" for i in range(1, spec["numbered"] + 1)).encode("utf-8")
     if "repeat" in spec:
-        return (spec["repeat"]["line"] + "\n").encode("utf-8") * spec["repeat"]["count"]
+        line: str = spec["repeat"]["line"]
+        count: int = spec["repeat"]["count"]
+        return (line + "\n").encode("utf-8") * count
     raise ValueError(f"unknown file spec {spec!r}")
 
 

@@ -16,7 +16,8 @@ from file_tools_fixture import load
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pi_notebook.ai import AbortController
+from pi_notebook.agent import AgentTool, AgentToolResult
+from pi_notebook.ai import AbortController, AbortSignal, TextContent, ToolResultMessage
 from pi_notebook.tools import (
     FileToolError,
     _search,
@@ -37,11 +38,13 @@ from pi_notebook.tools._read_text import OffsetBeyondEnd, select_lines
 from pi_notebook.tools._truncate import truncate_head
 
 
-def text_of(result: Any) -> str:
-    return "".join(block.text for block in result.content)
+def text_of(result: AgentToolResult) -> str:
+    """The result's text; every block must be text."""
+    assert all(isinstance(block, TextContent) for block in result.content), result.content
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
-async def call(tool: Any, args: dict[str, Any], signal: Any = None) -> Any:
+async def call(tool: AgentTool, args: dict[str, Any], signal: AbortSignal | None = None) -> AgentToolResult:
     signal = signal if signal is not None else AbortController().signal
     if tool.prepare_arguments is not None:
         args = tool.prepare_arguments(args)
@@ -139,7 +142,7 @@ async def test_abort_returns_at_once_while_a_slow_pattern_runs(tmp_path: Path, m
     (tmp_path / "a.txt").write_text("a" * 40 + "b\n")
     monkeypatch.setattr(grep, "SEARCH_TIMEOUT_S", 1.0)
     entered, left = threading.Event(), threading.Event()
-    real = grep.search_file
+    real = _search.search_file  # what grep.search_file is until the test patches it
 
     def search_file(*args: Any, **kwargs: Any) -> Any:
         entered.set()
@@ -448,9 +451,9 @@ async def test_the_tools_work_through_an_agent_run(tmp_path: Path) -> None:
     )
     agent = Agent(stream_fn=faux.stream, model=faux.model, tools=coding_tools(tmp_path))
     await agent.prompt("finish the notes")
-    results = [m for m in agent.state.messages if getattr(m, "role", "") == "toolResult"]
+    results = [m for m in agent.state.messages if isinstance(m, ToolResultMessage)]
     assert [r.is_error for r in results] == [False, False]
-    assert results[0].content[0].text == "# Notes\nstatus: draft\n"
+    assert results[0].content == [TextContent(text="# Notes\nstatus: draft\n")]
     assert results[1].details["diff"] == " 1 # Notes\n-2 status: draft\n+2 status: final"
     assert (tmp_path / "notes.md").read_text() == "# Notes\nstatus: final\n"
 
@@ -461,12 +464,13 @@ async def test_the_tools_work_through_an_agent_run(tmp_path: Path) -> None:
 async def test_devices_and_pipes_are_refused_not_waited_on_or_replaced(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    for tool, args, verb in [
+    cases: list[tuple[AgentTool, dict[str, Any], str]] = [
         (read_tool(tmp_path), {"path": "pipe"}, "read"),  # opening a pipe blocks until a writer comes
         (grep_tool(tmp_path), {"pattern": "x", "path": "pipe"}, "search"),
         (write_tool(tmp_path), {"path": "pipe", "content": "x"}, "write"),  # a rename would replace it
         (edit_tool(tmp_path), {"path": "pipe", "edits": [{"oldText": "a", "newText": "b"}]}, "edit"),
-    ]:
+    ]
+    for tool, args, verb in cases:
         with pytest.raises(FileToolError, match=r"not a regular file \(a device, pipe or socket\)$") as refused:
             await call(tool, args)
         assert verb in str(refused.value)

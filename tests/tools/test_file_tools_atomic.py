@@ -157,7 +157,9 @@ def test_an_aborted_write_of_a_large_file_leaves_the_old_file_and_no_temp_file(t
         loop = asyncio.get_running_loop()
         loop.call_soon(controller.abort)  # lands while the worker thread writes 64 MB in 1 MB chunks
         try:
-            await tool.execute("c", {"path": "data.txt", "content": "x" * (64 << 20)}, controller.signal, None)
+            await tool.execute(
+                "c", {"path": "data.txt", "content": "x" * (64 << 20)}, controller.signal, lambda _: None
+            )
         except Exception as exc:
             return str(exc)
         return "written"

@@ -140,7 +140,7 @@ async def test_output_is_tail_truncated_with_the_full_output_saved() -> None:
 )
 async def test_bad_arguments_are_clear_errors(args: dict[str, Any], expected: str) -> None:
     with pytest.raises(PythonError, match=expected) as caught:
-        await python_tool().execute("c", args, AbortController().signal, None)
+        await python_tool().execute("c", args, AbortController().signal, lambda _: None)
     assert caught.value.reason == "invalid"
 
 
@@ -379,7 +379,7 @@ def test_an_interrupt_during_our_own_bookkeeping_is_raised_when_it_ends() -> Non
 
 
 def test_off_the_main_thread_pure_python_code_is_interrupted() -> None:
-    outcome: list[object] = []
+    outcome: list[tuple[bool, str, Any]] = []
 
     def worker() -> None:
         async def main() -> None:
