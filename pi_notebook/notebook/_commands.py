@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, TypeAlias, get_args
 
@@ -167,6 +168,11 @@ def parse_line(line: str) -> PiCommand:
     first = words[0]
     if first not in _SPECS:
         return PiCommand("prompt", verbatim(words))
+    if _SPECS[first] == "cassette":  # a path may be quoted, as in a shell: '%pi cassette "my runs.jsonl"'
+        try:
+            words = [first, *shlex.split(line[spans[len(spans) - len(words) + 1][0] :] if words[1:] else "")]
+        except ValueError as exc:
+            raise UsageError(f"{first}: {exc}") from None
     try:
         parsed, extra = _COMMANDS.parse_known_args(words)
     except UsageError as exc:
@@ -178,6 +184,8 @@ def parse_line(line: str) -> PiCommand:
             raise UsageError(f"{name} takes no arguments")
         if kind == "number":
             raise UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
+        if kind == "cassette":
+            raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}")
         raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
     if _SPECS[name] == "cassette":
         flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}

@@ -36,7 +36,7 @@ import os
 os.environ["OPENAI_API_KEY"] = "{key}"
 os.environ.pop("PI_NOTEBOOK_CASSETTE_MODE", None)
 from pi_notebook.ai.models import model_from_spec
-from pi_notebook.notebook import configure, get_agent
+from pi_notebook.notebook import configure
 from pi_notebook.testing import FaultServer, Reply
 server = FaultServer()
 server.script([Reply.text("a recorded answer", delay_s=0.005)])
@@ -74,7 +74,7 @@ def test_percent_pi_cassette_records_then_replays_with_the_server_stopped_and_no
         ("%pi cassette a.jsonl b.jsonl", "pi: cassette: unrecognized arguments: b.jsonl"),
         ("%pi cassette a.jsonl --mode sometimes", "pi: cassette: argument --mode: invalid choice: 'sometimes'"),
         ("%pi cassette a.jsonl --timing", "pi: cassette: argument --timing: expected one argument"),
-        ("%pi cassette --mode none", "pi: cassette: the following arguments are required: path"),
+        ("%pi cassette --mode none", "pi: cassette: --mode and --timing need a PATH"),
         ("%pi cassette gone.jsonl --mode none", "pi: cassette gone.jsonl does not exist (mode none only replays)"),
     ],
 )

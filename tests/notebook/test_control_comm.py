@@ -227,7 +227,7 @@ def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_
     frontend.state(comm_id)
     frontend.run(
         "import threading\n"
-        "from pi_notebook.notebook import _control\n"
+        "from pi_notebook.notebook import _control_comm as _control\n"
         "threads = []\n"
         "def spy(reason):\n"
         "    threads.append(threading.current_thread().name)\n"
