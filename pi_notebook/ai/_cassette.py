@@ -46,7 +46,7 @@ import httpx
 
 from ._cassette_format import Exchange, FormatError, TapeRequest, header_line, parse_lines
 from ._cassette_match import Redactor, first_difference, match_key, without_fields
-from ._cassette_route import activate, deactivate
+from ._cassette_route import CassetteError, activate, deactivate
 from ._cassette_transport import Timing, record, replay, tape_request
 from ._keys import ENV_KEYS
 
@@ -60,12 +60,6 @@ DEFAULT_IGNORED_FIELDS = ("metadata", "user", "prompt_cache_key", "safety_identi
 
 _MODES: tuple[str, ...] = get_args(CassetteMode)
 _TIMINGS: tuple[str, ...] = get_args(Timing)
-
-
-class CassetteError(Exception):
-    """A cassette cannot serve: its file is missing in replay-only mode or is not a cassette, the mode override
-    is invalid (raised on entering it), or it has no recorded answer for a request (raised to the provider,
-    which reports it as the stream's error message)."""
 
 
 class Cassette:

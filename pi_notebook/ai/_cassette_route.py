@@ -15,6 +15,7 @@ from typing import Protocol
 import httpx
 
 __all__ = [
+    "CassetteError",
     "CassetteHandler",
     "RoutingTransport",
     "activate",
@@ -22,6 +23,12 @@ __all__ = [
     "deactivate",
     "route_through_cassettes",
 ]
+
+
+class CassetteError(Exception):
+    """A cassette cannot serve: its file is missing in replay-only mode or is not a cassette, the mode override
+    is invalid (raised on entering it), or it has no recorded answer for a request (raised to the provider,
+    which reports it as the stream's error message)."""
 
 
 class CassetteHandler(Protocol):

@@ -26,7 +26,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
-from ._cassette_route import route_through_cassettes
+from ._cassette_route import CassetteError, route_through_cassettes
 from ._request import Model, StreamOptions
 from ._responses import (
     content_type,
@@ -368,6 +368,8 @@ def run_provider(
                     await body(run)
                 except ProviderError as exc:
                     failure, request_failure = exc.message, exc.failure
+                except CassetteError as exc:  # a request the cassette cannot answer: retrying cannot help
+                    failure, request_failure = describe_transport_error(exc), RequestFailure(should_retry=False)
                 except Exception as exc:
                     failure = describe_transport_error(exc)
             timed_out = timer.cancelled_caught

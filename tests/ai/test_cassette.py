@@ -29,6 +29,7 @@ from pi_notebook.ai import (
 )
 from pi_notebook.ai._cassette_format import Chunk, decode_bytes, encode_bytes
 from pi_notebook.ai._cassette_match import Redactor, first_difference, without_fields
+from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 
 APIS = ["openai", "anthropic"]
@@ -229,6 +230,9 @@ async def test_none_with_an_unmatched_request_is_the_streams_error_naming_it_and
     assert text.startswith(f"CassetteError: cassette {path} (mode none) has no recorded response for POST ")
     assert f"{server.openai_base_url}/chat/completions" in text
     assert "at body field messages.1.content" in text
+    # Never retried, whatever digits its URL holds (a port like 5031 reads as a 503 to the text classifier).
+    assert message.request_failure is not None and message.request_failure.should_retry is False
+    assert not is_retryable_assistant_error(message)
 
 
 async def test_none_without_a_file_fails_on_entering(path: Path) -> None:
