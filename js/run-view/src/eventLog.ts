@@ -64,15 +64,16 @@ export class EventLog {
     const some = el("button", "pi-log-show", `Show ${page.toLocaleString()} earlier`);
     some.addEventListener("click", () => this.reveal(page));
     const all = el("button", "pi-log-show", "Show all");
-    all.addEventListener("click", () => this.reveal(hidden));
+    all.addEventListener("click", () => this.reveal(hidden, true));
     this.more.replaceChildren(el("span", "pi-log-hidden", `${hidden.toLocaleString()} earlier events hidden `), some);
     if (page < hidden) this.more.append(" ", all);
   }
 
-  private reveal(count: number): void {
+  /** Show `count` more earlier rows; with `all`, keep every row from now on. */
+  private reveal(count: number, all = false): void {
     const first = this.first - count;
     this.body.prepend(...this.rows.slice(first, this.first).map(row));
-    this.limit += count;
+    this.limit = all ? Infinity : this.limit + count;
     this.first = first;
     this.showMore();
   }
