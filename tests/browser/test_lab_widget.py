@@ -91,3 +91,65 @@ def test_percent_pi_compact_shows_the_summary_in_the_widget(lab: JupyterLab) -> 
     labels = view.locator(".pi-log-label").all_inner_texts()
     assert labels[:2] == ["compaction_start", "compaction_end"]
     lab.screenshot(page, "widget-compaction.png")
+
+
+LONG_SETUP = """\
+%load_ext pi_notebook
+from pi_notebook.notebook import configure, get_agent
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+section = ("## Step {n}\\n\\nThe agent read **{n} files**; see `parse()` and [the docs][docs].\\n\\n- one\\n- two\\n\\n"
+           "```python\\ndef step_{n}(values):\\n    return [v * {n} for v in values]\\n```\\n\\n"
+           "| file | lines |\\n|---|---:|\\n| a_{n}.py | {n} |\\n\\n")
+report = "# Report\\n\\n" + "".join(section.format(n=n) for n in range(1, 301)) + "[docs]: https://example.com/docs\\n"
+faux = FauxProvider(tokens_per_second=6000, token_size=(4, 4))
+faux.set_responses([faux_assistant_message(report)])
+configure(model=faux.model, stream_fn=faux.stream)
+"""
+MANY_EVENTS = """\
+run = get_agent().current_run
+await run
+for i in range(10_000):
+    run.view.transcript.add({"op": "event", "t": 5_000 + i, "label": "turn_start", "detail": f"turn {i}"})
+run.view.transcript.flush()
+print(len(run.log) + 10_000)
+"""
+
+
+def test_a_long_reply_renders_every_block_and_the_log_keeps_its_last_rows(lab: JupyterLab) -> None:
+    lab.shutdown_kernels()
+    path = notebook([LONG_SETUP, "%pi write a report", MANY_EVENTS], lab.root / "long.ipynb")
+    page = lab.open(path, workspace="long")
+    lab.run_cell(page, 0)
+    lab.wait_idle(page, 0)
+    lab.run_cell(page, 1)
+    view = page.locator(".pi-run-view").first
+    view.locator(".pi-run-state.pi-state-settled").wait_for(timeout=120_000)
+    body = view.locator(".pi-msg-assistant .pi-msg-body")
+    body.locator("h2", has_text="Step 300").wait_for(timeout=30_000)
+    counts = body.evaluate(
+        """body => ({h2: body.querySelectorAll('h2').length, tables: body.querySelectorAll('table').length,
+        code: body.querySelectorAll('pre > code.language-python').length, items: body.querySelectorAll('li').length,
+        links: [...body.querySelectorAll('a')].filter(a => a.href === 'https://example.com/docs').length})"""
+    )
+    # the reference definition comes last: every finished block that uses it was drawn again
+    assert counts == {"h2": 300, "tables": 300, "code": 300, "items": 600, "links": 300}
+    transcript = view.locator(".pi-run-transcript")
+    height, top, client = transcript.evaluate("t => [t.scrollHeight, t.scrollTop, t.clientHeight]")
+    assert client <= 480 < height  # bounded, with its own scroll
+    assert height - top - client < 30  # it followed the stream to the end
+    lab.screenshot(page, "widget-long-reply.png")
+    lab.run_cell(page, 2)
+    lab.wait_idle(page, 2)
+    total = int(page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").inner_text().strip())
+    rows = view.locator(".pi-log-row")
+    view.get_by_text(f"{total - 200:,} earlier events hidden").wait_for(timeout=30_000)
+    assert rows.count() == 200
+    assert rows.last.locator(".pi-log-detail").inner_text() == "turn 9999"
+    lab.screenshot(page, "widget-event-log.png")
+    view.get_by_role("button", name="Show 1,000 earlier").click()
+    view.get_by_text(f"{total - 1200:,} earlier events hidden").wait_for(timeout=30_000)
+    assert rows.count() == 1200
+    view.get_by_role("button", name="Show all").click()
+    page.wait_for_function(f"() => document.querySelectorAll('.pi-log-row').length === {total}", timeout=30_000)
+    assert view.locator(".pi-log-hidden").count() == 0
+    assert rows.first.locator(".pi-log-label").inner_text() == "agent_start"

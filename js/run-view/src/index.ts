@@ -1,0 +1,173 @@
+// The run widget's front end (anywidget ESM). Python sends batches of operations; a new view asks for a
+// snapshot (the operation log replayed). Operations only record what changed; the page is drawn once per
+// animation frame, at a cost that does not grow with the transcript: markdown is rendered block by block
+// (markdown/stream.ts), tool output and thinking are appended, and the event log keeps its last rows.
+import { el, FollowBottom } from "./dom";
+import { EventLog } from "./eventLog";
+import { MessageView } from "./message";
+import { isBatch, type Model, type Op } from "./protocol";
+import { ToolPanel } from "./toolPanel";
+
+/** Time one frame may spend catching up on a long backlog (a snapshot of a long run) before yielding. */
+const FRAME_BUDGET_MS = 12;
+
+interface Painter {
+  paint(): boolean | void;
+}
+
+function render({ model, el: root }: { model: Model; el: HTMLElement }): () => void {
+  root.classList.add("pi-run");
+  const title = el("span", "pi-run-title");
+  const state = el("span", "pi-run-state");
+  const usage = el("span", "pi-run-usage");
+  const header = el("div", "pi-run-header");
+  header.append(title, state, usage);
+  const retry = el("div", "pi-run-retry");
+  const transcript = el("div", "pi-run-transcript");
+  const queue = el("div", "pi-run-queue");
+  const log = new EventLog();
+  const side = el("div", "pi-run-side");
+  side.append(queue, el("div", "pi-run-log-title", "Event log"), log.element);
+  const body = el("div", "pi-run-body");
+  body.append(transcript, side);
+  root.append(header, retry, body);
+  const followTranscript = new FollowBottom(transcript);
+  const followSide = new FollowBottom(side);
+
+  let messages = new Map<number, MessageView>();
+  let tools = new Map<string, ToolPanel>();
+  const dirty = new Set<Painter>();
+  let frame = 0;
+
+  function reset(): void {
+    messages = new Map();
+    tools = new Map();
+    dirty.clear();
+    transcript.replaceChildren();
+    log.reset();
+  }
+
+  function paint(): void {
+    frame = 0;
+    const deadline = performance.now() + FRAME_BUDGET_MS;
+    for (const item of [...dirty]) {
+      if (performance.now() > deadline) break;
+      if (!item.paint()) dirty.delete(item);
+    }
+    followTranscript.follow();
+    followSide.follow();
+    if (dirty.size) schedule();
+  }
+
+  function schedule(): void {
+    if (!frame) frame = requestAnimationFrame(paint);
+  }
+
+  function touch(item: Painter): void {
+    dirty.add(item);
+    schedule();
+  }
+
+  function apply(op: Op): void {
+    switch (op.op) {
+      case "message": {
+        const message = new MessageView(op.role, op.text ?? "");
+        transcript.append(message.element);
+        messages.set(op.id, message);
+        touch(message);
+        break;
+      }
+      case "append":
+      case "thinking": {
+        const message = messages.get(op.id);
+        if (!message) break;
+        if (op.op === "append") message.appendText(op.text);
+        else message.appendThinking(op.text);
+        touch(message);
+        break;
+      }
+      case "status":
+        messages.get(op.id)?.setStatus(op.stop_reason, op.error);
+        break;
+      case "tool": {
+        const panel = new ToolPanel(op.name, op.args);
+        transcript.append(panel.element);
+        tools.set(op.call, panel);
+        break;
+      }
+      case "tool_output":
+      case "tool_end": {
+        const panel = tools.get(op.call);
+        if (!panel) break;
+        if (op.op === "tool_end") panel.end(op.text, op.is_error);
+        else panel.setOutput(op.text);
+        touch(panel);
+        break;
+      }
+      case "event":
+        log.add(op);
+        touch(log);
+        break;
+    }
+  }
+
+  function onMessage(message: unknown): void {
+    if (!isBatch(message)) return;
+    if (message.type === "snapshot") reset();
+    for (const op of message.ops) apply(op);
+  }
+
+  function showState(): void {
+    title.textContent = model.get("title");
+    const value = model.get("state");
+    state.textContent = value;
+    state.className = `pi-run-state pi-state-${value.replace(/\s+/g, "-")}`;
+    usage.textContent = model.get("usage");
+  }
+
+  function showQueue(): void {
+    const items = model.get("queue");
+    queue.replaceChildren();
+    if (!items.length) return;
+    queue.append(el("div", "pi-queue-title", "Queued"));
+    for (const text of items) queue.append(el("div", "pi-queue-item", text));
+  }
+
+  let timer = 0;
+  function showRetry(): void {
+    const deadline = model.get("retry_deadline");
+    if (!deadline) {
+      retry.textContent = "";
+      retry.style.display = "none";
+      if (timer) clearInterval(timer);
+      timer = 0;
+      return;
+    }
+    retry.style.display = "";
+    const left = Math.max(0, (deadline - Date.now()) / 1000);
+    retry.textContent = `⟳ retrying in ${left.toFixed(1)} s — ${model.get("retry_text")}`;
+    if (!timer) timer = window.setInterval(showRetry, 100);
+  }
+
+  const handlers: [string, (message: unknown) => void][] = [
+    ["msg:custom", onMessage],
+    ["change:state", showState],
+    ["change:usage", showState],
+    ["change:title", showState],
+    ["change:queue", showQueue],
+    ["change:retry_deadline", showRetry],
+    ["change:retry_text", showRetry],
+  ];
+  for (const [event, handler] of handlers) model.on(event, handler);
+  showState();
+  showQueue();
+  showRetry();
+  model.send({ type: "hello" });
+  return () => {
+    if (timer) clearInterval(timer);
+    if (frame) cancelAnimationFrame(frame);
+    for (const [event, handler] of handlers) model.off(event, handler);
+  };
+}
+
+export default { render };

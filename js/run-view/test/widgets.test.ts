@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { JSDOM } from "jsdom";
+
+import { FollowBottom } from "../src/dom";
+import { EventLog, PAGE, SHOWN } from "../src/eventLog";
+import { ToolPanel } from "../src/toolPanel";
+
+const { window } = new JSDOM("<!doctype html><body></body>");
+Object.assign(globalThis, { document: window.document });
+
+describe("tool output", () => {
+  it("is appended while each update extends the last, replaced when it does not", () => {
+    const panel = new ToolPanel("bash", "{}");
+    const output = panel.element.querySelector(".pi-tool-output")!;
+    panel.setOutput("line 1\n");
+    panel.paint();
+    const first = output.firstChild;
+    panel.setOutput("line 1\nline 2\n");
+    panel.paint();
+    assert.equal(output.firstChild, first, "the text already shown stays");
+    assert.equal(output.childNodes.length, 2);
+    assert.equal(output.textContent, "line 1\nline 2\n");
+    panel.end("[truncated] line 2\nline 3\n", false); // the tool's tail moved on
+    panel.paint();
+    assert.equal(output.textContent, "[truncated] line 2\nline 3\n");
+    assert.equal(panel.element.querySelector(".pi-tool-result")!.textContent, "ok");
+  });
+});
+
+describe("event log", () => {
+  const event = (i: number) => ({ op: "event" as const, t: i, label: i % 2 ? "turn_end" : "turn_start", detail: `turn ${i}` });
+  const details = (log: EventLog) => [...log.element.querySelectorAll(".pi-log-detail")].map((td) => td.textContent);
+
+  it(`keeps the last ${SHOWN} rows on the page, and shows earlier ones on request`, () => {
+    const log = new EventLog();
+    for (let i = 0; i < 10_000; i++) log.add(event(i));
+    log.paint();
+    assert.deepEqual(details(log), Array.from({ length: SHOWN }, (_, i) => `turn ${10_000 - SHOWN + i}`));
+    assert.match(log.element.textContent!, /9,800 earlier events hidden/);
+    for (let i = 10_000; i < 10_010; i++) log.add(event(i)); // more arrive: the oldest shown rows leave
+    log.paint();
+    assert.equal(details(log).length, SHOWN);
+    assert.equal(details(log).at(-1), "turn 10009");
+    const [more] = log.element.querySelectorAll("button");
+    assert.equal(more.textContent, `Show ${PAGE.toLocaleString()} earlier`);
+    (more as HTMLButtonElement).click();
+    assert.equal(details(log).length, SHOWN + PAGE);
+    assert.equal(details(log)[0], `turn ${10_010 - SHOWN - PAGE}`);
+    const all = [...log.element.querySelectorAll("button")].find((b) => b.textContent === "Show all")!;
+    all.click();
+    assert.equal(details(log).length, 10_010);
+    assert.equal(log.element.querySelector("button"), null);
+    log.add(event(10_010)); // expanded, it keeps everything
+    log.paint();
+    assert.equal(details(log).length, 10_011);
+  });
+});
+
+describe("following the bottom", () => {
+  function scroller(): {
+    element: HTMLElement;
+    follow: FollowBottom;
+    scroll: (top: number) => void;
+    read: (top: number) => void;
+    grow: (px: number) => void;
+  } {
+    const element = document.createElement("div");
+    let height = 1000;
+    let top = 0;
+    Object.defineProperties(element, {
+      scrollHeight: { get: () => height },
+      clientHeight: { get: () => 400 },
+      scrollTop: { get: () => top, set: (value: number) => void (top = Math.max(0, Math.min(value, height - 400))) },
+    });
+    const follow = new FollowBottom(element);
+    const scroll = (value: number): void => {
+      element.scrollTop = value;
+      element.dispatchEvent(new window.Event("scroll"));
+    };
+    const read = (value: number): void => {
+      element.dispatchEvent(new window.Event("wheel"));
+      scroll(value);
+    };
+    return { element, follow, scroll, read, grow: (px) => void (height += px) };
+  }
+
+  it("keeps following when the page scrolls by itself", () => {
+    const { element, follow, scroll, grow } = scroller();
+    follow.follow();
+    grow(300); // a new message is added before the scroll event fires
+    scroll(element.scrollTop);
+    follow.follow();
+    assert.equal(element.scrollTop, 1300 - 400);
+    grow(-200); // a placeholder above took its real, smaller height
+    scroll(element.scrollTop - 200);
+    grow(100);
+    follow.follow();
+    assert.equal(element.scrollTop, 1200 - 400);
+  });
+
+  it("stops when the reader scrolls up, and follows again at the bottom", () => {
+    const { element, follow, read, grow } = scroller();
+    follow.follow();
+    read(100);
+    grow(500);
+    follow.follow();
+    assert.equal(element.scrollTop, 100);
+    read(1500 - 400);
+    grow(500);
+    follow.follow();
+    assert.equal(element.scrollTop, 2000 - 400);
+  });
+});
