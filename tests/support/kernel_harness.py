@@ -38,7 +38,7 @@ class Kernel:
         self.client: BlockingKernelClient
         self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60)
 
-    def run(self, code: str, timeout: float = 30, *, allow_error: bool = False) -> Outcome:
+    def run(self, code: str, timeout: float = 60, *, allow_error: bool = False) -> Outcome:
         started = time.monotonic()
         msg_id = self.client.execute(code)
         outcome = self.collect(msg_id, timeout)
@@ -51,7 +51,7 @@ class Kernel:
         """Send a cell without waiting; collect it later with ``collect``."""
         return str(self.client.execute(code))
 
-    def collect(self, msg_id: str, timeout: float = 30) -> Outcome:
+    def collect(self, msg_id: str, timeout: float = 60) -> Outcome:
         outcome = Outcome()
         deadline = time.monotonic() + timeout
         while True:
@@ -72,7 +72,7 @@ class Kernel:
             if kind in ("stream", "execute_result", "display_data", "error"):
                 outcome.outputs.append({"msg_type": kind, "content": message["content"]})
 
-    def wait_for_output(self, msg_id: str, needle: str, timeout: float = 30) -> Outcome:
+    def wait_for_output(self, msg_id: str, needle: str, timeout: float = 60) -> Outcome:
         """Collect a running cell's outputs until one contains ``needle`` (the cell keeps running)."""
         outcome = Outcome()
         deadline = time.monotonic() + timeout
