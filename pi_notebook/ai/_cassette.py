@@ -20,8 +20,8 @@ Matching: method, URL and JSON body, minus the fields in ``ignore_body_fields`` 
 key or list index). Each recorded exchange answers once; identical requests get their answers in recorded order.
 An unmatched request fails with :class:`CassetteError` naming it; providers report it as the stream's error
 message (failures are data), e.g. ``CassetteError: cassette x.jsonl (mode none) has no recorded response for
-POST https://…/chat/completions: …``. It is no transport error, so layer-1 retry leaves it alone; a session
-retries it (in vain) only if the text happens to hold a word of the retry table, e.g. a port with ``500`` in it.
+POST https://…/chat/completions: …``. Its message carries ``request_failure.should_retry=False``, so no layer retries
+it, whatever its text holds (a port with ``500`` in it once made the session retry it in vain).
 
 While a cassette can only replay (mode ``none``, or ``once`` with an existing file), a provider that finds no API
 key sends a placeholder instead of failing, so a notebook recorded with a key replays without one.
