@@ -174,6 +174,28 @@ async def test_follow_up() -> None:
     assert [*rec.labels, f"roles={roles(agent)}"] == AGENT["follow_up"]
 
 
+async def test_abort_during_tool() -> None:
+    """The user stops while a tool runs. Same events as Pi; Pi then sends one more request with the aborted signal
+    (its faux answers it with the aborted message: ``requests=2``), our loop checks the signal before each request
+    and records the same aborted message without sending it."""
+
+    async def wait(call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        await signal.wait()
+        raise RuntimeError("aborted")
+
+    agent, rec, faux = make(
+        [faux_assistant_message([faux_tool_call("wait", {}, id="w1")], "toolUse"), faux_assistant_message("never")],
+        tools=[AgentTool(name="wait", description="wait", parameters={"type": "object"}, execute=wait)],
+    )
+    run = asyncio.create_task(agent.prompt("go"))
+    await rec.wait_for("tool_execution_start")
+    agent.abort()
+    await run
+    pi = AGENT["abort_during_tool"]
+    assert [*rec.labels, *outcome(agent, faux)] == [*pi[:-1], "requests=1"]
+    assert pi[-1] == "requests=2"
+
+
 async def test_tool_throws() -> None:
     agent, rec, _ = make(
         [faux_assistant_message([faux_tool_call("bad", {}, id="t1")], "toolUse"), faux_assistant_message("recovered")],
