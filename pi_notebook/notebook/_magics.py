@@ -6,6 +6,11 @@ which IPython then runs as an async cell; the same transformer keeps a trailing 
 read as a help request. The line is read by one parser (``_commands``); every error becomes a short message,
 and bad arguments print the usage. Without a running loop (plain terminal IPython) runs complete before the
 magic returns.
+
+A ``%pi`` line is taken literally, as a ``%%pi`` cell is: IPython does not expand ``{expr}`` or ``$name`` in it
+(pasted text never runs code, and the prompt is sent as typed). A ``%pi`` line or ``%%pi`` cell body longer than
+:data:`MAX_PROMPT_CHARS` characters is refused with a one-line error before it is read (pass longer texts from
+Python: ``get_session().prompt(text)``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import shlex
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError
@@ -25,7 +30,10 @@ from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_lin
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 
-__all__ = ["USAGE", "PiMagics", "pi_transformer"]
+__all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
+
+MAX_PROMPT_CHARS = 1_000_000
+"""Longest ``%pi`` line or ``%%pi`` cell body accepted (about 250k tokens, more than most context windows)."""
 
 _LINE = re.compile(r"^(?P<indent>\s*)(?P<assign>[A-Za-z_][\w.]*\s*=\s*)?%pi(?P<rest>\s.*)?$")
 
@@ -68,9 +76,11 @@ class _Ready:
 class PiMagics(Magics):
     # IPython 8.12 (what CI has) ships this decorator untyped; IPython 9 types it, hence unused-ignore.
     @line_cell_magic  # type: ignore[untyped-decorator, unused-ignore]
+    @no_var_expand  # type: ignore[untyped-decorator, unused-ignore]
     def pi(self, line: str, cell: str | None = None) -> Any:
         """Run and control agent runs; ``%pi help`` lists the sub-commands."""
         try:
+            _check_size(line if cell is None else cell, "%pi line" if cell is None else "%%pi cell")
             if cell is not None:
                 parse_cell_line(line)
                 return self._prompt(PiCommand("prompt", cell))
@@ -264,6 +274,14 @@ class PiMagics(Magics):
         _require_loop("%pi interrupt")
         REGISTRY.interrupt.set(command.text == "on", kernel=getattr(self.shell, "kernel", None))
         print(f"pi: interrupt hook {command.text}")  # noqa: T201
+
+
+def _check_size(text: str, what: str) -> None:
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ValueError(
+            f"the {what} has {len(text):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}"
+            " (send a longer text from Python: await get_session().prompt(text))"
+        )
 
 
 def _assignments(text: str) -> dict[str, Any]:
