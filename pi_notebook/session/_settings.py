@@ -116,7 +116,7 @@ class Settings(_Section):
     def updated(self, **changes: Any) -> Settings:
         """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
         data = self.model_dump()
-        _merge(data, changes)
+        _merge(data, _by_name(type(self), changes))
         return Settings(**data)
 
 
@@ -131,6 +131,20 @@ def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
             node = node.setdefault(key, {})
         node[path[-1]] = None if value.lower() in ("", "none", "null") else value
     return data
+
+
+def _by_name(model: type[BaseModel], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``changes`` with Pi's camelCase keys (``maxRetries``) renamed to the field names they alias, at every level,
+    so they replace the dumped snake_case values instead of sitting beside them. Unknown keys are kept (and
+    refused by name when validated)."""
+    renamed: dict[str, Any] = {}
+    for key, value in changes.items():
+        name = next((name for name, info in model.model_fields.items() if key in (name, info.alias)), key)
+        section = model.model_fields[name].annotation if name in model.model_fields else None
+        if isinstance(value, Mapping) and isinstance(section, type) and issubclass(section, BaseModel):
+            value = _by_name(section, value)
+        renamed[name] = value
+    return renamed
 
 
 def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
