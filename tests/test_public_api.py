@@ -37,7 +37,7 @@ PINNED = {
         "PythonEvent", "PythonError",
     },
     "pi_notebook.notebook": {
-        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "configure", "default_faux",
+        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",
         "get_notebook_session", "get_session", "load_ipython_extension", "unload_ipython_extension", "NotebookSession",
     },
 }  # fmt: skip

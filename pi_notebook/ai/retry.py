@@ -36,6 +36,7 @@ from ._awaitable import MaybeAwaitable, maybe_await
 from .messages import AssistantMessage, RequestFailure
 
 __all__ = [
+    "MAX_TIMER_MS",
     "NON_RETRYABLE_ERROR_FRAGMENTS",
     "NON_RETRYABLE_ERROR_PATTERN",
     "RETRYABLE_ERROR_FRAGMENTS",
@@ -189,16 +190,22 @@ def backoff_ms(base_ms: float, attempt: int, *, max_ms: float | None = None, jit
     return delay * (1 - random.random() * jitter) if jitter else delay
 
 
+MAX_TIMER_MS = 2**31 - 1
+"""Upper bound of every millisecond setting (about 24.8 days; Node's ``setTimeout`` limit, so Pi's settings files
+mean the same here). Larger values are refused when settings are validated, so every timer can be armed, and a
+computed backoff is capped at it."""
+
+
 class ProviderRetrySettings(BaseModel):
     """Layer 1: retry of the initial HTTP request inside a provider (PI-SPEC §4.1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
     max_retries: int = Field(0, ge=0)
     """Retries of a failed request before streaming begins (0: none, Pi's default)."""
-    max_retry_delay_ms: int = Field(60_000, ge=0)
+    max_retry_delay_ms: int = Field(60_000, ge=0, le=MAX_TIMER_MS)
     """Longest server-requested wait honoured (0: no cap). Layer 1 fails at once on a longer one; the session
     (layer 3) waits at most this long when it retries a turn the server asked to delay."""
-    timeout_ms: int | None = Field(None, gt=0)
+    timeout_ms: int | None = Field(None, gt=0, le=MAX_TIMER_MS)
     """Whole-request deadline (connect to last byte). Does not cover tools or retries between turns."""
 
 
@@ -218,21 +225,22 @@ class RetryPolicy(BaseModel):
 
     Delay before retry ``n`` (1-based): the server's ``retry-after`` when the failed response carried one (at
     most ``provider.max_retry_delay_ms``), else ``base_delay_ms * 2**(n - 1)`` — no jitter, no cap (Pi's
-    defaults give 2 s, 4 s, 8 s). Loads Pi's settings keys too (``maxRetries``, ``baseDelayMs``). Negative values
-    raise :class:`pydantic.ValidationError`.
+    defaults give 2 s, 4 s, 8 s) except that a delay never exceeds :data:`MAX_TIMER_MS`. Loads Pi's settings keys too
+    (``maxRetries``, ``baseDelayMs``). Negative values and millisecond values over :data:`MAX_TIMER_MS` raise
+    :class:`pydantic.ValidationError`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
     enabled: bool = True
     max_retries: int = Field(default=3, ge=0)
-    base_delay_ms: int = Field(default=2000, ge=0)
+    base_delay_ms: int = Field(default=2000, ge=0, le=MAX_TIMER_MS)
     provider: ProviderRetrySettings = ProviderRetrySettings()
 
     def delay_ms(self, attempt: int, failure: RequestFailure | None = None) -> int:
         """The wait before retry ``attempt`` (1-based) of a failure (see the class docstring)."""
         asked = failure.retry_after_ms if failure is not None else None
-        if asked is None:
-            return int(backoff_ms(self.base_delay_ms, attempt))
+        if asked is None:  # 2.0 ** 1024 overflows a float: past 2**40 * base the cap applies anyway
+            return int(min(backoff_ms(self.base_delay_ms, min(attempt, 42)), MAX_TIMER_MS))
         cap = self.provider.max_retry_delay_ms
         return math.ceil(min(asked, cap) if cap > 0 else asked)
 

@@ -20,12 +20,13 @@ from ._commands import USAGE
 from ._control_comm import publish as publish_state
 from ._control_comm import register_control
 from ._default_model import default_faux
-from ._magics import PiMagics, pi_transformer
+from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._view import RunView, TranscriptWidget
 
 __all__ = [
+    "MAX_PROMPT_CHARS",
     "USAGE",
     "NotebookSession",
     "Run",

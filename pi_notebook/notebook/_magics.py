@@ -6,6 +6,16 @@ which IPython then runs as an async cell; the same transformer keeps a trailing 
 read as a help request. The line is read by one parser (``_commands``); every error becomes a short message,
 and bad arguments print the usage. Without a running loop (plain terminal IPython) runs complete before the
 magic returns.
+
+A ``%pi`` line is taken literally, as a ``%%pi`` cell is: IPython does not expand ``{expr}`` or ``$name`` in it
+(pasted text never runs code, and the prompt is sent as typed). A ``%pi`` line or ``%%pi`` cell body longer than
+:data:`MAX_PROMPT_CHARS` characters is refused with a one-line error before it is read (pass longer texts from
+Python: ``get_session().prompt(text)``).
+
+``%pi continue`` with nothing to continue (an empty transcript, or the assistant's reply last and nothing queued)
+says so and starts no run. A prompt or follow-up queued while ``%pi compact`` runs is run as soon as the compaction
+succeeds, in the same run (Pi's interactive mode sends what was queued during a compaction at ``compaction_end``);
+after a stopped or failed compaction it stays queued (``%pi queue``, ``%pi continue``), since Stop means stop here.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import shlex
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError
@@ -25,7 +35,10 @@ from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_lin
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 
-__all__ = ["USAGE", "PiMagics", "pi_transformer"]
+__all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
+
+MAX_PROMPT_CHARS = 1_000_000
+"""Longest ``%pi`` line or ``%%pi`` cell body accepted (about 250k tokens, more than most context windows)."""
 
 _LINE = re.compile(r"^(?P<indent>\s*)(?P<assign>[A-Za-z_][\w.]*\s*=\s*)?%pi(?P<rest>\s.*)?$")
 
@@ -68,9 +81,11 @@ class _Ready:
 class PiMagics(Magics):
     # IPython 8.12 (what CI has) ships this decorator untyped; IPython 9 types it, hence unused-ignore.
     @line_cell_magic  # type: ignore[untyped-decorator, unused-ignore]
+    @no_var_expand  # type: ignore[untyped-decorator, unused-ignore]
     def pi(self, line: str, cell: str | None = None) -> Any:
         """Run and control agent runs; ``%pi help`` lists the sub-commands."""
         try:
+            _check_size(line if cell is None else cell, "%pi line" if cell is None else "%%pi cell")
             if cell is not None:
                 parse_cell_line(line)
                 return self._prompt(PiCommand("prompt", cell))
@@ -120,7 +135,13 @@ class PiMagics(Magics):
         entry = REGISTRY.get()
         if entry.busy:
             raise RuntimeError("a run is active; it continues on its own")
-        return _start(entry, "(continue)", entry.session.continue_)
+        session = entry.session
+        messages, queue = session.messages, session.queue
+        if not messages or (messages[-1].role == "assistant" and not queue.steering and not queue.follow_up):
+            why = "the transcript is empty" if not messages else "the assistant had the last word and nothing is queued"
+            print(f"pi: nothing to continue ({why}); %pi <prompt> starts a run")  # noqa: T201
+            return None
+        return _start(entry, "(continue)", session.continue_)
 
     def _compact(self, command: PiCommand) -> Run | None:
         entry = REGISTRY.get()
@@ -132,7 +153,14 @@ class PiMagics(Magics):
             print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
             return None
         focus = command.text or None
-        return _start(entry, "(compact)" + (f" {focus}" if focus else ""), lambda: session.compact(focus))
+
+        async def compact() -> None:
+            await session.compact(focus)
+            queue = session.queue
+            if queue.steering or queue.follow_up:  # queued during the compaction: run now, as Pi's interactive mode
+                await session.continue_()
+
+        return _start(entry, "(compact)" + (f" {focus}" if focus else ""), compact)
 
     def _steer(self, command: PiCommand) -> None:
         if not command.text:
@@ -266,9 +294,18 @@ class PiMagics(Magics):
         print(f"pi: interrupt hook {command.text}")  # noqa: T201
 
 
+def _check_size(text: str, what: str) -> None:
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ValueError(
+            f"the {what} has {len(text):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}"
+            " (send a longer text from Python: await get_session().prompt(text))"
+        )
+
+
 def _assignments(text: str) -> dict[str, Any]:
     """``retry.max_retries=5 budget.max_cost_usd=0.5`` as nested changes for ``Settings.updated``."""
     changes: dict[str, Any] = {}
+    seen: list[str] = []
     try:
         items = shlex.split(text)
     except ValueError as exc:
@@ -277,6 +314,10 @@ def _assignments(text: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"expected KEY=VALUE, got {item!r}")
+        for earlier in seen:
+            if key.startswith(earlier + ".") or earlier.startswith(key + "."):
+                raise UsageError(f"cannot set both {earlier!r} and {key!r}: one is inside the other")
+        seen.append(key)
         node = changes
         parts = key.split(".")
         for part in parts[:-1]:

@@ -287,9 +287,9 @@ class AgentSession:
         self._aborted = False
         self._abort_reason = None
         self._last_assistant = None
-        self.budget.start()
-        self._arm_wall_timer()
-        try:
+        try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
+            self.budget.start()
+            self._arm_wall_timer()
             await start()
             while await self._after_run():
                 await self.agent.continue_()

@@ -6,6 +6,9 @@
 Fields are snake_case; Pi's camelCase spellings (``maxRetries``, ``baseDelayMs``) are accepted too, so a Pi
 ``settings.json`` section can be pasted in. Environment variables use ``__`` between levels:
 ``PI_NOTEBOOK_RETRY__MAX_RETRIES=5``. A bad value raises :class:`SettingsError` naming the field.
+
+Every millisecond field is at most :data:`~pi_notebook.ai.retry.MAX_TIMER_MS` (2**31 - 1, about 24.8 days, as Node's
+timers), so any valid value can arm a timer; ``max_cost_usd`` must be finite.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..ai.retry import ProviderRetrySettings, RetryPolicy
+from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
 
 __all__ = [
     "BudgetSettings",
@@ -58,14 +61,14 @@ class CompactionSettings(_Section):
 class TimeoutSettings(_Section):
     """Timeouts, each bounding one thing. None of them covers time spent waiting in a queue."""
 
-    tool_ms: int | None = Field(None, gt=0)
+    tool_ms: int | None = Field(None, gt=0, le=MAX_TIMER_MS)
     """One tool ``execute`` (default for all tools; ``AgentTool.timeout_ms`` overrides per tool). On expiry
     the tool's signal aborts and the call becomes an error result; the run goes on."""
-    turn_ms: int | None = Field(None, gt=0)
+    turn_ms: int | None = Field(None, gt=0, le=MAX_TIMER_MS)
     """One turn: a model request plus its tool batch. On expiry the run is aborted with the reason."""
-    http_idle_ms: int | None = Field(300_000, ge=0)
+    http_idle_ms: int | None = Field(300_000, ge=0, le=MAX_TIMER_MS)
     """Longest gap between received bytes of a provider response (0 or None: no limit)."""
-    abort_grace_ms: int = Field(2000, ge=0)
+    abort_grace_ms: int = Field(2000, ge=0, le=MAX_TIMER_MS)
     """After an abort or tool timeout, how long a tool may take to stop before its await is cancelled."""
 
 
@@ -74,11 +77,11 @@ class BudgetSettings(_Section):
     turn end (wall time also by a timer). A breach aborts the run: ``budget_exceeded`` event, reason in the
     final message. Retries and compaction count against it; waiting for the next prompt does not."""
 
-    wall_time_ms: int | None = Field(None, gt=0)
+    wall_time_ms: int | None = Field(None, gt=0, le=MAX_TIMER_MS)
     max_turns: int | None = Field(None, gt=0)
     max_input_tokens: int | None = Field(None, gt=0)
     max_output_tokens: int | None = Field(None, gt=0)
-    max_cost_usd: float | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
 class Settings(_Section):
@@ -113,7 +116,7 @@ class Settings(_Section):
     def updated(self, **changes: Any) -> Settings:
         """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
         data = self.model_dump()
-        _merge(data, changes)
+        _merge(data, _by_name(type(self), changes))
         return Settings(**data)
 
 
@@ -130,6 +133,20 @@ def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     return data
 
 
+def _by_name(model: type[BaseModel], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``changes`` with Pi's camelCase keys (``maxRetries``) renamed to the field names they alias, at every level,
+    so they replace the dumped snake_case values instead of sitting beside them. Unknown keys are kept (and
+    refused by name when validated)."""
+    renamed: dict[str, Any] = {}
+    for key, value in changes.items():
+        name = next((name for name, info in model.model_fields.items() if key in (name, info.alias)), key)
+        section = model.model_fields[name].annotation if name in model.model_fields else None
+        if isinstance(value, Mapping) and isinstance(section, type) and issubclass(section, BaseModel):
+            value = _by_name(section, value)
+        renamed[name] = value
+    return renamed
+
+
 def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(into.get(key), dict):
@@ -143,6 +160,10 @@ def _describe(error: ValidationError) -> str:
     for item in error.errors():
         field = ".".join(str(part) for part in item["loc"]) or "settings"
         got = item.get("input")
-        shown = "" if isinstance(got, dict) else f" (got {got!r})"
+        shown = "" if isinstance(got, dict) else f" (got {_short(repr(got))})"
         lines.append(f"settings.{field}: {item['msg']}{shown}")
-    return "invalid settings:\n  " + "\n  ".join(lines)
+    return "invalid settings: " + "; ".join(lines)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 12]}… ({len(text):,} characters)"
