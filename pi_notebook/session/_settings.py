@@ -29,6 +29,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "TimeoutSettings",
+    "ToolSettings",
 ]
 
 ENV_PREFIX = "PI_NOTEBOOK_"
@@ -81,11 +82,27 @@ class BudgetSettings(_Section):
     max_cost_usd: float | None = Field(None, gt=0)
 
 
+ApprovalMode = Literal["ask", "auto"]
+
+DEFAULT_APPROVAL: dict[str, ApprovalMode] = {"python": "ask", "bash": "ask", "write": "ask", "edit": "ask"}
+"""Who asks by default: the tools that run code or change files. Any other tool runs without asking."""
+
+
+class ToolSettings(_Section):
+    """How tools are allowed to run (see :mod:`pi_notebook.session._approval`)."""
+
+    approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL))
+    """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
+    named follows :data:`DEFAULT_APPROVAL`). ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs
+    a host that can ask (the notebook's widget); a session without an approver runs every tool."""
+
+
 class Settings(_Section):
     retry: RetryPolicy = RetryPolicy()
     compaction: CompactionSettings = CompactionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     budget: BudgetSettings = BudgetSettings()
+    tools: ToolSettings = ToolSettings()
     steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     tool_execution: Literal["parallel", "sequential"] = "parallel"
