@@ -97,7 +97,10 @@ def variables_summary(namespace: Mapping[str, Any] | None, limit: int = MAX_VARI
     names = [
         name
         for name, value in list(namespace.items())
-        if not name.startswith("_") and name not in hidden and not isinstance(value, types.ModuleType)
+        if name.isidentifier()
+        and not name.startswith("_")
+        and name not in hidden
+        and not isinstance(value, types.ModuleType)
     ]
     if not names:
         return "(none)"

@@ -75,7 +75,7 @@ def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool_name:
         return "auto"
     if isinstance(setting, str):
         return setting
-    return setting.get(tool_name, DEFAULT_APPROVAL.get(tool_name, "auto"))
+    return setting.get(tool_name) or setting.get("*") or DEFAULT_APPROVAL.get(tool_name, "auto")
 
 
 class ApprovalGate:

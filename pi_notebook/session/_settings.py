@@ -93,8 +93,10 @@ class ToolSettings(_Section):
 
     approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL))
     """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
-    named follows :data:`DEFAULT_APPROVAL`). ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs
-    a host that can ask (the notebook's widget); a session without an approver runs every tool."""
+    named follows the map's ``"*"`` entry, else :data:`DEFAULT_APPROVAL`; ``updated()`` turns a plain value
+    into that entry when one tool is changed, so ``auto`` then ``bash=ask`` leaves the others ``auto``).
+    ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs a host that can ask (the notebook's
+    widget); a session without an approver runs every tool."""
 
 
 class Settings(_Section):
@@ -130,6 +132,9 @@ class Settings(_Section):
     def updated(self, **changes: Any) -> Settings:
         """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
         data = self.model_dump()
+        approval = (changes.get("tools") or {}).get("approval") if isinstance(changes.get("tools"), Mapping) else None
+        if isinstance(approval, Mapping) and isinstance(data["tools"]["approval"], str):
+            data["tools"]["approval"] = {"*": data["tools"]["approval"]}  # the others keep what they had
         _merge(data, changes)
         return Settings(**data)
 

@@ -41,6 +41,10 @@ def test_the_setting_merges_like_other_settings_and_rejects_bad_values() -> None
     assert Settings().updated(tools={"approval": "auto"}).tools.approval == "auto"
     merged = Settings().updated(tools={"approval": {"bash": "auto"}}).tools.approval
     assert merged == {"python": "ask", "bash": "auto", "write": "ask", "edit": "ask"}
+    # "auto" then one tool changed: the others stay auto (the plain value becomes the map's "*")
+    changed = Settings().updated(tools={"approval": "auto"}).updated(tools={"approval": {"bash": "ask"}})
+    assert changed.tools.approval == {"*": "auto", "bash": "ask"}
+    assert [approval_mode(changed.tools.approval, n) for n in ("bash", "python", "mine")] == ["ask", "auto", "auto"]
     with pytest.raises(SettingsError, match=r"settings\.tools\.approval"):
         Settings(tools={"approval": "sometimes"})
 
