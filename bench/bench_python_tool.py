@@ -49,7 +49,8 @@ def on_python(event):
 add_python_listener(on_python)
 faux = FauxProvider(token_size=(1, 1))
 configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()],
-          settings={"retry": {"enabled": False}, "compaction": {"enabled": False}})
+          settings={"retry": {"enabled": False}, "compaction": {"enabled": False},
+                    "tools": {"approval": "auto"}})
 def on_event(event):
     if event.type == "agent_settled":
         marks["settled"] = time.monotonic()

@@ -28,17 +28,19 @@ PINNED = {
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
+        "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED", "NEVER_ASK",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
         "Truncation", "bash_tool",
         "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
         "find_tool", "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener",
-        "PythonEvent", "PythonError",
+        "PythonEvent", "PythonError", "preview_edit",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",
         "get_notebook_session", "get_session", "load_ipython_extension", "unload_ipython_extension", "NotebookSession",
+        "default_tools",
     },
 }  # fmt: skip
 
@@ -62,7 +64,7 @@ ALSO_REQUIRED = {
     "pi_notebook.tools.bash": {"bash_tool"},
     "pi_notebook.tools.read": {"read_tool"},
     "pi_notebook.tools.write": {"write_tool"},
-    "pi_notebook.tools.edit": {"edit_tool"},
+    "pi_notebook.tools.edit": {"edit_tool", "preview_edit"},
     "pi_notebook.tools.ls": {"ls_tool"},
     "pi_notebook.tools.grep": {"grep_tool"},
     "pi_notebook.tools.find": {"find_tool"},

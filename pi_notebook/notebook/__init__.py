@@ -5,10 +5,16 @@
     await run                              # waits for agent_settled, shows transcript + event log
 
 Python API: :func:`configure` (model, stream function, tools, settings), :func:`get_session`,
-:func:`get_notebook_session` (the session with its model spec and runs).
+:func:`get_notebook_session` (the session with its model spec and runs), :func:`default_tools` (the tool set a
+notebook session starts with: Pi's seven rooted at the kernel's working directory, and ``python``).
+
+Approval: ``python``, ``bash``, ``write`` and ``edit`` ask before they run (setting ``tools.approval``); the run's
+widget shows the call with Run / Skip / Always for this session (``_approval``). Where no frontend shows the
+widget (nbclient, nbval, plain IPython) such a call ends at once with an error result saying how to allow it.
 
 Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
-drawn by ``_view``), ``_control_comm`` (the JupyterLab control channel), ``_registry`` (the kernel's named
+drawn by ``_view``), ``_approval`` (asking before a tool runs), ``_defaults`` (tools and system prompt),
+``_control_comm`` (the JupyterLab control channel), ``_registry`` (the kernel's named
 sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``.
 """
 
@@ -20,6 +26,7 @@ from ._commands import USAGE
 from ._control_comm import publish as publish_state
 from ._control_comm import register_control
 from ._default_model import default_faux
+from ._defaults import default_tools
 from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
@@ -35,6 +42,7 @@ __all__ = [
     "TranscriptWidget",
     "configure",
     "default_faux",
+    "default_tools",
     "get_notebook_session",
     "get_session",
     "load_ipython_extension",

@@ -41,6 +41,7 @@ usage:
   %pi clear-queue           take every queued message back
   %pi model [SPEC]          show or set the model ({SPEC_HELP})
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
+  %pi tools                 the agent's tools and whether each asks before it runs (tools.approval=ask|auto)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
   %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
                             record runs' HTTP exchanges to PATH, or replay them from it (no key, no network)
@@ -62,6 +63,7 @@ CommandName: TypeAlias = Literal[
     "clear-queue",
     "model",
     "settings",
+    "tools",
     "interrupt",
     "cassette",
     "help",
@@ -117,6 +119,7 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "none"]] = {
     "clear-queue": "none",
     "model": "text",
     "settings": "text",
+    "tools": "none",
     "interrupt": "text",
     "cassette": "cassette",
     "help": "none",

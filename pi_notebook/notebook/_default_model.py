@@ -16,6 +16,10 @@ WELCOME = (
     "- Anthropic: set `ANTHROPIC_API_KEY`, then `%pi model anthropic:claude-sonnet-4-5`\n"
     "- A local server (Ollama, vLLM, llama.cpp, LM Studio): "
     "`%pi model openai-compatible:http://127.0.0.1:11434/v1:llama3.2`\n\n"
+    "With a real model I can act in this notebook, with tools rooted at the kernel's working directory: "
+    "`python` (runs code on your variables), `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find`. "
+    "`python`, `bash`, `write` and `edit` ask first: the widget shows the call with **Run**, **Skip** and "
+    "**Always for this session** (`%pi tools` lists them; `%pi settings tools.approval=auto` stops the asking).\n\n"
     "Meanwhile, try **Stop** while I stream, or queue a follow-up in the box below."
 )
 

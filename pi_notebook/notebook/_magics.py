@@ -31,6 +31,7 @@ from IPython.display import display
 
 from ..ai import Cassette, CassetteError
 from ..session import SettingsError
+from ._approval import describe_tools
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
@@ -114,6 +115,7 @@ class PiMagics(Magics):
             "clear-queue": self._clear_queue,
             "model": self._model,
             "settings": self._settings,
+            "tools": self._tools,
             "interrupt": self._interrupt,
             "cassette": self._cassette,
             "help": lambda command: print(USAGE),  # noqa: T201
@@ -263,6 +265,9 @@ class PiMagics(Magics):
             raise RuntimeError("a run is active; change settings once it has settled")
         entry.session.settings = entry.session.settings.updated(**changes)
         print(f"pi: settings updated: {command.text}")  # noqa: T201
+
+    def _tools(self, command: PiCommand) -> None:
+        print(describe_tools(REGISTRY.get().session))  # noqa: T201
 
     def _cassette(self, command: PiCommand) -> None:
         """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show)."""

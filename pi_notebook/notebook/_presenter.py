@@ -101,6 +101,13 @@ class RunPresenter:
     def settle(self, aborted: bool) -> None:
         self.view.settle(aborted)
 
+    def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None]) -> None:
+        """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop."""
+        self.view.ask(f"Allow {tool_name}?", preview, on_answer)
+
+    def close_ask(self) -> None:
+        self.view.approval.hide()
+
     def show_update(self, event: MessageUpdateEvent) -> None:
         """A streaming step (most events, so kept short): text and thinking deltas are appended."""
         step = event.assistant_message_event

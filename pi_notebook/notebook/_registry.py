@@ -20,7 +20,9 @@ from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_spec
 from ..ai.providers.faux import FauxProvider
 from ..session import AgentSession, Settings
+from ._approval import NotebookApprover
 from ._default_model import default_faux
+from ._defaults import default_tools, system_prompt
 from ._interrupt import InterruptHook
 from ._run import Run, StateListener
 
@@ -48,6 +50,9 @@ class NotebookSession:
     runs: list[Run] = field(default_factory=list)
     cassette: Cassette | None = None
     """Every run of this session records to it or replays from it (``%pi cassette``)."""
+    cwd: str | None = None
+    """The notebook's system prompt is made anew for each run (the user's variables now) with this working
+    directory; ``None`` when the caller gave a ``system_prompt`` of their own (then it is left alone)."""
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
 
     @property
@@ -68,11 +73,25 @@ class NotebookSession:
         """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any)."""
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
+        self.refresh_prompt()
         run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
         self.runs.append(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
+
+    def refresh_prompt(self) -> None:
+        """Make the notebook's system prompt again from the tools and the user's namespace now (unless the
+        session was given a prompt of its own). With a cassette it leaves out the working directory, the Python
+        version and the variables, so a recording replays on another machine and after other cells ran."""
+        if self.cwd is None:
+            return
+        tools = self.session.tools
+        if self.cassette is not None:  # what a recording replays against must not depend on machine or state
+            prompt = system_prompt(tools, cwd=None, namespace=None)
+        else:
+            prompt = system_prompt(tools, cwd=self.cwd, namespace=_user_namespace())
+        self.session.agent.state.system_prompt = prompt
 
     def abort_active(self) -> None:
         for run in self.runs:
@@ -96,6 +115,16 @@ class NotebookSession:
         """Abort its active runs and release the session (its store is closed)."""
         self.abort_active()
         self.session.dispose()
+
+
+def _user_namespace() -> dict[str, Any] | None:
+    try:
+        from IPython.core.getipython import get_ipython
+
+        shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]
+    except Exception:  # pragma: no cover - IPython is a dependency
+        return None
+    return shell.user_ns if shell is not None else None
 
 
 def _within(cassette: Cassette, operation: Callable[[], Any]) -> Callable[[], Any]:
@@ -135,7 +164,7 @@ class SessionRegistry:
         self,
         model: Model | str | None = None,
         stream_fn: StreamFn | None = None,
-        tools: Iterable[AgentTool] = (),
+        tools: Iterable[AgentTool] | None = None,
         settings: Settings | Mapping[str, Any] | None = None,
         *,
         name: str = DEFAULT_NAME,
@@ -162,11 +191,21 @@ class SessionRegistry:
             model, stream_fn = faux.model, faux.stream
         if not isinstance(model, Model):
             raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
+        if tools is None:
+            tools = previous.session.tools if previous is not None else default_tools()
         previous = self._entries.pop(name, None)
         if previous is not None:
             previous.dispose()
+        cwd = None if "system_prompt" in session_options else os.getcwd()
+        if cwd is not None and previous is not None and previous.cwd is None:  # keep a prompt of one's own
+            session_options["system_prompt"] = previous.session.agent.state.system_prompt
+            cwd = None
         session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
-        entry = NotebookSession(name, session, spec, faux, cassette=cassette, _state_listeners=self._state_listeners)
+        entry = NotebookSession(
+            name, session, spec, faux, cassette=cassette, cwd=cwd, _state_listeners=self._state_listeners
+        )
+        session.approver = NotebookApprover(entry)
+        entry.refresh_prompt()
         self._entries[name] = entry
         return entry
 
@@ -198,7 +237,7 @@ REGISTRY = SessionRegistry()
 def configure(
     model: Model | str | None = None,
     stream_fn: StreamFn | None = None,
-    tools: Iterable[AgentTool] = (),
+    tools: Iterable[AgentTool] | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
     **session_options: Any,
@@ -208,6 +247,13 @@ def configure(
     :class:`~pi_notebook.session.Settings` or a dict of its fields (``{"retry": {"max_retries": 5}}``). Other
     keyword arguments go to :class:`~pi_notebook.session.AgentSession`. An active run of the previous session is
     aborted.
+
+    ``tools``: left out, the session keeps the tools it has (at first the whole set, ``default_tools()``:
+    ``read``, ``bash``, ``edit``, ``write``, ``grep``, ``find``, ``ls`` rooted at the working directory, and
+    ``python``); a list replaces them (``[]``: none). Whether a tool asks before it runs is the setting
+    ``tools.approval`` (``%pi tools`` lists both). Without a ``system_prompt=`` the notebook's own is used, made
+    anew for each run (see ``_defaults``), unless an earlier ``configure(system_prompt=...)`` set one, which is
+    kept.
 
     ``cassette``: a :class:`~pi_notebook.ai.Cassette` (or a path, for ``Cassette(path)``) that every ``%pi`` run
     records to or replays from, as ``%pi cassette PATH`` sets; ``None`` turns it off. Left out, the cassette in

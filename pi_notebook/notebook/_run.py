@@ -24,10 +24,12 @@ from ..agent import (
     MessageUpdateEvent,
     ToolExecutionStartEvent,
 )
-from ..ai import AssistantMessage
+from ..ai import AbortSignal, AssistantMessage
 from ..session import (
     AgentSession,
     AgentSettledEvent,
+    Approval,
+    ApprovalRequest,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     CompactionCancelled,
@@ -42,7 +44,16 @@ from ._view import RunView
 __all__ = ["Run", "RunReport", "RunState", "RunStatus", "StateListener"]
 
 RunStatus: TypeAlias = Literal[
-    "idle", "starting", "streaming", "running tool", "retrying", "compacting", "settled", "aborted", "error"
+    "idle",
+    "starting",
+    "streaming",
+    "running tool",
+    "awaiting approval",
+    "retrying",
+    "compacting",
+    "settled",
+    "aborted",
+    "error",
 ]
 
 
@@ -181,6 +192,35 @@ class Run:
         if self._presenter is not None:
             self._presenter.hand_back([*snapshot.steering, *snapshot.follow_up])
         self._spawn(self.session.abort())
+
+    async def ask_approval(self, request: ApprovalRequest, preview: str, signal: AbortSignal) -> Approval:
+        """Show ``request`` in the widget and wait for Run / Skip / Always, or for ``signal`` to abort (then
+        ``skip``; the loop ends the call as aborted). The state is ``awaiting approval`` meanwhile; the event
+        log records the question and the answer. Without a widget the answer is ``unavailable``."""
+        name = request.tool_name
+        if self._presenter is None:
+            return Approval("unavailable", f"{name} needs approval and this run has no widget to ask")
+        answer: asyncio.Future[Any] = self._loop.create_future()
+
+        def on_answer(choice: str) -> None:
+            if not answer.done():
+                answer.set_result(choice)
+
+        previous = self._status
+        self._note("approval", f"{name}: waiting for Run / Skip / Always")
+        self._presenter.ask(name, preview, on_answer)
+        self._set_state("awaiting approval")
+        aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait([answer, aborted], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+            self._presenter.close_ask()
+            if self._status == "awaiting approval":
+                self._set_state(previous)
+        choice = answer.result() if answer.done() else "skip"
+        self._note("approval", f"{name}: " + (choice if answer.done() else "stopped while waiting"))
+        return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
     def report(self) -> RunReport:
         status = "running" if not self.done else ("aborted" if self.aborted else "settled")

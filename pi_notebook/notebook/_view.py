@@ -1,4 +1,5 @@
-"""The run widget: a Stop button, the streaming transcript with tool panels, the queue box, the event log.
+"""The run widget: a Stop button, a tool call waiting for approval, the streaming transcript with tool panels,
+the queue box, the event log.
 
 ``RunView`` (an ipywidgets ``VBox``) holds real ipywidgets buttons (``stop_button``, ``cancel_retry_button``,
 ``steer_button``, ``follow_up_button``) and the queue ``input`` box, around a ``TranscriptWidget``
@@ -14,6 +15,7 @@ subshells), so they only hand their work to the kernel's event loop with ``call_
 from __future__ import annotations
 
 import asyncio
+import html
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,9 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-__all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "RunView", "TranscriptWidget"]
+from ..ai import AbortSignal
+
+__all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "ApprovalBox", "RunView", "TranscriptWidget"]
 
 FLUSH_INTERVAL = 0.05
 STOP_CLASS = "pi-run-stop"
@@ -37,7 +41,7 @@ class TranscriptWidget(anywidget.AnyWidget):
     _css = _STATIC / "run_view.css"
     title = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("starting").tag(sync=True)
-    """starting | streaming | running tool | retrying | compacting | settled | aborted"""
+    """starting | streaming | running tool | awaiting approval | retrying | compacting | settled | aborted"""
     usage = traitlets.Unicode("").tag(sync=True)
     retry_deadline = traitlets.Float(0.0).tag(sync=True)
     """Epoch milliseconds when the automatic retry fires (0: no retry pending); the browser counts down."""
@@ -51,6 +55,9 @@ class TranscriptWidget(anywidget.AnyWidget):
         self._flush_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.sent_batches = 0
+        self.rendered = False
+        """A frontend rendered a view of this widget (its ``hello`` arrived): someone can see it."""
+        self._rendered_waiters: list[asyncio.Future[None]] = []
         self.on_msg(self._on_frontend_message)
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -79,6 +86,30 @@ class TranscriptWidget(anywidget.AnyWidget):
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "hello":
             self._call_in_loop(self._send_snapshot)
+            self._call_in_loop(self._mark_rendered)
+
+    def _mark_rendered(self) -> None:
+        self.rendered = True
+        waiters, self._rendered_waiters = self._rendered_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait_rendered(self, seconds: float, signal: AbortSignal) -> bool:
+        """True once a frontend has rendered a view (at once if one did); False after ``seconds`` without
+        one, or when ``signal`` aborts first."""
+        if self.rendered:
+            return True
+        if seconds <= 0 or signal.aborted:
+            return False
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._rendered_waiters.append(waiter)
+        aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait([waiter, aborted], timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+        return self.rendered and not signal.aborted
 
     def _send_snapshot(self) -> None:
         self._take_pending()  # every view resets on a snapshot, which holds these ops too
@@ -89,6 +120,54 @@ class TranscriptWidget(anywidget.AnyWidget):
             callback()
         else:
             self._loop.call_soon_threadsafe(callback)
+
+
+class ApprovalBox(widgets.VBox):  # type: ignore[misc]
+    """A tool call waiting for approval: what it will do, and **Run**, **Skip**, **Always for this session**.
+    Hidden while nothing waits. The buttons carry the classes ``pi-approve-run``, ``pi-approve-skip`` and
+    ``pi-approve-always``; the box ``pi-approval``."""
+
+    def __init__(self) -> None:
+        self.title = widgets.HTML("")
+        self.preview = widgets.HTML("")
+        self.run_button = widgets.Button(description="Run", icon="play", button_style="success")
+        self.skip_button = widgets.Button(
+            description="Skip", icon="forward", tooltip="Do not run it; the agent is told"
+        )
+        self.always_button = widgets.Button(
+            description="Always for this session", tooltip="Run it, and run this tool without asking from now on"
+        )
+        self.always_button.layout.width = "auto"
+        self._on_answer: Callable[[str], None] | None = None
+        for button, answer in ((self.run_button, "run"), (self.skip_button, "skip"), (self.always_button, "always")):
+            button.add_class(f"pi-approve-{answer}")
+            button.on_click(lambda _, answer=answer: self._answer(answer))
+        buttons = widgets.HBox([self.run_button, self.skip_button, self.always_button])
+        super().__init__([self.title, self.preview, buttons], layout=widgets.Layout(display="none", width="100%"))
+        self.add_class("pi-approval")
+
+    def show(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+        self._on_answer = on_answer
+        self.title.value = f"<b>{html.escape(title)}</b>"
+        self.preview.value = (
+            '<pre style="max-height: 24em; overflow: auto; white-space: pre-wrap; margin: 0">'
+            + html.escape(preview)
+            + "</pre>"
+        )
+        self.layout.display = None
+
+    def hide(self) -> None:
+        self._on_answer = None
+        self.layout.display = "none"
+
+    @property
+    def waiting(self) -> bool:
+        return self._on_answer is not None
+
+    def _answer(self, answer: str) -> None:
+        on_answer = self._on_answer
+        if on_answer is not None:
+            on_answer(answer)
 
 
 def _merged(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,12 +229,13 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.cancel_retry_button.on_click(lambda _: self._marshal(on_cancel_retry))
         self.steer_button.on_click(lambda _: self._send_input(on_steer))
         self.follow_up_button.on_click(lambda _: self._send_input(on_follow_up))
+        self.approval = ApprovalBox()
         controls = widgets.HBox([self.stop_button, self.cancel_retry_button])
         queue_box = widgets.HBox(
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
         )
-        super().__init__([controls, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
+        super().__init__([controls, self.approval, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
         self.add_class("pi-run-view")
         if number is not None:
             self.add_class(f"pi-run-{number}")
@@ -170,7 +250,13 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.input.value = ""
         self._marshal(lambda: action(text))
 
+    def ask(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+        """Show a tool call waiting for approval; a click calls ``on_answer("run" | "skip" | "always")`` on the
+        kernel's loop."""
+        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)))
+
     def settle(self, aborted: bool) -> None:
+        self.approval.hide()
         self.stop_button.disabled = True
         self.stop_button.description = "Stopped" if aborted else "Done"
         self.transcript.flush()

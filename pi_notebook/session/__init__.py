@@ -1,6 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
+from ._approval import DECLINED, NEVER_ASK, Approval, ApprovalRequest, Approver, approval_mode
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
@@ -28,16 +29,22 @@ from ._settings import (
     Settings,
     SettingsError,
     TimeoutSettings,
+    ToolSettings,
 )
 from ._store import SessionStore
 from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_session
 from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
+    "DECLINED",
+    "NEVER_ASK",
     "AbortRun",
     "AgentEndEvent",
     "AgentSession",
     "AgentSettledEvent",
+    "Approval",
+    "ApprovalRequest",
+    "Approver",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
     "BudgetExceededEvent",
@@ -66,7 +73,9 @@ __all__ = [
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
     "TimeoutSettings",
+    "ToolSettings",
     "ToolTimeoutError",
+    "approval_mode",
     "load_session",
     "plan_compaction",
 ]

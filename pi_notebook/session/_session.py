@@ -67,6 +67,7 @@ from ..ai import stream as default_stream
 from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow
 from ..ai.retry import RetryDecision
+from ._approval import ApprovalGate, Approver
 from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
 from ._events import (
     AgentEndEvent,
@@ -81,7 +82,7 @@ from ._events import (
 )
 from ._guard import RunBudget, guard_tool
 from ._redact import SessionKeys
-from ._settings import Settings
+from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._summary import CompactionPlan, CompactionSummaryMessage
 
@@ -108,6 +109,9 @@ class AgentSession:
     checks its budgets before calling ``hooks.prepare_request``). Other keyword arguments go to
     :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...).
 
+    ``approver`` asks the user before a tool runs, as the setting ``tools.approval`` says (see ``_approval``;
+    without one every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
+
     Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
     key the session knows (its ``api_key``, what ``get_api_key`` returned, the provider environment variables)
     from their results, updates and error texts (``_redact``).
@@ -123,6 +127,7 @@ class AgentSession:
         store: SessionStore | None = None,
         messages: Iterable[AgentMessage] = (),
         hooks: Hooks | None = None,
+        approver: Approver | None = None,
         **agent_options: Any,
     ) -> None:
         if settings is not None and not isinstance(settings, Settings | Mapping):
@@ -130,13 +135,15 @@ class AgentSession:
         settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
         self.store = store
         hooks = hooks or Hooks()
+        self._approval = ApprovalGate(hooks.before_tool_call, lambda: self._settings.tools.approval)
+        self._approval.approver = approver
         self._user_prepare_request: PrepareRequestHook | None = hooks.prepare_request
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
         self.agent = Agent(
             stream_fn=stream_fn or default_stream,
             model=model,
             messages=history,
-            hooks=replace(hooks, prepare_request=self._before_request),
+            hooks=replace(hooks, prepare_request=self._before_request, before_tool_call=self._approval),
             **agent_options,
         )
         self._keys = SessionKeys(self.agent)
@@ -201,6 +208,24 @@ class AgentSession:
         self._tools = list(tools)
         timeouts = self._settings.timeouts
         self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._hooks) for tool in self._tools]
+
+    @property
+    def approver(self) -> Approver | None:
+        """Asks the user before a tool runs (``None``: nobody asks; every tool runs)."""
+        return self._approval.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | None) -> None:
+        self._approval.approver = approver
+
+    @property
+    def approved_always(self) -> frozenset[str]:
+        """Tools the user allowed "always for this session" (they no longer ask)."""
+        return frozenset(self._approval.always)
+
+    def approval_mode(self, tool_name: str) -> ApprovalMode:
+        """``"ask"`` or ``"auto"``: what a call of ``tool_name`` does now (the setting, and "always" answers)."""
+        return self._approval.mode(tool_name)
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:

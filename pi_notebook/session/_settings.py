@@ -32,6 +32,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "TimeoutSettings",
+    "ToolSettings",
 ]
 
 ENV_PREFIX = "PI_NOTEBOOK_"
@@ -84,11 +85,29 @@ class BudgetSettings(_Section):
     max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
+ApprovalMode = Literal["ask", "auto"]
+
+DEFAULT_APPROVAL: dict[str, ApprovalMode] = {"python": "ask", "bash": "ask", "write": "ask", "edit": "ask"}
+"""Who asks by default: the tools that run code or change files. Any other tool runs without asking."""
+
+
+class ToolSettings(_Section):
+    """How tools are allowed to run (see :mod:`pi_notebook.session._approval`)."""
+
+    approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL))
+    """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
+    named follows the map's ``"*"`` entry, else :data:`DEFAULT_APPROVAL`; ``updated()`` turns a plain value
+    into that entry when one tool is changed, so ``auto`` then ``bash=ask`` leaves the others ``auto``).
+    ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs a host that can ask (the notebook's
+    widget); a session without an approver runs every tool."""
+
+
 class Settings(_Section):
     retry: RetryPolicy = RetryPolicy()
     compaction: CompactionSettings = CompactionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     budget: BudgetSettings = BudgetSettings()
+    tools: ToolSettings = ToolSettings()
     steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     tool_execution: Literal["parallel", "sequential"] = "parallel"
@@ -116,7 +135,11 @@ class Settings(_Section):
     def updated(self, **changes: Any) -> Settings:
         """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
         data = self.model_dump()
-        _merge(data, _by_name(type(self), changes))
+        changes = _by_name(type(self), changes)
+        approval = (changes.get("tools") or {}).get("approval") if isinstance(changes.get("tools"), Mapping) else None
+        if isinstance(approval, Mapping) and isinstance(data["tools"]["approval"], str):
+            data["tools"]["approval"] = {"*": data["tools"]["approval"]}  # the others keep what they had
+        _merge(data, changes)
         return Settings(**data)
 
 

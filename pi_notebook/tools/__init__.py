@@ -2,7 +2,8 @@
 
 - ``read``: a text file's lines (offset/limit, 2000 lines / 50 KB per call) or an image (:mod:`.read`);
 - ``write``: create or overwrite a file, atomically (:mod:`.write`);
-- ``edit``: exact-text replacements returning a diff, atomically (:mod:`.edit`);
+- ``edit``: exact-text replacements returning a diff, atomically (:mod:`.edit`; :func:`preview_edit` shows the
+  diff a call would make, without writing);
 - ``ls``: a directory's entries (:mod:`.ls`);
 - ``grep``: matching lines, honouring ``.gitignore``, pure Python (:mod:`.grep`);
 - ``find``: paths matching a glob, honouring ``.gitignore``, pure Python (:mod:`.find`);
@@ -22,7 +23,7 @@ from ._common import FileToolError, ToolPrompt
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
 from ._sets import TOOL_PROMPTS, coding_tools, read_only_tools
 from .bash import BashError, bash_tool
-from .edit import edit_tool
+from .edit import edit_tool, preview_edit
 from .find import find_tool
 from .grep import grep_tool
 from .ls import ls_tool
@@ -56,6 +57,7 @@ __all__ = [
     "hold_interrupt",
     "interrupt_running_code",
     "ls_tool",
+    "preview_edit",
     "python_tool",
     "read_only_tools",
     "read_tool",

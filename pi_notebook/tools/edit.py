@@ -34,7 +34,7 @@ from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, rest
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
-__all__ = ["edit_tool"]
+__all__ = ["edit_tool", "preview_edit"]
 
 DESCRIPTION = (
     "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping "
@@ -205,3 +205,20 @@ def edit_tool(cwd: str | Path | None = None) -> AgentTool:
         execute=execute,
         prepare_arguments=prepare_edit_arguments,
     )
+
+
+def preview_edit(args: Any, cwd: str | Path | None = None) -> str:
+    """What an ``edit`` call would change, as Pi's display diff, without writing (for an approval prompt).
+    A call that would fail gives its error text instead."""
+    try:
+        edits = _edits(prepare_edit_arguments(dict(args)) if isinstance(args, Mapping) else args)
+        path = required_string(args, "path", "edit")
+        absolute = resolve_to_cwd(path, os.fspath(cwd) if cwd is not None else os.getcwd())
+        with open(absolute, "rb") as file:
+            content = strip_bom(file.read().decode("utf-8", "surrogateescape"))[1]
+        base, new = _apply(normalize_to_lf(content), edits, path)
+    except FileToolError as exc:
+        return f"(this edit would fail: {exc})"
+    except OSError as exc:
+        return f"(this edit would fail: {exc.strerror or exc})"
+    return generate_diff_string(_display(base), _display(new))[0]

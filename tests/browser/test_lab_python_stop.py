@@ -28,7 +28,7 @@ busy = "print('working')\\nn = 0\\nwhile True:\\n    n += 1"
 call = faux_tool_call("python", {"code": busy, "timeout": 120}, id="busy-1")
 faux = FauxProvider(token_size=(1, 1))
 faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("never sent")])
-configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()])
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={"tools": {"approval": "auto"}})
 """
 
 

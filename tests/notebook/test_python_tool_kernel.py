@@ -51,7 +51,7 @@ print("REPORT " + json.dumps({"ends": ends, "marks": marks, "aborted": run.abort
 BUSY = "print('working')\nn = 0\nwhile True:\n    n += 1"
 SLEEP = "import time\nprint('working')\ntime.sleep(1000)"
 CODES = {"busy loop": BUSY, "sleep": SLEEP}
-NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
+NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,117 @@
+"""Approval before a tool runs: the setting ``tools.approval``, and the seam a host plugs its question into.
+
+The session puts :class:`ApprovalGate` in the agent's ``before_tool_call`` hook (after the user's own
+``before_tool_call``, which may still block first). For each call whose tool asks (:func:`approval_mode`), the
+gate calls the session's ``approver(request, signal)`` — the host's question to the user — and reads its
+:class:`Approval`:
+
+- ``run``: the call runs; ``always``: it runs, and this tool never asks again in this session;
+- ``skip``: it does not run; the model gets an error result saying the user declined (:data:`DECLINED`);
+- ``unavailable``: nobody can answer (no frontend); it does not run, and the result says why and how to allow
+  it (``reason``). A host must answer so at once rather than wait for an answer that cannot come.
+
+The wait is the run's: the approver gets the run's abort signal and must return once it aborts (every stop
+path aborts it); the call then ends as "Operation aborted". The approval wait is not tool time: it is outside
+``timeouts.tool_ms``, but inside ``timeouts.turn_ms`` and the wall-time budget (which abort the signal).
+
+A session without an approver (``AgentSession(approver=None)``, the default) asks nobody: every tool runs, as
+before this setting existed. The notebook supplies one (its run widget's Run / Skip / Always buttons).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from ..agent import BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, call_hook
+from ..agent._hooks import before_result
+from ..ai import AbortSignal, ToolCall, maybe_await
+from ._settings import DEFAULT_APPROVAL, ApprovalMode
+
+__all__ = [
+    "DECLINED",
+    "NEVER_ASK",
+    "Approval",
+    "ApprovalGate",
+    "ApprovalRequest",
+    "Approver",
+    "approval_mode",
+]
+
+NEVER_ASK = frozenset({"read", "ls", "grep", "find"})
+"""Tools that only look: they never ask, whatever ``tools.approval`` says."""
+DECLINED = "The user declined to run this {name} call; it was not run. Ask the user or try something else."
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """One tool call waiting for approval: the call as the model made it and its validated arguments."""
+
+    tool_call: ToolCall
+    args: Any
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool_call.name
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approver's answer; ``reason`` is the result text for ``unavailable``."""
+
+    action: Literal["run", "skip", "always", "unavailable"]
+    reason: str | None = None
+
+
+Approver: TypeAlias = Callable[[ApprovalRequest, AbortSignal], Awaitable[Approval]]
+"""``approver(request, signal)``: ask the user; return once answered, or once ``signal`` aborts (any answer
+then; the call ends as aborted). Must not raise (an exception becomes the call's error result)."""
+
+
+def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool_name: str) -> ApprovalMode:
+    """Whether ``tool_name`` asks under ``setting`` (the value of ``tools.approval``)."""
+    if tool_name in NEVER_ASK:
+        return "auto"
+    if isinstance(setting, str):
+        return setting
+    return setting.get(tool_name) or setting.get("*") or DEFAULT_APPROVAL.get(tool_name, "auto")
+
+
+class ApprovalGate:
+    """The session's ``before_tool_call``: the user's hook, then approval. See the module docstring."""
+
+    def __init__(
+        self,
+        user_hook: BeforeToolCallHook | None,
+        setting: Callable[[], ApprovalMode | Mapping[str, ApprovalMode]],
+    ) -> None:
+        self._user_hook = user_hook
+        self._setting = setting
+        self.approver: Approver | None = None
+        self.always: set[str] = set()
+        """Tools the user allowed "always for this session"."""
+
+    def mode(self, tool_name: str) -> ApprovalMode:
+        """What this tool does now: ``auto`` when allowed for the session, else what the setting says."""
+        return "auto" if tool_name in self.always else approval_mode(self._setting(), tool_name)
+
+    async def __call__(self, context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult | None:
+        if self._user_hook is not None:
+            verdict = before_result(await maybe_await(call_hook(self._user_hook, context, signal)))
+            if verdict is not None and verdict.block:
+                return verdict
+        approver = self.approver
+        name = context.tool_call.name
+        if approver is None or self.mode(name) == "auto" or signal.aborted:
+            return None
+        answer = await approver(ApprovalRequest(context.tool_call, context.args), signal)
+        if signal.aborted:
+            return None  # the loop ends the call as "Operation aborted"
+        if answer.action == "always":
+            self.always.add(name)
+        if answer.action in ("run", "always"):
+            return None
+        if answer.action == "skip":
+            return BeforeToolCallResult(block=True, reason=DECLINED.format(name=name))
+        return BeforeToolCallResult(block=True, reason=answer.reason or f"{name} needs approval, and none came")
