@@ -19,7 +19,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from ..ai import Cassette, CassetteError
+from ..ai import Cassette, CassetteError, Model
 from ..session import SettingsError
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._registry import REGISTRY, NotebookSession
@@ -218,12 +218,21 @@ class PiMagics(Magics):
     def _model(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
         if not command.text:
-            print(f"pi: model {entry.model_spec} ({entry.session.model.api}, {entry.session.model.id})")  # noqa: T201
+            if command.flags:
+                raise UsageError("model: the options need a SPEC (%pi model SPEC --context-window N ...)")
+            print(f"pi: model {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
             return
         if entry.busy:
             raise RuntimeError("a run is active; wait for it (or abort) before switching models")
-        entry.set_model(command.text)
-        print(f"pi: model set to {entry.model_spec}")  # noqa: T201
+        flags = command.flags
+        entry.set_model(
+            command.text,
+            context_window=int(flags["context_window"]) if "context_window" in flags else None,
+            max_tokens=int(flags["max_tokens"]) if "max_tokens" in flags else None,
+            key_env=flags.get("key_env"),
+            from_server="from_server" in flags,
+        )
+        print(f"pi: model set to {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
 
     def _settings(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
@@ -264,6 +273,12 @@ class PiMagics(Magics):
         _require_loop("%pi interrupt")
         REGISTRY.interrupt.set(command.text == "on", kernel=getattr(self.shell, "kernel", None))
         print(f"pi: interrupt hook {command.text}")  # noqa: T201
+
+
+def _limits(model: Model) -> str:
+    """``openai-completions, llama3.2; context window 2048, max tokens 16384; key from LITELLM_KEY``."""
+    key = f"; key from {model.key_env}" if model.key_env else ""
+    return f"{model.api}, {model.id}; context window {model.context_window}, max tokens {model.max_tokens}{key}"
 
 
 def _assignments(text: str) -> dict[str, Any]:
