@@ -128,8 +128,9 @@ class PiMagics(Magics):
             raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
         session = entry.session
         if session.compaction_plan() is None:
-            keep = session.settings.compaction.keep_recent_tokens
-            print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
+            _, keep = session.settings.compaction.for_window(session.model.context_window)
+            keeps = f"the {keep} tokens kept verbatim, compaction.keep_recent_tokens"
+            print(f"pi: nothing to compact (the transcript fits in {keeps})")  # noqa: T201
             return None
         focus = command.text or None
         return _start(entry, "(compact)" + (f" {focus}" if focus else ""), lambda: session.compact(focus))

@@ -114,7 +114,12 @@ class Compactor:
     # -- triage -------------------------------------------------------------------------------------------
     def plan(self) -> CompactionPlan | None:
         """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
-        return plan_compaction(self._agent.state.messages, self.settings.compaction.keep_recent_tokens)
+        _, keep = self._limits()
+        return plan_compaction(self._agent.state.messages, keep)
+
+    def _limits(self) -> tuple[int, int]:
+        """Reserve and keep-recent tokens for the current model's window (see ``CompactionSettings``)."""
+        return self.settings.compaction.for_window(self._agent.state.model.context_window or 0)
 
     async def check(self, message: AssistantMessage, *, kept_reply: bool = False) -> bool:
         """Pi's §7.5 triage of the last reply: overflow -> compact (and retry once); over the threshold ->
@@ -135,7 +140,7 @@ class Compactor:
                 await self._auto_compact("overflow", will_retry=False)
                 return False
             return await self._recover(truncated)
-        if window and context_tokens(self._agent.state.messages) > window - settings.reserve_tokens:
+        if window and context_tokens(self._agent.state.messages) > window - self._limits()[0]:
             await self._auto_compact("threshold", will_retry=False)
         return False
 
@@ -225,7 +230,8 @@ class Compactor:
                 policy=settings.retry,
                 options=await agent.request_options(controller.signal),
                 signal=controller.signal,
-                reserve_tokens=settings.compaction.reserve_tokens,
+                reserve_tokens=self._limits()[0],
+                context_window=agent.state.model.context_window or 0,
                 instructions=instructions,
                 on_retry_scheduled=lambda attempt, most, delay, error: self._emit(
                     SummarizationRetryScheduledEvent(attempt, most, delay, error)

@@ -4,6 +4,7 @@ failed, so the next prompt works. Both say what happened in ``compaction_end``'s
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pi_notebook.ai import AssistantMessage, Model, TextContent, UserMessage, cl
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.models import model_from_spec
 from pi_notebook.session import AgentSession, CompactionEndEvent, SessionStore, Settings, load_session
+from pi_notebook.session._summary import fit_conversation
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply, TokenUsage
 
 APIS = ["openai", "anthropic"]
@@ -165,3 +167,69 @@ async def test_a_prompt_too_large_to_compact_leaves_the_context_and_the_next_pro
     session.store.close()  # type: ignore[union-attr]
     on_file = load_session(session.store.path).messages  # type: ignore[union-attr]
     assert any(isinstance(m, UserMessage) and text_of(m) == huge for m in on_file)
+
+
+# -- item 5: the summary request fits the model's window ------------------------------------------------------
+
+
+def request_text(request: Any) -> str:
+    """The text a request sends to the model: system prompt and messages (either wire format)."""
+    body = request.json
+    parts: list[str] = []
+    system = body.get("system")
+    if isinstance(system, str):
+        parts.append(system)
+    elif isinstance(system, list):
+        parts.extend(block.get("text", "") for block in system)
+    for message in body["messages"]:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(block.get("text", "") for block in content if isinstance(block, dict))
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_the_summary_request_fits_a_small_window(api: str, server: FaultServer, tmp_path: Path) -> None:
+    big = [
+        m
+        for i in range(30)
+        for m in (
+            UserMessage(content=[TextContent(text=f"question {i} " + "x" * 1500)]),
+            AssistantMessage(content=[TextContent(text=f"answer {i} " + "y" * 1500)], stop_reason="stop"),
+        )
+    ]  # about 22,500 tokens: more than the default keep_recent_tokens, so Pi's settings compact it too
+    server.script([Reply.text("## Goal\nsummary"), Reply.text("the turn's start"), Reply.text("ok")])
+    session, recorder = session_for(api, server, tmp_path, window=2048, messages=big)
+    session.settings = Settings(retry={"base_delay_ms": 5})  # Pi's compaction defaults: reserve 16,384, keep 20,000
+    await session.prompt("go")  # the transcript is over the threshold: compacted before the prompt
+    assert [(e.reason, e.error_message) for e in compaction_ends(recorder)] == [("threshold", None)]
+    summary, turn_prefix, prompt = server.requests
+    assert "characters left out to fit the model's context window" in request_text(summary)
+    for request in (summary, turn_prefix):
+        limit = request.json.get("max_tokens") or request.json.get("max_completion_tokens")
+        assert 0 < limit <= 2048 // 4
+        assert len(request_text(request)) / 3 + limit <= 2048  # even at 3 characters a token
+    assert len(request_text(prompt)) / 4 < 2048
+    assert text_of(session.messages[-1]) == "ok"  # type: ignore[arg-type]
+    await settle(session, recorder, server)
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [(0, (16_384, 20_000)), (2048, (512, 768)), (32_768, (16_384, 8192)), (128_000, (16_384, 20_000))],
+)
+def test_compaction_limits_fit_the_window(window: int, expected: tuple[int, int]) -> None:
+    assert Settings().compaction.for_window(window) == expected
+
+
+def test_a_conversation_is_shortened_in_its_middle() -> None:
+    text = "start " + "m" * 5000 + " end"
+    short = fit_conversation(text, 500)
+    assert len(short) <= 1500
+    assert short.startswith("start ") and short.endswith(" end")
+    note = re.search(r"\n\n\[\.\.\. (\d+) characters left out to fit the model's context window \.\.\.\]\n\n", short)
+    assert note is not None
+    assert int(note[1]) == len(text) - (len(short) - len(note[0]))  # the note counts what it stands for
+    assert fit_conversation("small", 500) == "small"
