@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from ..agent import Agent
+from ..agent import Agent, AgentMessage
 from ..ai import AbortController, AssistantMessage, TextContent, ToolCall, UserMessage
 from ..ai import stream as default_stream
 from ..ai.messages import message_key
@@ -173,9 +173,9 @@ class Compactor:
         self._drop_failed_reply()
         messages = self._agent.state.messages
         start = len(messages)
-        while start > 0 and isinstance(messages[start - 1], UserMessage):
+        while start > 0 and _never_answered(messages[start - 1]):
             start -= 1
-        removed = messages[start:]
+        removed = [m for m in messages[start:] if isinstance(m, UserMessage)]
         if removed:
             del messages[start:]
             tokens = sum(estimate_tokens(m) for m in removed)
@@ -256,4 +256,12 @@ def _is_truncated(message: AssistantMessage) -> bool:
     """A ``length`` stop that holds something the model wrote (an empty one is an overflow, like an error)."""
     return message.stop_reason == "length" and any(
         (isinstance(block, TextContent) and block.text) or isinstance(block, ToolCall) for block in message.content
+    )
+
+
+def _never_answered(message: AgentMessage) -> bool:
+    """A user message, or a failed reply between user messages (a session file resumed after an overflow holds
+    the prompt that did not fit and its error reply)."""
+    return isinstance(message, UserMessage) or (
+        isinstance(message, AssistantMessage) and message.stop_reason == "error"
     )

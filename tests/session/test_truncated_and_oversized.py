@@ -233,3 +233,23 @@ def test_a_conversation_is_shortened_in_its_middle() -> None:
     assert note is not None
     assert int(note[1]) == len(text) - (len(short) - len(note[0]))  # the note counts what it stands for
     assert fit_conversation("small", 500) == "small"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_resumed_transcript_ending_in_a_prompt_that_did_not_fit_recovers_too(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    huge = "word " * 2000
+    failed = AssistantMessage(content=[], stop_reason="error", error_message=LLAMA_OVERFLOW)
+    earlier = [UserMessage(content=[TextContent(text="hi")]), AssistantMessage(content=[TextContent(text="hello")])]
+    resumed = [*earlier, UserMessage(content=[TextContent(text=huge)]), failed]  # as load_session gives it back
+    server.script([Reply.text("## Goal\nsay hi"), Fault.status(400, message=LLAMA_OVERFLOW), Reply.text("fine")])
+    session, recorder = session_for(api, server, tmp_path, window=2048, messages=resumed)
+    await session.prompt("small")  # over the threshold: compacted first (the huge prompt is kept), then overflows
+    ends = compaction_ends(recorder)
+    assert [(e.reason, e.error_message is None) for e in ends] == [("threshold", True), ("overflow", False)]
+    assert "The 2 user messages that did not fit (about 2502 tokens)" in str(ends[-1].error_message)
+    assert [m.role for m in session.messages] == ["compactionSummary"]
+    await session.prompt("small again")
+    assert "word word" not in sent_texts(server, 2)
+    assert text_of(session.messages[-1]) == "fine"  # type: ignore[arg-type]
