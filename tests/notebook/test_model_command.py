@@ -87,6 +87,7 @@ def test_bad_model_options_are_one_line_messages_and_keep_the_model(
     assert message in out
     assert "pi: model faux (" in out
     assert "Traceback" not in out
+    assert "sk-abc" not in out  # a key pasted instead of a variable name is never shown
 
 
 def test_from_server_without_a_listing_is_a_one_line_message(
