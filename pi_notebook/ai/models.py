@@ -141,7 +141,9 @@ def _options(context_window: int | None, max_tokens: int | None, key_env: str | 
         options[name] = value
     if key_env is not None:
         if not _ENV_NAME.match(key_env):
-            raise ValueError(f"key_env must name an environment variable (letters, digits, _), got {key_env!r}")
+            raise ValueError(  # the value is not shown: it may be the key itself, pasted by mistake
+                "key_env must name an environment variable (letters, digits, _; e.g. LITELLM_KEY), not hold the key"
+            )
         options["key_env"] = key_env
     return options
 

@@ -40,6 +40,9 @@ usage:
   %pi queue                 the queued steering and follow-up messages
   %pi clear-queue           take every queued message back
   %pi model [SPEC]          show or set the model ({SPEC_HELP})
+  %pi model SPEC [--context-window N] [--max-tokens N] [--key-env VAR] [--from-server]
+                            the model's context window and output limit in tokens, the environment variable
+                            holding its key; --from-server reads the window from the server's /models list
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
   %pi tools                 the agent's tools and whether each asks before it runs (tools.approval=ask|auto)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
@@ -80,8 +83,9 @@ class PiCommand:
 
     ``text`` is the verbatim text argument: the prompt, the steer or follow-up text, the compaction focus, the
     model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
-    ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags (``cassette``'s
-    ``mode`` and ``timing``), by name.
+    ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags, by name, as strings
+    (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
+    integers), ``key_env`` and ``from_server`` (``"true"`` when given)).
     """
 
     name: CommandName
@@ -105,8 +109,8 @@ def _options(parser: argparse.ArgumentParser) -> None:
 
 
 # name -> how its arguments are read: "text" (the rest of the line, verbatim), "number" (an optional run
-# number), "cassette" (an optional path and its flags) or "none".
-_SPECS: dict[CommandName, Literal["text", "number", "cassette", "none"]] = {
+# number), "cassette" (an optional path and its flags), "model" (an optional spec and its flags) or "none".
+_SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "none"]] = {
     "steer": "text",
     "follow": "text",
     "abort": "none",
@@ -117,7 +121,7 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "none"]] = {
     "events": "number",
     "queue": "none",
     "clear-queue": "none",
-    "model": "text",
+    "model": "model",
     "settings": "text",
     "tools": "none",
     "interrupt": "text",
@@ -145,7 +149,27 @@ def _build() -> tuple[_Parser, _Parser]:
             parser.add_argument("path", nargs="?", default="")
             parser.add_argument("--mode", choices=("once", "none", "all", "new"))
             parser.add_argument("--timing", choices=("fast", "real"))
+        elif kind == "model":
+            parser.add_argument("spec", nargs="?", default="")
+            parser.add_argument("--context-window", type=_tokens, metavar="N")
+            parser.add_argument("--max-tokens", type=_tokens, metavar="N")
+            parser.add_argument("--key-env", metavar="VAR")
+            parser.add_argument("--from-server", action="store_true")
     return head, commands
+
+
+_MODEL_FLAGS = ("context_window", "max_tokens", "key_env", "from_server")
+
+
+def _tokens(value: str) -> int:
+    """A positive number of tokens (``2048``, ``2_048``), for argparse."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {value!r}")
+    return number
 
 
 _HEAD, _COMMANDS = _build()
@@ -187,12 +211,16 @@ def parse_line(line: str) -> PiCommand:
             raise UsageError(f"{name} takes no arguments")
         if kind == "number":
             raise UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
-        if kind == "cassette":
+        if kind in ("cassette", "model"):
             raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}")
         raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
     if _SPECS[name] == "cassette":
         flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}
         return PiCommand(name, parsed.path, flags=flags)
+    if _SPECS[name] == "model":
+        values = {flag: getattr(parsed, flag) for flag in _MODEL_FLAGS}
+        flags = {flag: str(value).lower() if value is True else str(value) for flag, value in values.items() if value}
+        return PiCommand(name, parsed.spec, flags=flags)
     return PiCommand(name, verbatim(getattr(parsed, "text", [])), getattr(parsed, "number", None))
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..ai import Cassette, CassetteError
+from ..ai import Cassette, CassetteError, Model
 from ..session import SettingsError
 from ._approval import describe_tools
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
@@ -151,8 +151,9 @@ class PiMagics(Magics):
             raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
         session = entry.session
         if session.compaction_plan() is None:
-            keep = session.settings.compaction.keep_recent_tokens
-            print(f"pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = {keep})")  # noqa: T201
+            _, keep = session.settings.compaction.for_window(session.model.context_window)
+            keeps = f"the {keep} tokens kept verbatim, compaction.keep_recent_tokens"
+            print(f"pi: nothing to compact (the transcript fits in {keeps})")  # noqa: T201
             return None
         focus = command.text or None
 
@@ -248,12 +249,21 @@ class PiMagics(Magics):
     def _model(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
         if not command.text:
-            print(f"pi: model {entry.model_spec} ({entry.session.model.api}, {entry.session.model.id})")  # noqa: T201
+            if command.flags:
+                raise UsageError("model: the options need a SPEC (%pi model SPEC --context-window N ...)")
+            print(f"pi: model {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
             return
         if entry.busy:
             raise RuntimeError("a run is active; wait for it (or abort) before switching models")
-        entry.set_model(command.text)
-        print(f"pi: model set to {entry.model_spec}")  # noqa: T201
+        flags = command.flags
+        entry.set_model(
+            command.text,
+            context_window=int(flags["context_window"]) if "context_window" in flags else None,
+            max_tokens=int(flags["max_tokens"]) if "max_tokens" in flags else None,
+            key_env=flags.get("key_env"),
+            from_server="from_server" in flags,
+        )
+        print(f"pi: model set to {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
 
     def _settings(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
@@ -305,6 +315,12 @@ def _check_size(text: str, what: str) -> None:
             f"the {what} has {len(text):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}"
             " (send a longer text from Python: await get_session().prompt(text))"
         )
+
+
+def _limits(model: Model) -> str:
+    """``openai-completions, llama3.2; context window 2048, max tokens 16384; key from LITELLM_KEY``."""
+    key = f"; key from {model.key_env}" if model.key_env else ""
+    return f"{model.api}, {model.id}; context window {model.context_window}, max tokens {model.max_tokens}{key}"
 
 
 def _assignments(text: str) -> dict[str, Any]:

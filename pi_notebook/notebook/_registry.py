@@ -17,7 +17,7 @@ from typing import Any
 from ..agent import AgentTool
 from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
-from ..ai.models import SPEC_HELP, model_from_spec
+from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
 from ..ai.providers.faux import FauxProvider
 from ..session import AgentSession, Settings
 from ._approval import NotebookApprover
@@ -98,17 +98,38 @@ class NotebookSession:
             if not run.done:
                 run.abort()
 
-    def set_model(self, spec: str) -> None:
-        """Switch the model (a spec string, see ``%pi help``; ``faux`` for the offline model)."""
+    def set_model(
+        self,
+        spec: str,
+        *,
+        context_window: int | None = None,
+        max_tokens: int | None = None,
+        key_env: str | None = None,
+        from_server: bool = False,
+    ) -> None:
+        """Switch the model (a spec string, see ``%pi help``; ``faux`` for the offline model, which takes no
+        options). ``context_window``, ``max_tokens`` and ``key_env`` are :func:`model_from_spec`'s; with
+        ``from_server`` the model comes from :func:`model_from_server` (one GET of the server's model list, which
+        fills in the context window where the server reports it). Raises ``ValueError`` (one line) and leaves the
+        model unchanged when the spec, an option or the server's list is wrong."""
         spec = spec.strip()
         session = self.session
+        options: dict[str, int | str | None] = {
+            "context_window": context_window,
+            "max_tokens": max_tokens,
+            "key_env": key_env,
+        }
         if spec == "faux":
+            if from_server or any(value is not None for value in options.values()):
+                raise ValueError("the faux model takes no options (configure(model=...) sets any Model field)")
             faux = self.faux or default_faux()
             session.model, session.agent.stream_fn = faux.model, faux.stream
             self.faux = faux
         else:
-            model = model_from_spec(spec)
+            make = model_from_server if from_server else model_from_spec
+            model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env)
             session.model, session.agent.stream_fn = model, default_stream
+            spec = _described(spec, model, options, from_server)
         self.model_spec = spec
 
     def dispose(self) -> None:
@@ -125,6 +146,16 @@ def _user_namespace() -> dict[str, Any] | None:
     except Exception:  # pragma: no cover - IPython is a dependency
         return None
     return shell.user_ns if shell is not None else None
+
+
+def _described(spec: str, model: Model, options: Mapping[str, int | str | None], from_server: bool) -> str:
+    """The spec with the options given (as ``%pi model`` takes them), so ``%pi status`` shows what was set."""
+    if from_server and spec.startswith(("openai-compatible:", "anthropic-compatible:")):
+        spec = f"{model.provider}:{model.base_url}:{model.id}"  # the server may have named the model
+    flags = [f"--{name.replace('_', '-')} {value}" for name, value in options.items() if value is not None]
+    if from_server:
+        flags.append(f"--from-server (context window {model.context_window})")
+    return " ".join([spec, *flags])
 
 
 def _within(cassette: Cassette, operation: Callable[[], Any]) -> Callable[[], Any]:

@@ -3,6 +3,20 @@
 :class:`Compactor` is owned by an :class:`~pi_notebook.session.AgentSession`: the session tells it about the
 messages that start and end, asks it after each run whether to compact, and reports its events. The summary
 itself is made in :mod:`._summary`.
+
+Where this differs from Pi (0.84, which added the truncated-reply recovery), on purpose:
+
+* **A truncated reply is kept unless it is really retried.** A ``length`` stop below ``model.max_tokens`` is
+  recovered as Pi does (compact, then run the turn again without it), but the reply leaves the transcript only
+  once the compaction is done and the turn really runs again. When there is nothing to compact, the compaction
+  fails or is stopped, or the one retry was already spent, the reply stays (it is what the model wrote; dropping
+  it left two user messages in a row) and a ``compaction_end`` with ``error_message`` says so. Before a new
+  prompt such a kept reply is not recovered again.
+* **A prompt that cannot fit is taken out of the context.** When the overflow recovery fails (nothing to
+  compact, or the compacted transcript overflowed again), the failed reply and the user messages that ended the
+  transcript (the prompt, steering and follow-ups that never reached the model) are removed from what the model
+  sees next; the session file keeps them, and ``compaction_end``'s ``error_message`` says what was removed. In
+  Pi they stay, so every later prompt resends them and overflows again.
 """
 
 from __future__ import annotations
@@ -10,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from ..agent import Agent
-from ..ai import AbortController, AssistantMessage
+from ..agent import Agent, AgentMessage
+from ..ai import AbortController, AssistantMessage, TextContent, ToolCall, UserMessage
 from ..ai import stream as default_stream
 from ..ai.messages import message_key
 from ..ai.overflow import is_context_overflow, is_recoverable_length
@@ -26,14 +40,31 @@ from ._events import (
 )
 from ._settings import Settings
 from ._store import SessionStore
-from ._summary import CompactionPlan, SummarizationFailed, context_tokens, plan_compaction, summarize
+from ._summary import (
+    CompactionPlan,
+    SummarizationFailed,
+    context_tokens,
+    estimate_tokens,
+    plan_compaction,
+    summarize,
+)
 
-__all__ = ["OVERFLOW_FAILED", "CompactionCancelled", "CompactionOutcome", "Compactor", "SummarizationFailed"]
+__all__ = [
+    "OVERFLOW_FAILED",
+    "TRUNCATED_FAILED",
+    "CompactionCancelled",
+    "CompactionOutcome",
+    "Compactor",
+    "SummarizationFailed",
+]
 
 OVERFLOW_FAILED = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
     "Try reducing context or switching to a larger-context model."
 )
+TRUNCATED_FAILED = "Truncated response recovery failed after one compact-and-retry attempt."  # Pi >= 0.84.2
+NOTHING_TO_COMPACT = "nothing to compact"
+TRUNCATED_KEPT = " The truncated reply is kept."
 
 CompactionOutcome = Literal["done", "nothing", "aborted"]
 
@@ -83,12 +114,18 @@ class Compactor:
     # -- triage -------------------------------------------------------------------------------------------
     def plan(self) -> CompactionPlan | None:
         """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
-        return plan_compaction(self._agent.state.messages, self.settings.compaction.keep_recent_tokens)
+        _, keep = self._limits()
+        return plan_compaction(self._agent.state.messages, keep)
 
-    async def check(self, message: AssistantMessage) -> bool:
+    def _limits(self) -> tuple[int, int]:
+        """Reserve and keep-recent tokens for the current model's window (see ``CompactionSettings``)."""
+        return self.settings.compaction.for_window(self._agent.state.model.context_window or 0)
+
+    async def check(self, message: AssistantMessage, *, kept_reply: bool = False) -> bool:
         """Pi's §7.5 triage of the last reply: overflow -> compact (and retry once); over the threshold ->
         compact. True when an overflow was compacted and the run should be retried now (the failed reply was
-        dropped from the transcript). (Pi skips an aborted reply after a run; the session never asks with one.)
+        dropped from the transcript). ``kept_reply``: ``message`` was kept after a recovery was given up (only the
+        threshold applies). (Pi skips an aborted reply after a run; the session never asks with one.)
         """
         settings = self.settings.compaction
         if not settings.enabled or self._older_than_compaction(message):
@@ -97,26 +134,55 @@ class Compactor:
         same_model = message.provider == model.provider and message.model == model.id
         window = model.context_window or 0
         recoverable_length = same_model and is_recoverable_length(message, model.max_tokens)
-        if same_model and (is_context_overflow(message, window) or recoverable_length):
-            will_retry = message.stop_reason != "stop"
-            if not will_retry:
+        truncated = _is_truncated(message)
+        if same_model and (is_context_overflow(message, window) or recoverable_length) and not kept_reply:
+            if message.stop_reason == "stop":
                 await self._auto_compact("overflow", will_retry=False)
                 return False
-            if self._overflow_attempted:
-                self._emit(CompactionEndEvent("overflow", error_message=OVERFLOW_FAILED))
-                return False
-            self._overflow_attempted = True
-            self._drop_failed_reply()
-            return await self._auto_compact("overflow", will_retry=True)
-        if window and context_tokens(self._agent.state.messages) > window - settings.reserve_tokens:
+            return await self._recover(truncated)
+        if window and context_tokens(self._agent.state.messages) > window - self._limits()[0]:
             await self._auto_compact("threshold", will_retry=False)
         return False
 
     async def check_last_reply(self) -> None:
-        """Before a prompt, Pi checks the transcript's last reply too."""
+        """Before a prompt, Pi checks the transcript's last reply too (a truncated reply kept there is not
+        recovered again: only the threshold applies)."""
         last = next((m for m in reversed(self._agent.state.messages) if isinstance(m, AssistantMessage)), None)
         if last is not None:
-            await self.check(last)
+            await self.check(last, kept_reply=_is_truncated(last))
+
+    async def _recover(self, truncated: bool) -> bool:
+        """Compact and run the failed turn once more (true), or give up with an event (false)."""
+        if self._overflow_attempted:
+            self._give_up(TRUNCATED_FAILED if truncated else OVERFLOW_FAILED, truncated)
+            return False
+        self._overflow_attempted = True
+        if not truncated:
+            self._drop_failed_reply()  # an error holds nothing for the model (the session file keeps it)
+        outcome = await self._auto_compact("overflow", will_retry=True)
+        if outcome == "nothing":
+            prefix = "Truncated response recovery" if truncated else "Context overflow recovery"
+            self._give_up(f"{prefix} failed: {NOTHING_TO_COMPACT}.", truncated)
+        return outcome == "done"
+
+    def _give_up(self, text: str, truncated: bool) -> None:
+        """Report a failed recovery: a truncated reply stays; a prompt that cannot fit leaves the context."""
+        if truncated:
+            self._emit(CompactionEndEvent("overflow", error_message=text + TRUNCATED_KEPT))
+            return
+        self._drop_failed_reply()
+        messages = self._agent.state.messages
+        start = len(messages)
+        while start > 0 and _never_answered(messages[start - 1]):
+            start -= 1
+        removed = [m for m in messages[start:] if isinstance(m, UserMessage)]
+        if removed:
+            del messages[start:]
+            tokens = sum(estimate_tokens(m) for m in removed)
+            what = "The prompt" if len(removed) == 1 else f"The {len(removed)} user messages"
+            size = f"about {tokens} token{'' if tokens == 1 else 's'}"
+            text += f" {what} that did not fit ({size}) left the context; the session file keeps it."
+        self._emit(CompactionEndEvent("overflow", error_message=text))
 
     def _older_than_compaction(self, message: AssistantMessage) -> bool:
         """Pi compares timestamps; replies can land within the same millisecond, so the keys of the replies made
@@ -124,21 +190,24 @@ class Compactor:
         return self._since is not None and message_key(message) not in self._since
 
     def _drop_failed_reply(self) -> None:
+        """Take a trailing ``error`` or ``length`` reply out of the context (the session file keeps it)."""
         messages = self._agent.state.messages
         if messages and isinstance(messages[-1], AssistantMessage) and messages[-1].stop_reason in ("error", "length"):
             messages.pop()
 
-    async def _auto_compact(self, reason: CompactionReason, *, will_retry: bool) -> bool:
+    async def _auto_compact(
+        self, reason: CompactionReason, *, will_retry: bool
+    ) -> CompactionOutcome | Literal["failed"]:
+        """Compact (a failure is reported); with ``will_retry``, a done compaction drops the failed reply."""
         try:
             outcome = await self.compact(reason, will_retry=will_retry)
         except SummarizationFailed as failure:
             prefix = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
             self._emit(CompactionEndEvent(reason, error_message=f"{prefix}: {failure}"))
-            return False
+            return "failed"
         if outcome == "done" and will_retry:
             self._drop_failed_reply()
-            return True
-        return False
+        return outcome
 
     # -- compaction ---------------------------------------------------------------------------------------
     async def compact(
@@ -161,7 +230,8 @@ class Compactor:
                 policy=settings.retry,
                 options=await agent.request_options(controller.signal),
                 signal=controller.signal,
-                reserve_tokens=settings.compaction.reserve_tokens,
+                reserve_tokens=self._limits()[0],
+                context_window=agent.state.model.context_window or 0,
                 instructions=instructions,
                 on_retry_scheduled=lambda attempt, most, delay, error: self._emit(
                     SummarizationRetryScheduledEvent(attempt, most, delay, error)
@@ -180,3 +250,18 @@ class Compactor:
         self._since = set()
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))
         return "done"
+
+
+def _is_truncated(message: AssistantMessage) -> bool:
+    """A ``length`` stop that holds something the model wrote (an empty one is an overflow, like an error)."""
+    return message.stop_reason == "length" and any(
+        (isinstance(block, TextContent) and block.text) or isinstance(block, ToolCall) for block in message.content
+    )
+
+
+def _never_answered(message: AgentMessage) -> bool:
+    """A user message, or a failed reply between user messages (a session file resumed after an overflow holds
+    the prompt that did not fit and its error reply)."""
+    return isinstance(message, UserMessage) or (
+        isinstance(message, AssistantMessage) and message.stop_reason == "error"
+    )

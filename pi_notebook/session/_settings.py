@@ -54,9 +54,25 @@ RetrySettings = RetryPolicy
 class CompactionSettings(_Section):
     enabled: bool = True
     reserve_tokens: int = Field(16_384, ge=0)
-    """Compact when the context exceeds the window minus this many tokens."""
+    """Compact when the context exceeds the window minus this many tokens. Also the summary's output budget
+    (80%). When it is not below the model's context window (Pi's 16,384 against a 2,048-token server), a quarter
+    of the window is used instead."""
     keep_recent_tokens: int = Field(20_000, ge=0)
-    """Roughly how much recent conversation is kept verbatim."""
+    """Roughly how much recent conversation is kept verbatim. When it is not below the compaction threshold
+    (window minus reserve), half the threshold is used instead, so that compacting frees something."""
+
+    def for_window(self, window: int) -> tuple[int, int]:
+        """``(reserve_tokens, keep_recent_tokens)`` as used with a model of ``window`` tokens (0: unknown, the
+        settings as they are); see the two fields."""
+        reserve, keep = self.reserve_tokens, self.keep_recent_tokens
+        if window <= 0:
+            return reserve, keep
+        if reserve >= window:
+            reserve = window // 4
+        threshold = window - reserve
+        if keep >= threshold:
+            keep = threshold // 2
+        return reserve, keep
 
 
 class TimeoutSettings(_Section):

@@ -318,6 +318,32 @@ def serialize_conversation(messages: Sequence[AgentMessage]) -> str:
     return "\n\n".join(parts)
 
 
+_CHARS_PER_TOKEN_AT_WORST = 3
+"""Bounding a request by a window needs the tokens it costs at worst: small models' tokenizers (SmolLM2's) and
+code or numbers give about 3 characters a token, not Pi's estimate of 4."""
+_TEMPLATE_TOKENS = 64
+"""Chat-template tokens around the system prompt and the message (role markers, separators)."""
+
+
+def _prompt_tokens(text: str) -> int:
+    return math.ceil((len(text) + len("<conversation>\n\n</conversation>\n\n")) / _CHARS_PER_TOKEN_AT_WORST) + (
+        _TEMPLATE_TOKENS
+    )
+
+
+def fit_conversation(conversation: str, tokens: int) -> str:
+    """``conversation`` shortened to cost at most ``tokens`` (at 3 characters a token): its middle is replaced
+    by a note saying how much was left out, so the start (the goal) and the end (the latest work) remain."""
+    room = tokens * _CHARS_PER_TOKEN_AT_WORST
+    if len(conversation) <= room:
+        return conversation
+    note = "\n\n[... {} characters left out to fit the model's context window ...]\n\n"
+    keep = max(room - len(note.format(len(conversation))), 0)
+    head, tail = keep // 2, keep - keep // 2
+    left_out = len(conversation) - head - tail
+    return conversation[:head] + note.format(left_out) + (conversation[len(conversation) - tail :] if tail else "")
+
+
 def _summary_body(summary: CompactionSummaryMessage) -> str:
     """The summary without the file lists appended to it (they are recomputed)."""
     return summary.summary.removesuffix(format_file_lists(summary.read_files, summary.modified_files))
@@ -336,6 +362,7 @@ async def summarize(
     options: StreamOptions,
     signal: AbortSignal,
     reserve_tokens: int,
+    context_window: int = 0,
     instructions: str | None = None,
     on_retry_scheduled: OnRetryScheduled | None = None,
     on_retry_attempt_start: OnRetryAttemptStart | None = None,
@@ -345,16 +372,27 @@ async def summarize(
     callbacks of :func:`~pi_notebook.ai.retry.retry_assistant_call`); ``None`` when aborted.
 
     ``options`` are the session's request options (key, headers, timeouts); each summary request gets
-    ``signal``, its own token budget, a fresh session id and no caching. Raises :class:`SummarizationFailed`
-    when a request ends in an error.
+    ``signal``, its own token budget, a fresh session id and no caching. With a ``context_window`` (tokens) each
+    request fits it: the conversation is shortened in its middle (:func:`fit_conversation`) so that it, the
+    prompts and the output budget stay within the window. Raises :class:`SummarizationFailed` when a request ends
+    in an error, or when the window cannot hold the prompts and an output budget.
     """
 
     async def ask(messages: Sequence[AgentMessage], prompt: str, budget: float, what: str) -> str | None:
-        text = f"<conversation>\n{serialize_conversation(messages)}\n</conversation>\n\n{prompt}"
-        context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
         limit = math.floor(budget * reserve_tokens)
         if model.max_tokens > 0:
             limit = min(limit, model.max_tokens)
+        conversation = serialize_conversation(messages)
+        if context_window > 0:
+            room = context_window - (limit or context_window // 4) - _prompt_tokens(SYSTEM_PROMPT + prompt)
+            if room <= 0:
+                raise SummarizationFailed(
+                    f"{what} failed: the model's context window ({context_window} tokens) cannot hold the summary "
+                    "prompts and an answer"
+                )
+            conversation = fit_conversation(conversation, room)
+        text = f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}"
+        context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
         request = replace(
             options, signal=signal, max_tokens=limit or None, session_id=str(uuid.uuid4()), cache_retention="none"
         )

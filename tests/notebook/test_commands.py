@@ -27,6 +27,20 @@ from pi_notebook.notebook._commands import USAGE, PiCommand, UsageError, parse_c
             "model openai-compatible:http://127.0.0.1:11434/v1:llama3.2:3b",
             PiCommand("model", "openai-compatible:http://127.0.0.1:11434/v1:llama3.2:3b"),
         ),
+        (
+            "model openai-compatible:http://127.0.0.1:4000/v1:m --context-window 2048 --key-env LITELLM_KEY "
+            "--max-tokens 64",
+            PiCommand(
+                "model",
+                "openai-compatible:http://127.0.0.1:4000/v1:m",
+                flags={"context_window": "2048", "max_tokens": "64", "key_env": "LITELLM_KEY"},
+            ),
+        ),
+        (
+            "model --from-server openai-compatible:http://127.0.0.1:8080/v1",
+            PiCommand("model", "openai-compatible:http://127.0.0.1:8080/v1", flags={"from_server": "true"}),
+        ),
+        ("model", PiCommand("model")),
         ("settings retry.max_retries=5 'a=b c'", PiCommand("settings", "retry.max_retries=5 'a=b c'")),
         ("interrupt on", PiCommand("interrupt", "on")),
         ("clear-queue", PiCommand("clear-queue")),
@@ -48,6 +62,11 @@ def test_lines_are_read_as_commands_or_verbatim_prompts(line: str, expected: PiC
         ("events 1 2", "events takes at most one run number, got '2'"),
         ("-x what is this", "unrecognized arguments: -x (a prompt that starts with a dash: %pi -- <prompt>)"),
         ("--help", "unrecognized arguments: --help"),
+        ("model m --context-window 0", "model: argument --context-window: expected a positive number of tokens"),
+        ("model m --max-tokens lots", "model: argument --max-tokens: expected a positive number of tokens"),
+        ("model m --key-env", "model: argument --key-env: expected one argument"),
+        ("model a b", "model: unrecognized arguments: b"),
+        ("model m --window 9", "model: unrecognized arguments: --window 9"),
         ("steer -h now", "steer: unknown option '-h' (a text that starts with a dash: %pi steer -- <text>)"),
     ],
 )

@@ -229,7 +229,10 @@ def test_percent_pi_compact_summarises_the_older_transcript_and_shows_the_summar
         "assert run.done and not run.aborted and run.error is None"
     )
     tiny = kernel.run("%pi compact").text
-    assert "pi: nothing to compact (the transcript fits in compaction.keep_recent_tokens = 200)" in tiny
+    assert (
+        "pi: nothing to compact (the transcript fits in the 200 tokens kept verbatim, compaction.keep_recent_tokens)"
+        in tiny
+    )
 
 
 def test_percent_pi_abort_stops_a_compaction_and_leaves_the_transcript(kernel: Kernel) -> None:

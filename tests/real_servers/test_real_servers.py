@@ -32,8 +32,10 @@ from pi_notebook.ai import (
     complete,
     stream,
 )
+from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.models import model_from_server, model_from_spec
 from pi_notebook.ai.overflow import is_context_overflow
+from pi_notebook.session import AgentSession, CompactionEndEvent, SessionEvent
 
 pytestmark = pytest.mark.timeout(300)  # the first test of each server waits for it to start
 
@@ -219,3 +221,15 @@ async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyMode
 async def test_litellm_length_reply(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "scripted-length"), context("go"))
     assert (reply.stop_reason, reply.content) == ("length", [TextContent(text="cut short")])
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_litellm_a_length_reply_is_kept_in_the_session(litellm: ProxyModel, api: str) -> None:
+    session = AgentSession(model=litellm(api, "scripted-length"))
+    ends: list[SessionEvent] = []
+    session.subscribe(lambda event: ends.append(event) if isinstance(event, CompactionEndEvent) else None)
+    await session.prompt("go")
+    last = session.messages[-1]
+    assert last.role == "assistant" and last.stop_reason == "length"  # type: ignore[union-attr]
+    assert text_of(last) == "cut short"  # type: ignore[arg-type]
+    assert "The truncated reply is kept." in str(getattr(ends[-1], "error_message", ""))

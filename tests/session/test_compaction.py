@@ -86,9 +86,11 @@ async def test_a_second_overflow_after_recovery_gives_up_with_pis_message() -> N
     ends = [e for e in rec.events if e.type == "compaction_end"]
     assert ends[-1].error_message == (
         "Context overflow recovery failed after one compact-and-retry attempt. "
-        "Try reducing context or switching to a larger-context model."
+        "Try reducing context or switching to a larger-context model. "
+        "The prompt that did not fit (about 1 token) left the context; the session file keeps it."
     )
     assert faux.state.call_count == 3
+    assert not any(isinstance(m, UserMessage) and m.content[0].text == "go" for m in session.messages)  # type: ignore[union-attr]
     assert rec.labels[-1] == "agent_settled:aborted=false"
 
 

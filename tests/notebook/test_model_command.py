@@ -1,0 +1,100 @@
+"""``%pi model SPEC --context-window N --max-tokens N --key-env VAR [--from-server]`` (issue 17 item 8): the magic
+itself (no running loop, so a prompt runs to the end in the call) against a real loopback server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import pi_notebook.notebook._magics as magics_module
+from pi_notebook.notebook._magics import PiMagics
+from pi_notebook.notebook._registry import SessionRegistry
+from pi_notebook.testing import FaultServer, Reply
+
+KEY = "sk-model-command-key"
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    with FaultServer() as running:
+        yield running
+
+
+@pytest.fixture
+def pi(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[PiMagics]:
+    """The magic, on a registry of its own (the kernel's is left alone)."""
+    registry = SessionRegistry()
+    monkeypatch.setattr(magics_module, "REGISTRY", registry)
+    yield PiMagics(None)  # type: ignore[no-untyped-call]
+    for entry in registry:
+        entry.dispose()
+
+
+def _out(capsys: pytest.CaptureFixture[str]) -> str:
+    return capsys.readouterr().out
+
+
+def test_model_options_reach_the_model_and_its_requests(
+    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITELLM_KEY", KEY)
+    server.script([Reply.text("hello from the proxy")])
+    spec = f"openai-compatible:{server.openai_base_url}:proxy-model"
+    pi.pi(f"model {spec} --context-window 2048 --max-tokens 64 --key-env LITELLM_KEY")
+    pi.pi("model")
+    pi.pi("say hello")
+    out = _out(capsys)
+    shown = f"{spec} --context-window 2048 --max-tokens 64 --key-env LITELLM_KEY"
+    limits = "openai-completions, proxy-model; context window 2048, max tokens 64; key from LITELLM_KEY"
+    assert f"pi: model set to {shown} ({limits})" in out
+    assert f"pi: model {shown} ({limits})" in out
+    assert "**assistant:** hello from the proxy" in out
+    (request,) = server.requests
+    assert request.api_key == KEY
+    assert request.json["max_tokens"] == 64
+    assert KEY not in out
+
+
+def test_from_server_reads_the_context_window_of_the_only_model(
+    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.serve_models({"object": "list", "data": [{"id": "smollm2", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}}]})
+    pi.pi(f"model openai-compatible:{server.openai_base_url} --from-server")
+    pi.pi("status")
+    out = _out(capsys)
+    expected = f"openai-compatible:{server.openai_base_url}:smollm2 --from-server (context window 2048)"
+    assert f"pi: model set to {expected} (openai-completions, smollm2; context window 2048," in out
+    assert f"model: {expected}" in out
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("model faux --context-window 2048", "pi: the faux model takes no options"),
+        ("model --max-tokens 5", "pi: model: the options need a SPEC"),
+        ("model openai:gpt-4o --key-env sk-abc", "pi: key_env must name an environment variable"),
+        ("model openai:gpt-4o --from-server", "pi: not a compatible-server spec"),
+        ("model openai:gpt-4o --context-window -1", "pi: model: argument --context-window: expected a positive"),
+    ],
+)
+def test_bad_model_options_are_one_line_messages_and_keep_the_model(
+    pi: PiMagics, capsys: pytest.CaptureFixture[str], line: str, message: str
+) -> None:
+    pi.pi(line)
+    pi.pi("model")
+    out = _out(capsys)
+    assert message in out
+    assert "pi: model faux (" in out
+    assert "Traceback" not in out
+    assert "sk-abc" not in out  # a key pasted instead of a variable name is never shown
+
+
+def test_from_server_without_a_listing_is_a_one_line_message(
+    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pi.pi(f"model openai-compatible:{server.openai_base_url}:m --from-server")
+    pi.pi("model")
+    out = _out(capsys)
+    assert f"pi: cannot read the model list at {server.openai_base_url}/models: HTTP 404" in out
+    assert "pi: model faux (" in out
