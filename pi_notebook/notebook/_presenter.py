@@ -101,6 +101,10 @@ class RunPresenter:
     def settle(self, aborted: bool) -> None:
         self.view.settle(aborted)
 
+    def close(self) -> None:
+        """Close the view's widgets (the run has settled and is shown statically from now on)."""
+        self.view.close_all()
+
     def show_update(self, event: MessageUpdateEvent) -> None:
         """A streaming step (most events, so kept short): text and thinking deltas are appended."""
         step = event.assistant_message_event

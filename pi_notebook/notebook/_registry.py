@@ -22,6 +22,7 @@ from ..ai.providers.faux import FauxProvider
 from ..session import AgentSession, Settings
 from ._default_model import default_faux
 from ._interrupt import InterruptHook
+from ._recent import RecentRuns
 from ._run import Run, StateListener
 
 __all__ = [
@@ -49,6 +50,7 @@ class NotebookSession:
     cassette: Cassette | None = None
     """Every run of this session records to it or replays from it (``%pi cassette``)."""
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
+    _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
     @property
     def busy(self) -> bool:
@@ -70,6 +72,7 @@ class NotebookSession:
             operation = _within(self.cassette, operation)
         run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
         self.runs.append(run)
+        self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
@@ -93,8 +96,10 @@ class NotebookSession:
         self.model_spec = spec
 
     def dispose(self) -> None:
-        """Abort its active runs and release the session (its store is closed)."""
+        """Abort its active runs, close the views of all its runs (each shows its static rendering from then on)
+        and release the session (its store is closed)."""
         self.abort_active()
+        self._recent.close(self.runs)
         self.session.dispose()
 
 
@@ -117,6 +122,8 @@ class SessionRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, NotebookSession] = {}
         self._state_listeners: list[StateListener] = []
+        self.recent = RecentRuns()
+        """The runs (of every session) whose views are open; ``recent.keep`` settled ones stay open."""
         self.interrupt = InterruptHook(self.abort_active)
 
     def __iter__(self) -> Iterator[NotebookSession]:
@@ -166,7 +173,9 @@ class SessionRegistry:
         if previous is not None:
             previous.dispose()
         session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
-        entry = NotebookSession(name, session, spec, faux, cassette=cassette, _state_listeners=self._state_listeners)
+        entry = NotebookSession(
+            name, session, spec, faux, cassette=cassette, _state_listeners=self._state_listeners, _recent=self.recent
+        )
         self._entries[name] = entry
         return entry
 

@@ -7,14 +7,24 @@ queued messages go back to the input box, then the session aborts.
 
 The run records and reports. Drawing is the :class:`~._presenter.RunPresenter`'s (``run.view`` is its widget);
 whoever wants the run's state changes (the JupyterLab status bar) subscribes with :meth:`Run.on_state`.
+
+Memory: a settled run keeps a compact record — the messages it added (shared with the session's transcript), its
+event log, and its session events without the streaming steps (``message_update``, ``tool_execution_update``) —
+plus, while its view is open, the view's merged operation log. :meth:`Run.close_view` closes the widgets (the
+kernel's registry keeps only the most recent runs' views open): every output showing the run is then replaced by
+its static rendering (transcript and event log as markdown), which is also what displaying the run shows from
+then on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal, TypeAlias, TypedDict
+
+from IPython.display import display, update_display
 
 from ..agent import (
     AgentMessage,
@@ -23,6 +33,7 @@ from ..agent import (
     MessageStartEvent,
     MessageUpdateEvent,
     ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
 )
 from ..ai import AssistantMessage
 from ..session import (
@@ -113,6 +124,9 @@ class Run:
             if with_view
             else None
         )
+        self._display_id = f"pi-run-{uuid.uuid4().hex}"
+        self._displayed = False
+        self._close_view_when_settled = False
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
@@ -201,16 +215,43 @@ class Run:
             raise
         return self.report()
 
+    def close_view(self) -> None:
+        """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is
+        displayed, and forget its streaming steps (``message_update``, ``tool_execution_update``: the final
+        messages hold what they carried). At once for a settled run; an active run does it when it settles.
+        Afterwards ``view`` is ``None`` and :meth:`wait_for` no longer finds streaming steps. Never raises."""
+        if not self.done:
+            self._close_view_when_settled = True
+            return
+        self.events = [event for event in self.events if not isinstance(event, _STREAMING_STEPS)]
+        presenter, self._presenter = self._presenter, None
+        if presenter is None:
+            return
+        if self._displayed:  # turn every output of this run into its static rendering, then drop the widgets
+            update_display(self._static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+        presenter.close()
+
+    def _ipython_display_(self) -> None:
+        """Show the run (IPython calls this for a cell's result and for ``display(run)``) under the run's display
+        id, so :meth:`close_view` can later replace every output of it with the static rendering."""
+        self._displayed = True
+        display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget, with a text line for frontends that cannot show widgets."""
-        bundle: dict[str, Any] = {}
+        """The live widget, with a text line for frontends that cannot show widgets; once the view is closed,
+        the static rendering."""
         view = self.view
-        if view is not None:
-            widget_bundle = view._repr_mimebundle_()
-            if widget_bundle:
-                bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
+        if view is None:
+            return self._static_bundle() if self.done else {"text/plain": repr(self)}
+        bundle: dict[str, Any] = {}
+        widget_bundle = view._repr_mimebundle_()
+        if widget_bundle:
+            bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
         bundle["text/plain"] = repr(self)
         return bundle
+
+    def _static_bundle(self) -> dict[str, Any]:
+        return {"text/markdown": self.report().markdown, "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         state = ("aborted" if self.aborted else "settled") if self.done else "running"
@@ -243,6 +284,8 @@ class Run:
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()
+        if self._close_view_when_settled:
+            self.close_view()
 
     def _note(self, label: str, detail: str) -> None:
         seconds = time.monotonic() - self._started
@@ -306,6 +349,10 @@ class Run:
         state = self.state()
         for listener in self._state_listeners:
             listener(state)
+
+
+_STREAMING_STEPS = (MessageUpdateEvent, ToolExecutionUpdateEvent)
+"""Events a settled run no longer keeps: one per delta, and what they carried is in the final messages."""
 
 
 def _short(text: str, limit: int = 60) -> str:
