@@ -84,9 +84,10 @@ class RunPresenter:
         """An event-log line, ``seconds`` after the run started."""
         self.view.transcript.add({"op": "event", "t": round(seconds * 1000), "label": label, "detail": detail})
 
-    def state(self, state: str, retry_deadline: float) -> None:
+    def state(self, state: str, retry_deadline: float, silent_s: int = 0) -> None:
+        """The run's state; ``silent_s`` > 0 (seconds without data from the model) is shown beside it."""
         transcript = self.view.transcript
-        transcript.state = state
+        transcript.state = f"{state} · no data for {silent_s} s" if silent_s else state
         transcript.retry_deadline = retry_deadline
         self.view.show_retry(retry_deadline > 0)
 

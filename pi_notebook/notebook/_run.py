@@ -50,7 +50,7 @@ from ._describe import describe_event, render_markdown, usage_line
 from ._presenter import RunPresenter
 from ._view import RunView
 
-__all__ = ["Run", "RunReport", "RunState", "RunStatus", "StateListener"]
+__all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
 
 RunStatus: TypeAlias = Literal[
     "idle", "starting", "streaming", "running tool", "retrying", "compacting", "settled", "aborted", "error"
@@ -65,6 +65,16 @@ class RunState(TypedDict):
     aborted: bool
     retry_deadline: float
     """Epoch milliseconds of the next automatic retry; 0 when none is pending."""
+    silent_s: int
+    """While ``starting`` or ``streaming``: whole seconds without any event from the model, once there have been
+    :data:`SILENCE_NOTICE_S` of them (0 otherwise). The widget shows it as "no data for N s"."""
+
+
+SILENCE_NOTICE_S = 5.0
+"""Seconds without an event, while waiting on the model, before the run reports ``silent_s``."""
+SILENCE_CHECK_S = 1.0
+"""How often an active run looks at how long it has been silent."""
+_WAITING_ON_MODEL = ("starting", "streaming")
 
 
 StateListener: TypeAlias = Callable[[RunState], object]
@@ -127,6 +137,9 @@ class Run:
         self._display_id = f"pi-run-{uuid.uuid4().hex}"
         self._displayed = False
         self._close_view_when_settled = False
+        self._last_event = time.monotonic()
+        self._silent_s = 0
+        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
@@ -163,6 +176,7 @@ class Run:
             "run": self.number,
             "aborted": self.aborted,
             "retry_deadline": self._retry_deadline,
+            "silent_s": self._silent_s,
         }
 
     def on_state(self, listener: StateListener) -> None:
@@ -275,8 +289,21 @@ class Run:
             if not self._settled.done():  # no agent_settled reached the run (e.g. its session was disposed)
                 self._finish(aborted=self.aborted or self._stop_requested)
 
+    def _check_silence(self) -> None:
+        """Every :data:`SILENCE_CHECK_S` while active: report how long the model has sent nothing."""
+        if self.done:
+            return
+        silent = time.monotonic() - self._last_event
+        seconds = max(1, int(silent)) if self._status in _WAITING_ON_MODEL and silent >= SILENCE_NOTICE_S else 0
+        if seconds != self._silent_s:
+            self._silent_s = seconds
+            self._publish_state()
+        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
+
     def _finish(self, *, aborted: bool) -> None:
         self.aborted = aborted
+        self._silence_check.cancel()
+        self._silent_s = 0
         self._unsubscribe()
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
@@ -300,6 +327,10 @@ class Run:
 
     def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
+        self._last_event = time.monotonic()
+        if self._silent_s:
+            self._silent_s = 0
+            self._publish_state()
         self._wake()
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
             if self._presenter is not None:
@@ -344,8 +375,11 @@ class Run:
         if status == self._status and retry_deadline is None:
             return
         self._status = status
+        self._publish_state()
+
+    def _publish_state(self) -> None:
         if self._presenter is not None:
-            self._presenter.state(status, self._retry_deadline)
+            self._presenter.state(self._status, self._retry_deadline, self._silent_s)
         state = self.state()
         for listener in self._state_listeners:
             listener(state)
