@@ -26,6 +26,8 @@ export interface IRunState {
   aborted: boolean;
   /** Epoch ms of the next retry attempt (kernel clock), 0 when not retrying. */
   retry_deadline: number;
+  /** Whole seconds the run has waited for data from the model (0: not silent long enough to say). */
+  silent_s?: number;
   /** Kernel clock (epoch ms) when the message was made. */
   now?: number;
   /** Set on replies: the action answered. */
@@ -52,7 +54,7 @@ export function statusText(state: IRunState | null, retryAt: number, now: number
     case 'error':
       return 'pi: settled (error)';
     default:
-      return `pi: ${state.state}`;
+      return state.silent_s ? `pi: ${state.state}, no data for ${state.silent_s} s` : `pi: ${state.state}`;
   }
 }
 

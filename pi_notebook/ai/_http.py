@@ -115,6 +115,14 @@ async def close_connections() -> None:
         await client.aclose()
 
 
+def total_time_text(total_ms: float) -> str:
+    """The error of a request that outlived its total time limit (``StreamOptions.total_timeout_ms``)."""
+    return (
+        f"Request stopped at the total time limit of {total_ms / 1000:g} s (timeouts.http_total_ms): "
+        "the server kept the response open without finishing it; not retried"
+    )
+
+
 def describe_transport_error(exc: BaseException) -> str:
     """Text for a failure below HTTP (connect, read, protocol). Wording matches the retry classifier."""
     detail = str(exc) or type(exc).__name__
@@ -363,7 +371,9 @@ def run_provider(
         request_failure: RequestFailure | None = None
         with abort_scope(signal) as scope:
             deadline = options.timeout_ms
-            with anyio.move_on_after(deadline / 1000 if deadline else None) as timer:
+            total = options.total_timeout_ms
+            limit = min(ms for ms in (deadline, total, math.inf) if ms)
+            with anyio.move_on_after(limit / 1000 if limit != math.inf else None) as timer:
                 try:
                     await body(run)
                 except ProviderError as exc:
@@ -378,6 +388,9 @@ def run_provider(
         builder = run.builder
         if (signal is not None and signal.aborted) or scope.cancelled_caught:
             stream.push(builder.aborted())
+        elif timed_out and limit == total:
+            builder.message.request_failure = RequestFailure(should_retry=False)
+            stream.push(builder.error("error", total_time_text(total)))
         elif timed_out:
             stream.push(builder.error("error", f"Request timed out after {deadline} ms"))
         else:

@@ -103,8 +103,11 @@ class Context:
 class StreamOptions:
     """Per-request options. ``api_key`` is held as a secret (surrounding whitespace stripped) and never printed.
 
-    Timeouts: ``timeout_ms`` bounds the whole HTTP request (connect to last byte); ``idle_timeout_ms``
-    bounds each gap between received bytes. Neither covers time spent in tools or between turns.
+    Timeouts: ``timeout_ms`` bounds the whole HTTP request (connect to last byte; on expiry the error reads as a
+    timeout, which is retried); ``total_timeout_ms`` bounds it too, but its expiry is never retried (a reply that
+    still arrives after it would most likely take as long again); ``idle_timeout_ms`` bounds each gap between
+    received bytes, so a server that drips a byte now and then never trips it. None covers time spent in tools or
+    between turns.
     ``max_retries`` is layer-1 retry of the initial HTTP request only (0 = none, Pi's default); it never
     replays a request once streaming has begun.
     """
@@ -114,6 +117,7 @@ class StreamOptions:
     max_retries: int = 0
     max_retry_delay_ms: int = 60_000
     timeout_ms: int | None = None
+    total_timeout_ms: int | None = None
     idle_timeout_ms: int | None = 300_000
     headers: Mapping[str, str] | None = None
     reasoning: ThinkingLevel | None = None

@@ -15,7 +15,9 @@ Frontend -> kernel (``comm_msg`` data):
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
 "now": ms}`` right after the comm opens, as each reply, and pushed whenever a run changes state. ``state`` is
 ``idle`` (no run yet), ``starting``, ``streaming``, ``running tool``, ``retrying`` (``retry_deadline`` is the
-epoch time in ms of the next attempt), ``compacting``, then ``settled``, ``aborted`` or ``error``. ``now`` is
+epoch time in ms of the next attempt), ``compacting``, then ``settled``, ``aborted`` or ``error``.
+``silent_s`` > 0: the run has waited that many whole seconds for data from the model (pushed each second once
+it reaches ``SILENCE_NOTICE_S``; 0 again when data comes). ``now`` is
 the kernel's clock when the message was made, so a frontend can count a retry down without trusting that the
 two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``.
 
@@ -197,7 +199,7 @@ def current_state() -> dict[str, Any]:
     Asking never creates a session."""
     run = _source.current_run() if _source is not None else None
     if run is None:
-        return _state_message({"state": "idle", "run": None, "aborted": False, "retry_deadline": 0})
+        return _state_message({"state": "idle", "run": None, "aborted": False, "retry_deadline": 0, "silent_s": 0})
     return _state_message(run.state())
 
 

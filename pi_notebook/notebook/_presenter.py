@@ -84,9 +84,10 @@ class RunPresenter:
         """An event-log line, ``seconds`` after the run started."""
         self.view.transcript.add({"op": "event", "t": round(seconds * 1000), "label": label, "detail": detail})
 
-    def state(self, state: str, retry_deadline: float) -> None:
+    def state(self, state: str, retry_deadline: float, silent_s: int = 0) -> None:
+        """The run's state; ``silent_s`` > 0 (seconds without data from the model) is shown beside it."""
         transcript = self.view.transcript
-        transcript.state = state
+        transcript.state = f"{state} · no data for {silent_s} s" if silent_s else state
         transcript.retry_deadline = retry_deadline
         self.view.show_retry(retry_deadline > 0)
 
@@ -107,6 +108,10 @@ class RunPresenter:
 
     def close_ask(self) -> None:
         self.view.approval.hide()
+
+    def close(self) -> None:
+        """Close the view's widgets (the run has settled and is shown statically from now on)."""
+        self.view.close_all()
 
     def show_update(self, event: MessageUpdateEvent) -> None:
         """A streaming step (most events, so kept short): text and thinking deltas are appended."""

@@ -24,6 +24,7 @@ from ._approval import NotebookApprover
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
 from ._interrupt import InterruptHook
+from ._recent import RecentRuns
 from ._run import Run, StateListener
 
 __all__ = [
@@ -54,6 +55,7 @@ class NotebookSession:
     """The notebook's system prompt is made anew for each run (the user's variables now) with this working
     directory; ``None`` when the caller gave a ``system_prompt`` of their own (then it is left alone)."""
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
+    _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
     @property
     def busy(self) -> bool:
@@ -76,6 +78,7 @@ class NotebookSession:
         self.refresh_prompt()
         run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
         self.runs.append(run)
+        self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
@@ -133,8 +136,10 @@ class NotebookSession:
         self.model_spec = spec
 
     def dispose(self) -> None:
-        """Abort its active runs and release the session (its store is closed)."""
+        """Abort its active runs, close the views of all its runs (each shows its static rendering from then on)
+        and release the session (its store is closed)."""
         self.abort_active()
+        self._recent.close(self.runs)
         self.session.dispose()
 
 
@@ -177,6 +182,8 @@ class SessionRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, NotebookSession] = {}
         self._state_listeners: list[StateListener] = []
+        self.recent = RecentRuns()
+        """The runs (of every session) whose views are open; ``recent.keep`` settled ones stay open."""
         self.interrupt = InterruptHook(self.abort_active)
 
     def __iter__(self) -> Iterator[NotebookSession]:
@@ -233,7 +240,14 @@ class SessionRegistry:
             cwd = None
         session = AgentSession(model=model, stream_fn=stream_fn, tools=tools, settings=settings, **session_options)
         entry = NotebookSession(
-            name, session, spec, faux, cassette=cassette, cwd=cwd, _state_listeners=self._state_listeners
+            name,
+            session,
+            spec,
+            faux,
+            cassette=cassette,
+            cwd=cwd,
+            _state_listeners=self._state_listeners,
+            _recent=self.recent,
         )
         session.approver = NotebookApprover(entry)
         entry.refresh_prompt()

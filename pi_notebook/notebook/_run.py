@@ -7,14 +7,24 @@ queued messages go back to the input box, then the session aborts.
 
 The run records and reports. Drawing is the :class:`~._presenter.RunPresenter`'s (``run.view`` is its widget);
 whoever wants the run's state changes (the JupyterLab status bar) subscribes with :meth:`Run.on_state`.
+
+Memory: a settled run keeps a compact record — the messages it added (shared with the session's transcript), its
+event log, and its session events without the streaming steps (``message_update``, ``tool_execution_update``) —
+plus, while its view is open, the view's merged operation log. :meth:`Run.close_view` closes the widgets (the
+kernel's registry keeps only the most recent runs' views open): every output showing the run is then replaced by
+its static rendering (transcript and event log as markdown), which is also what displaying the run shows from
+then on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal, TypeAlias, TypedDict
+
+from IPython.display import display, update_display
 
 from ..agent import (
     AgentMessage,
@@ -23,6 +33,7 @@ from ..agent import (
     MessageStartEvent,
     MessageUpdateEvent,
     ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
 )
 from ..ai import AbortSignal, AssistantMessage
 from ..session import (
@@ -41,7 +52,7 @@ from ._describe import describe_event, render_markdown, usage_line
 from ._presenter import RunPresenter
 from ._view import RunView
 
-__all__ = ["Run", "RunReport", "RunState", "RunStatus", "StateListener"]
+__all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
 
 RunStatus: TypeAlias = Literal[
     "idle",
@@ -65,6 +76,16 @@ class RunState(TypedDict):
     aborted: bool
     retry_deadline: float
     """Epoch milliseconds of the next automatic retry; 0 when none is pending."""
+    silent_s: int
+    """While ``starting`` or ``streaming``: whole seconds without any event from the model, once there have been
+    :data:`SILENCE_NOTICE_S` of them (0 otherwise). The widget shows it as "no data for N s"."""
+
+
+SILENCE_NOTICE_S = 5.0
+"""Seconds without an event, while waiting on the model, before the run reports ``silent_s``."""
+SILENCE_CHECK_S = 1.0
+"""How often an active run looks at how long it has been silent."""
+_WAITING_ON_MODEL = ("starting", "streaming")
 
 
 StateListener: TypeAlias = Callable[[RunState], object]
@@ -124,6 +145,12 @@ class Run:
             if with_view
             else None
         )
+        self._display_id = f"pi-run-{uuid.uuid4().hex}"
+        self._displayed = False
+        self._close_view_when_settled = False
+        self._last_event = time.monotonic()
+        self._silent_s = 0
+        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
@@ -160,6 +187,7 @@ class Run:
             "run": self.number,
             "aborted": self.aborted,
             "retry_deadline": self._retry_deadline,
+            "silent_s": self._silent_s,
         }
 
     def on_state(self, listener: StateListener) -> None:
@@ -241,16 +269,43 @@ class Run:
             raise
         return self.report()
 
+    def close_view(self) -> None:
+        """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is
+        displayed, and forget its streaming steps (``message_update``, ``tool_execution_update``: the final
+        messages hold what they carried). At once for a settled run; an active run does it when it settles.
+        Afterwards ``view`` is ``None`` and :meth:`wait_for` no longer finds streaming steps. Never raises."""
+        if not self.done:
+            self._close_view_when_settled = True
+            return
+        self.events = [event for event in self.events if not isinstance(event, _STREAMING_STEPS)]
+        presenter, self._presenter = self._presenter, None
+        if presenter is None:
+            return
+        if self._displayed:  # turn every output of this run into its static rendering, then drop the widgets
+            update_display(self._static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+        presenter.close()
+
+    def _ipython_display_(self) -> None:
+        """Show the run (IPython calls this for a cell's result and for ``display(run)``) under the run's display
+        id, so :meth:`close_view` can later replace every output of it with the static rendering."""
+        self._displayed = True
+        display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget, with a text line for frontends that cannot show widgets."""
-        bundle: dict[str, Any] = {}
+        """The live widget, with a text line for frontends that cannot show widgets; once the view is closed,
+        the static rendering."""
         view = self.view
-        if view is not None:
-            widget_bundle = view._repr_mimebundle_()
-            if widget_bundle:
-                bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
+        if view is None:
+            return self._static_bundle() if self.done else {"text/plain": repr(self)}
+        bundle: dict[str, Any] = {}
+        widget_bundle = view._repr_mimebundle_()
+        if widget_bundle:
+            bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
         bundle["text/plain"] = repr(self)
         return bundle
+
+    def _static_bundle(self) -> dict[str, Any]:
+        return {"text/markdown": self.report().markdown, "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         state = ("aborted" if self.aborted else "settled") if self.done else "running"
@@ -274,8 +329,21 @@ class Run:
             if not self._settled.done():  # no agent_settled reached the run (e.g. its session was disposed)
                 self._finish(aborted=self.aborted or self._stop_requested)
 
+    def _check_silence(self) -> None:
+        """Every :data:`SILENCE_CHECK_S` while active: report how long the model has sent nothing."""
+        if self.done:
+            return
+        silent = time.monotonic() - self._last_event
+        seconds = max(1, int(silent)) if self._status in _WAITING_ON_MODEL and silent >= SILENCE_NOTICE_S else 0
+        if seconds != self._silent_s:
+            self._silent_s = seconds
+            self._publish_state()
+        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
+
     def _finish(self, *, aborted: bool) -> None:
         self.aborted = aborted
+        self._silence_check.cancel()
+        self._silent_s = 0
         self._unsubscribe()
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
@@ -283,6 +351,8 @@ class Run:
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()
+        if self._close_view_when_settled:
+            self.close_view()
 
     def _note(self, label: str, detail: str) -> None:
         seconds = time.monotonic() - self._started
@@ -297,6 +367,10 @@ class Run:
 
     def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
+        self._last_event = time.monotonic()
+        if self._silent_s:
+            self._silent_s = 0
+            self._publish_state()
         self._wake()
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
             if self._presenter is not None:
@@ -341,11 +415,18 @@ class Run:
         if status == self._status and retry_deadline is None:
             return
         self._status = status
+        self._publish_state()
+
+    def _publish_state(self) -> None:
         if self._presenter is not None:
-            self._presenter.state(status, self._retry_deadline)
+            self._presenter.state(self._status, self._retry_deadline, self._silent_s)
         state = self.state()
         for listener in self._state_listeners:
             listener(state)
+
+
+_STREAMING_STEPS = (MessageUpdateEvent, ToolExecutionUpdateEvent)
+"""Events a settled run no longer keeps: one per delta, and what they carried is in the final messages."""
 
 
 def _short(text: str, limit: int = 60) -> str:

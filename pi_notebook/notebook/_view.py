@@ -37,8 +37,10 @@ _STATIC = Path(__file__).parent / "static"
 class TranscriptWidget(anywidget.AnyWidget):
     """Transcript, tool panels, status line, retry countdown and event log, fed by operation batches."""
 
-    _esm = _STATIC / "run_view.js"
-    _css = _STATIC / "run_view.css"
+    # The bundle's text, not its path: anywidget watches a path with a signal that holds every instance made
+    # from it (a lambda over ``self``), so no closed widget could ever be freed.
+    _esm = (_STATIC / "run_view.js").read_text(encoding="utf-8")
+    _css = (_STATIC / "run_view.css").read_text(encoding="utf-8")
     title = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("starting").tag(sync=True)
     """starting | streaming | running tool | awaiting approval | retrying | compacting | settled | aborted"""
@@ -75,6 +77,17 @@ class TranscriptWidget(anywidget.AnyWidget):
         if batch:
             self.sent_batches += 1
             self.send({"type": "batch", "ops": _merged(batch)})
+
+    def compact(self) -> None:
+        """Merge the operation log's text appends (a settled run's log holds one op per message and tool
+        update, not one per delta); a later snapshot is the same, since snapshots are sent merged anyway."""
+        self.flush()
+        self.ops = _merged(self.ops)
+
+    def discard(self) -> None:
+        """Forget the operation log and any pending batch (the widget is being closed)."""
+        self._take_pending()
+        self.ops = []
 
     def _take_pending(self) -> list[dict[str, Any]]:
         if self._flush_handle is not None:
@@ -192,6 +205,22 @@ def _merged(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _TEXT_OPS = ("append", "thinking")
 
 
+def _widget_tree(root: widgets.Widget) -> list[widgets.Widget]:
+    """``root`` and every widget its synced traits reach (children, layout, style), each once (by model id)."""
+    found: dict[str, widgets.Widget] = {}
+    pending = [root]
+    while pending:
+        widget = pending.pop()
+        if widget.comm is None or widget.model_id in found:
+            continue
+        found[widget.model_id] = widget
+        for name in widget.keys:
+            value = getattr(widget, name, None)
+            items = value if isinstance(value, list | tuple) else (value,)
+            pending.extend(item for item in items if isinstance(item, widgets.Widget))
+    return list(found.values())
+
+
 class RunView(widgets.VBox):  # type: ignore[misc]
     """One run's widget. Actions are callbacks given by the run; see the module docstring for threading."""
 
@@ -259,7 +288,14 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.approval.hide()
         self.stop_button.disabled = True
         self.stop_button.description = "Stopped" if aborted else "Done"
-        self.transcript.flush()
+        self.transcript.compact()
+
+    def close_all(self) -> None:
+        """Close this view and every widget in it (boxes, buttons, their layouts and styles): each leaves
+        ipywidgets' registry and its comm closes, so the frontend drops its views of them."""
+        self.transcript.discard()
+        for widget in _widget_tree(self):
+            widget.close()
 
     def show_retry(self, visible: bool) -> None:
         self.cancel_retry_button.layout.display = None if visible else "none"

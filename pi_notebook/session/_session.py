@@ -194,6 +194,7 @@ class AgentSession:
             max_retry_delay_ms=provider.max_retry_delay_ms,
             timeout_ms=provider.timeout_ms,
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
+            total_timeout_ms=settings.timeouts.http_total_ms or None,
         )
         agent.state.tools = [guard_tool(tool, settings.timeouts, self._keys, self._hooks) for tool in self._tools]
         self.budget = RunBudget(settings.budget)

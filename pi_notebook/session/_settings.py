@@ -84,7 +84,12 @@ class TimeoutSettings(_Section):
     turn_ms: int | None = Field(None, gt=0, le=MAX_TIMER_MS)
     """One turn: a model request plus its tool batch. On expiry the run is aborted with the reason."""
     http_idle_ms: int | None = Field(300_000, ge=0, le=MAX_TIMER_MS)
-    """Longest gap between received bytes of a provider response (0 or None: no limit)."""
+    """Longest gap between received bytes of a provider response (0 or None: no limit). Pi's default: long
+    enough for a model that thinks before its first token; a server that drips a byte now and then defeats it."""
+    http_total_ms: int | None = Field(1_800_000, ge=0, le=MAX_TIMER_MS)
+    """Longest time one provider request may take, connect to last byte, however the bytes trickle in (0 or
+    None: no limit). On expiry the turn ends with an error that is not retried. The default, 30 minutes, lets a
+    reply of about 100k tokens stream at 60 tokens/s; it does not cover tools or retries between requests."""
     abort_grace_ms: int = Field(2000, ge=0, le=MAX_TIMER_MS)
     """After an abort or tool timeout, how long a tool may take to stop before its await is cancelled."""
 

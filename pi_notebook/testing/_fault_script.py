@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 Api: TypeAlias = Literal["openai", "anthropic"]
-StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall", "malformed", "sse_error"]
+StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall", "drip", "malformed", "sse_error"]
 
 
 # ---------------------------------------------------------------------------------------------------- the script
@@ -97,6 +97,8 @@ class StreamFault:
     * ``truncate``: end the body cleanly, without the terminal ``[DONE]`` / ``message_stop``.
     * ``stall``: send nothing more and hold the socket until the client leaves or the server closes. On its own:
       the request is read and no response header ever comes.
+    * ``drip``: send nothing more but an SSE comment line (``:``, 2 bytes) every ``interval_s`` seconds, until
+      the client leaves or the server closes: a stream no idle timeout ever ends.
     * ``malformed``: write ``payload`` (default: an event with broken JSON), then end the body.
     * ``sse_error``: an in-stream error event (Anthropic ``event: error``; OpenAI ``data: {"error": …}``),
       then end the body.
@@ -107,8 +109,12 @@ class StreamFault:
     payload: bytes | None = None
     error_type: str = "overloaded_error"
     message: str = "Overloaded"
+    interval_s: float = 1.0
+    """``drip``: seconds between two comment lines."""
 
     def __post_init__(self) -> None:
+        if self.interval_s <= 0:
+            raise ValueError(f"interval_s must be > 0, got {self.interval_s}")
         if self.after_events < 0:
             raise ValueError(f"after_events must be >= 0, got {self.after_events}")
         if self.payload is not None and not self.payload:
@@ -283,6 +289,10 @@ class Fault:
     @staticmethod
     def stall(*, after_events: int = 0) -> StreamFault:
         return StreamFault("stall", after_events)
+
+    @staticmethod
+    def drip(*, after_events: int = 0, interval_s: float = 1.0) -> StreamFault:
+        return StreamFault("drip", after_events, interval_s=interval_s)
 
     @staticmethod
     def malformed(*, after_events: int = 0, payload: bytes | None = None) -> StreamFault:

@@ -539,6 +539,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault.kind == "stall":
             self.fault_server._pause(self.connection, None)
             self._drop()
+        while fault.kind == "drip":  # ends when the client leaves (_pause raises _Dropped)
+            self.fault_server._pause(self.connection, fault.interval_s)
+            self._write_chunk(b":\n")
         if fault.kind == "malformed":
             self._write_chunk(fault.payload or _malformed_event(api))
         elif fault.kind == "sse_error":

@@ -193,3 +193,25 @@ async def test_the_session_does_not_retry_what_the_server_says_not_to(
     assert retry_labels(recorder) == []
     assert len(server.requests) == 1
     await finish(session, recorder, server)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_dripping_stream_ends_at_the_total_time_limit_and_is_not_retried(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    # Two bytes every 20 ms keep a 5 s idle timeout from ever firing; only the total limit ends the request.
+    drip = Reply.text("hello there", fault=Fault.drip(after_events=3, interval_s=0.02))
+    server.script([Reply.text("warm"), drip, Reply.text("never")])
+    timeouts = {"http_idle_ms": 5_000, "http_total_ms": 1_000}
+    session, recorder = session_for(api, server, tmp_path, retry={"max_retries": 3}, timeouts=timeouts)
+    await session.prompt("warm up")  # the first request pays for lazy imports, which may take long on a busy machine
+    recorder.events.clear()
+    recorder.labels.clear()
+    await session.prompt("hello")
+    final = session.messages[-1]
+    assert getattr(final, "stop_reason", None) == "error"
+    assert "total time limit of 1 s (timeouts.http_total_ms)" in str(getattr(final, "error_message", ""))
+    assert retry_labels(recorder) == []
+    stored = await finish(session, recorder, server)  # the server records a request once its connection ends
+    assert len(server.requests) == 2  # the drip was not retried, at any layer
+    assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]

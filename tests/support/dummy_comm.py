@@ -3,6 +3,7 @@ and the notebook benchmark."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -11,12 +12,13 @@ import ipykernel.comm
 
 
 class DummyComm:
-    comm_id = "dummy"
     kernel = "truthy"
     sent: list[Any] = []  # noqa: RUF012 - shared by every dummy comm until the next install()
+    _ids = itertools.count(1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        self.comm_id = f"dummy-{next(DummyComm._ids)}"  # a widget's model id: unique, as a real comm's is
+        self.closed = False
 
     def open(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -28,7 +30,7 @@ class DummyComm:
         DummyComm.sent.append(data)
 
     def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        self.closed = True
 
 
 def install(setattr: Any = setattr) -> list[Any]:

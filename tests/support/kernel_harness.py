@@ -69,7 +69,7 @@ class Kernel:
                 return outcome
             if kind == "error":
                 outcome.error = message["content"]
-            if kind in ("stream", "execute_result", "display_data", "error"):
+            if kind in ("stream", "execute_result", "display_data", "update_display_data", "error"):
                 outcome.outputs.append({"msg_type": kind, "content": message["content"]})
 
     def wait_for_output(self, msg_id: str, needle: str, timeout: float = 60) -> Outcome:
