@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from .._request import Context
@@ -102,8 +101,8 @@ class PromptMeter:
             and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
         ):
             self._sizes, self._total, count = [], 0, 0
-        for message in islice(messages, count, None):
-            size = len(_message_part(message))
+        for index in range(count, len(messages)):  # not islice: it would step over the first ``count`` items
+            size = len(_message_part(messages[index]))
             self._sizes.append(size)
             self._total += size
         self._first = messages[0] if messages else None
