@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._request import Context
+from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
 __all__ = ["PromptMeter", "estimate_tokens", "output_text", "serialize_context"]
@@ -146,7 +147,7 @@ def usage_estimate(
             cache_write = estimate_tokens(len(text) - same)
             prompt = max(0, prompt - cache_read)
         cache[session_id] = text
-    return Usage(
+    return trusted_usage(
         input=prompt,
         output=out,
         cache_read=cache_read,
