@@ -330,7 +330,10 @@ class _LlmView:
         ):
             self._source, self._kept, count = messages, [], 0
         kept = self._kept
-        for message in islice(messages, count, None):
+        # Indexing, not ``islice(messages, count, None)``: islice steps over the first ``count`` items one by
+        # one, which made every turn O(transcript) again.
+        for index in range(count, len(messages)):
+            message = messages[index]
             if isinstance(message, _LLM_TYPES):
                 kept.append(message)
             elif isinstance(message, CustomMessage):
@@ -355,8 +358,9 @@ class _Prefix(Sequence[Any]):
         return self._size
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return self._items[: self._size][index]
+        if isinstance(index, slice):  # only the sliced range is copied, not the whole prefix
+            items = self._items
+            return [items[i] for i in range(*index.indices(self._size))]
         if index < 0:
             index += self._size
         if not 0 <= index < self._size:

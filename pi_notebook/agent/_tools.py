@@ -14,9 +14,10 @@ import asyncio
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
-from ..ai import AbortSignal, AssistantMessage, TextContent, ToolCall, ToolResultMessage, maybe_await
+from ..ai import AbortSignal, AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage, maybe_await
+from ..ai._trusted import trusted_text, trusted_tool_result
 from ._config import LoopConfig
 from ._hooks import after_result, before_result, call_hook
 from ._types import (
@@ -42,6 +43,13 @@ TRUNCATED = (
 )
 
 
+_BLOCKS = (TextContent, ImageContent)  # exact types: a subclass may carry what validation would convert
+
+
+def _plain_blocks(content: object) -> TypeGuard[Sequence[TextContent | ImageContent]]:
+    return isinstance(content, list) and all(type(block) in _BLOCKS for block in content)
+
+
 @dataclass(slots=True)
 class ToolBatch:
     messages: list[ToolResultMessage]
@@ -63,7 +71,7 @@ class _Prepared:
 
 
 def error_result(text: str) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=text)], details={})
+    return AgentToolResult(content=[trusted_text(text)], details={})
 
 
 def _error_text(exc: BaseException) -> str:
@@ -290,15 +298,21 @@ async def _emit_done(done: _Done, emit: Emit, *, with_end: bool) -> ToolResultMe
     if with_end:
         await _emit_end(done, emit)
     result = done.result
-    message = ToolResultMessage(
-        tool_call_id=done.tool_call.id,
-        tool_name=done.tool_call.name,
-        content=list(result.content),
-        details=result.details,
-        usage=result.usage,
-        added_tool_names=list(result.added_tool_names) or None,
-        is_error=done.is_error,
-    )
+    call = done.tool_call
+    content = result.content
+    if result.usage is None and not result.added_tool_names and _plain_blocks(content):
+        # The common case: nothing a tool handed us needs converting, so skip validation (see ``_trusted``).
+        message = trusted_tool_result(call.id, call.name, content, result.details, done.is_error)
+    else:
+        message = ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=list(content),
+            details=result.details,
+            usage=result.usage,
+            added_tool_names=list(result.added_tool_names) or None,
+            is_error=done.is_error,
+        )
     await emit(MessageStartEvent(message))
     await emit(MessageEndEvent(message))
     return message

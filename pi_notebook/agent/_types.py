@@ -27,6 +27,7 @@ from ..ai import (
     Usage,
     UserMessage,
 )
+from ..ai._trusted import trusted_text
 
 __all__ = [
     "AfterToolCallContext",
@@ -98,7 +99,7 @@ class AgentToolResult:
 
     def __post_init__(self) -> None:
         if isinstance(self.content, str):
-            self.content = [TextContent(text=self.content)]
+            self.content = [trusted_text(self.content)]
         else:
             self.content = list(self.content)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from itertools import islice
 from typing import Any
 
 from .._request import Context
+from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
 __all__ = ["PromptMeter", "estimate_tokens", "output_text", "serialize_context"]
@@ -102,8 +102,8 @@ class PromptMeter:
             and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
         ):
             self._sizes, self._total, count = [], 0, 0
-        for message in islice(messages, count, None):
-            size = len(_message_part(message))
+        for index in range(count, len(messages)):  # not islice: it would step over the first ``count`` items
+            size = len(_message_part(messages[index]))
             self._sizes.append(size)
             self._total += size
         self._first = messages[0] if messages else None
@@ -147,7 +147,7 @@ def usage_estimate(
             cache_write = estimate_tokens(len(text) - same)
             prompt = max(0, prompt - cache_read)
         cache[session_id] = text
-    return Usage(
+    return trusted_usage(
         input=prompt,
         output=out,
         cache_read=cache_read,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import random
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -135,7 +136,7 @@ class FauxProvider:
         self.api = api
         self.provider = provider
         self.state = FauxState()
-        self._pending: list[FauxResponse] = []
+        self._pending: deque[FauxResponse] = deque()  # popped from the front per request: O(1)
         self._random = random.Random(seed)
         self._meter = PromptMeter()
         self._prompt_cache: dict[str, str] = {}
@@ -168,7 +169,7 @@ class FauxProvider:
 
     # -- the queue ------------------------------------------------------------------------------------
     def set_responses(self, responses: Iterable[FauxResponse]) -> None:
-        self._pending = list(responses)
+        self._pending = deque(responses)
 
     def append_responses(self, responses: Iterable[FauxResponse]) -> None:
         self._pending.extend(responses)
@@ -182,7 +183,7 @@ class FauxProvider:
         self, model: Model, context: Context, options: StreamOptions | None = None
     ) -> AssistantMessageEventStream:
         """Take the next queued reply and stream it. Never raises."""
-        step = self._pending.pop(0) if self._pending else None
+        step = self._pending.popleft() if self._pending else None
         self.state.call_count += 1
         return AssistantMessageEventStream(self._run(step, model, context, options or StreamOptions()))
 
