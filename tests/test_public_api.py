@@ -28,6 +28,7 @@ PINNED = {
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
+        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",

@@ -1,6 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
+from ._catalog import SessionInfo, list_sessions, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
@@ -25,6 +26,7 @@ from ._settings import (
     CompactionSettings,
     ProviderRetrySettings,
     RetrySettings,
+    SessionsSettings,
     Settings,
     SettingsError,
     TimeoutSettings,
@@ -57,9 +59,11 @@ __all__ = [
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
+    "SessionInfo",
     "SessionListener",
     "SessionStore",
     "SessionWriteFailedEvent",
+    "SessionsSettings",
     "Settings",
     "SettingsError",
     "SummarizationRetryAttemptStartEvent",
@@ -67,6 +71,8 @@ __all__ = [
     "SummarizationRetryScheduledEvent",
     "TimeoutSettings",
     "ToolTimeoutError",
+    "list_sessions",
     "load_session",
     "plan_compaction",
+    "session_folder",
 ]
