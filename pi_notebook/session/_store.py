@@ -1,7 +1,9 @@
 """Session files: JSONL in Pi's format, one line per entry, written and flushed as it happens.
 
 Line 1 is the header ``{"type": "session", "version": 3, "id", "timestamp", "cwd"}`` (Pi's format version 3,
-so Pi can open our files). Then one entry per line, each with ``id``, ``parentId`` (the previous entry: a
+so Pi can open our files), plus the fields given as ``header=`` (the notebook writes ``notebook`` and ``name``;
+Pi keeps fields it does not know). ``SessionStore.new(folder)`` names the file as Pi does; with ``lazy=True``
+the file is created with its first entry, as Pi creates its own. Then one entry per line, each with ``id``, ``parentId`` (the previous entry: a
 linear chain) and an ISO ``timestamp``:
 
 * ``{"type": "message", "message": {...}}`` for every user, assistant and tool-result message that reached
