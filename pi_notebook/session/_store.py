@@ -3,8 +3,8 @@
 Line 1 is the header ``{"type": "session", "version": 3, "id", "timestamp", "cwd"}`` (Pi's format version 3,
 so Pi can open our files), plus the fields given as ``header=`` (the notebook writes ``notebook`` and ``name``;
 Pi keeps fields it does not know). ``SessionStore.new(folder)`` names the file as Pi does; with ``lazy=True``
-the file is created with its first entry, as Pi creates its own. Then one entry per line, each with ``id``, ``parentId`` (the previous entry: a
-linear chain) and an ISO ``timestamp``:
+the file is created with its first entry, as Pi creates its own. Then one entry per line, each with ``id``,
+``parentId`` (the previous entry: a linear chain) and an ISO ``timestamp``:
 
 * ``{"type": "message", "message": {...}}`` for every user, assistant and tool-result message that reached
   ``message_end``, whatever its stop reason (aborted and error replies included);
@@ -107,7 +107,11 @@ class SessionStore:
             fields.update({key: value for key, value in (header or {}).items() if key not in fields})
             self._header = _encode(fields)
             if not lazy:
-                self._create()
+                try:
+                    self._create()
+                except OSError as error:
+                    reason = f"cannot write to session file {self.path}: {_describe(error)}"
+                    raise OSError(error.errno, reason) from None
 
     @classmethod
     def new(cls, directory: str | Path, **options: Any) -> SessionStore:
@@ -128,16 +132,17 @@ class SessionStore:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def _create(self) -> None:
-        """Create the file and write its header. Raises ``OSError`` (with the file named), leaving it uncreated."""
+        """Create the file and write its header. Raises ``OSError``, leaving it uncreated (a lazy store retries
+        with its next entry)."""
         assert self._header is not None
         try:
             self._open()
             self._write(self._header)
-        except OSError as error:
+        except OSError:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
-            raise OSError(error.errno, f"cannot write to session file {self.path}: {_describe(error)}") from None
+            raise
         self._header = None
 
     @property
