@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..session import Settings
 from ._commands import USAGE
 from ._control_comm import publish as publish_state
 from ._control_comm import register_control
@@ -30,6 +31,7 @@ from ._defaults import default_tools
 from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
+from ._saved import last_session_line, notebook_path
 from ._view import RunView, TranscriptWidget
 
 __all__ = [
@@ -59,6 +61,20 @@ def load_ipython_extension(ipython: Any) -> None:
         cleanup.append(pi_transformer)
     register_control(ipython, REGISTRY)
     REGISTRY.on_state(publish_state)
+    REGISTRY.notebook = REGISTRY.notebook or notebook_path(getattr(ipython, "user_ns", None))
+    _greet()
+
+
+def _greet() -> None:
+    """One line when this working directory has a saved session (``%pi resume`` continues it)."""
+    entry = REGISTRY.find()
+    settings = entry.session.settings if entry is not None else Settings()
+    try:
+        line = last_session_line(settings)
+    except Exception as exc:  # a greeting must never break %load_ext
+        line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
+    if line:
+        print(line)  # noqa: T201 - %load_ext talks to the user through stdout
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -6,8 +6,9 @@
 
 A text argument may start with ``--`` too (``%pi steer -- -v is fine``); the ``--`` is dropped.
 
-Options shared by every form go in :func:`_options` (there are none yet; a flag added there is accepted before
-the command word and after it); a sub-command's own flags go in :data:`_SPECS`. Text arguments (prompts, steer
+Options shared by every form go in :func:`_options` (``-s NAME``: the named session the line acts on; a flag
+added there is accepted before the command word and after it); a sub-command's own flags go in :data:`_SPECS`.
+Text arguments (prompts, steer
 and follow-up texts, the compaction focus, settings) are taken verbatim from the line — quotes, ``?`` and
 spacing kept — not re-joined from split words. Every parse error is a :class:`UsageError` with a one-line
 message; argparse never prints or exits here.
@@ -49,6 +50,12 @@ usage:
   %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
                             record runs' HTTP exchanges to PATH, or replay them from it (no key, no network)
   %pi cassette [off]        show the cassette in use, or stop using one
+  %pi sessions              the saved sessions of this working directory, newest first
+  %pi resume [latest|N|ID|PATH]
+                            load a saved session (default: the newest not in use) and replay it
+  %pi new                   start a fresh session (new file; the previous one is kept)
+  %pi use [NAME]            make session NAME the default of %pi (created on first use); no NAME: list them
+  %pi -s NAME ...           any command or prompt on session NAME (%%pi -s NAME for a cell)
   %pi help                  this text
 A prompt that starts with one of these words (or a dash): %pi -- steer the ship"""
 
@@ -69,6 +76,10 @@ CommandName: TypeAlias = Literal[
     "tools",
     "interrupt",
     "cassette",
+    "sessions",
+    "resume",
+    "new",
+    "use",
     "help",
 ]
 
@@ -85,13 +96,15 @@ class PiCommand:
     model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
     ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags, by name, as strings
     (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
-    integers), ``key_env`` and ``from_server`` (``"true"`` when given)).
+    integers), ``key_env`` and ``from_server`` (``"true"`` when given)). ``session`` is the ``-s NAME`` option
+    (``None``: the current session).
     """
 
     name: CommandName
     text: str = ""
     number: int | None = None
     flags: dict[str, str] = field(default_factory=dict)
+    session: str | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,7 +118,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    """Flags every form of ``%pi`` takes (before the command word, or after it). None yet."""
+    """Flags every form of ``%pi`` takes (before the command word, or after it)."""
+    parser.add_argument("-s", "--session", metavar="NAME", type=_session_name)
+
+
+def _session_name(text: str) -> str:
+    if not re.fullmatch(r"[\w.-]{1,64}", text):
+        raise argparse.ArgumentTypeError(f"bad session name {text!r} (letters, digits, '_', '-', '.')")
+    return text
 
 
 # name -> how its arguments are read: "text" (the rest of the line, verbatim), "number" (an optional run
@@ -126,6 +146,10 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "none"]
     "tools": "none",
     "interrupt": "text",
     "cassette": "cassette",
+    "sessions": "none",
+    "resume": "text",
+    "new": "none",
+    "use": "text",
     "help": "none",
 }
 assert set(_SPECS) == set(get_args(CommandName)) - {"prompt"}
@@ -180,7 +204,8 @@ def parse_line(line: str) -> PiCommand:
     """Read a ``%pi`` line (see the module docstring). Raises :class:`UsageError`."""
     spans = [(match.start(), match.group()) for match in _WORD.finditer(line)]
     try:
-        words: list[str] = _HEAD.parse_args([word for _, word in spans]).words
+        head = _HEAD.parse_args([word for _, word in spans])
+        words: list[str] = head.words
     except UsageError as exc:
         raise UsageError(f"{exc} (a prompt that starts with a dash: %pi -- <prompt>)") from None
     if not words:
@@ -194,7 +219,7 @@ def parse_line(line: str) -> PiCommand:
 
     first = words[0]
     if first not in _SPECS:
-        return PiCommand("prompt", verbatim(words))
+        return PiCommand("prompt", verbatim(words), session=head.session)
     if _SPECS[first] == "cassette":  # a path may be quoted, as in a shell: '%pi cassette "my runs.jsonl"'
         try:
             words = [first, *shlex.split(line[spans[len(spans) - len(words) + 1][0] :] if words[1:] else "")]
@@ -216,19 +241,23 @@ def parse_line(line: str) -> PiCommand:
         raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
     if _SPECS[name] == "cassette":
         flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}
-        return PiCommand(name, parsed.path, flags=flags)
+        return PiCommand(name, parsed.path, flags=flags, session=parsed.session or head.session)
     if _SPECS[name] == "model":
         values = {flag: getattr(parsed, flag) for flag in _MODEL_FLAGS}
         flags = {flag: str(value).lower() if value is True else str(value) for flag, value in values.items() if value}
-        return PiCommand(name, parsed.spec, flags=flags)
-    return PiCommand(name, verbatim(getattr(parsed, "text", [])), getattr(parsed, "number", None))
+        return PiCommand(name, parsed.spec, flags=flags, session=parsed.session or head.session)
+    text = verbatim(getattr(parsed, "text", []))
+    return PiCommand(name, text, getattr(parsed, "number", None), session=parsed.session or head.session)
 
 
-def parse_cell_line(line: str) -> None:
-    """Read the line of a ``%%pi`` cell: options only (the cell body is the prompt). Raises :class:`UsageError`."""
+def parse_cell_line(line: str) -> str | None:
+    """Read the line of a ``%%pi`` cell: options only (the cell body is the prompt); returns the ``-s NAME``
+    session (``None``: the current one). Raises :class:`UsageError`."""
     try:
-        words = _HEAD.parse_args(line.split()).words
+        head = _HEAD.parse_args(line.split())
     except UsageError as exc:
-        raise UsageError(f"%%pi takes no arguments; the cell body is the prompt ({exc})") from None
-    if words:
-        raise UsageError("%%pi takes no arguments; the cell body is the prompt")
+        raise UsageError(f"%%pi takes no arguments; the cell body is the prompt (only -s NAME) ({exc})") from None
+    if head.words:
+        raise UsageError("%%pi takes no arguments; the cell body is the prompt (only -s NAME)")
+    session: str | None = head.session
+    return session

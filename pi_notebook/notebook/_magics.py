@@ -35,6 +35,7 @@ from ._approval import describe_tools
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
+from ._session_magics import new_session, resume_session, show_sessions, use_session
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
 
@@ -88,10 +89,12 @@ class PiMagics(Magics):
         try:
             _check_size(line if cell is None else cell, "%pi line" if cell is None else "%%pi cell")
             if cell is not None:
-                parse_cell_line(line)
-                return self._prompt(PiCommand("prompt", cell))
+                name = parse_cell_line(line)
+                with REGISTRY.using(name):
+                    return self._prompt(PiCommand("prompt", cell, session=name))
             command = parse_line(line)
-            return self._handlers()[command.name](command)
+            with REGISTRY.using(command.session):  # -s NAME: this line acts on session NAME
+                return self._handlers()[command.name](command)
         except UsageError as exc:
             print(f"pi: {exc}\n\n{USAGE}")  # noqa: T201 - magics talk to the user through stdout
         except (ValueError, SettingsError, RuntimeError) as exc:
@@ -118,6 +121,10 @@ class PiMagics(Magics):
             "tools": self._tools,
             "interrupt": self._interrupt,
             "cassette": self._cassette,
+            "sessions": lambda command: show_sessions(REGISTRY, command),
+            "resume": lambda command: resume_session(REGISTRY, command),
+            "new": lambda command: new_session(REGISTRY, command),
+            "use": lambda command: use_session(REGISTRY, command),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 
@@ -274,6 +281,7 @@ class PiMagics(Magics):
         if entry.busy:
             raise RuntimeError("a run is active; change settings once it has settled")
         entry.session.settings = entry.session.settings.updated(**changes)
+        entry.settings_changed()  # sessions.dir
         print(f"pi: settings updated: {command.text}")  # noqa: T201
 
     def _tools(self, command: PiCommand) -> None:

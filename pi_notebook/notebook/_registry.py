@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..agent import AgentTool
@@ -26,6 +28,7 @@ from ._defaults import default_tools, system_prompt
 from ._interrupt import InterruptHook
 from ._recent import RecentRuns
 from ._run import Run, StateListener
+from ._saved import default_store
 
 __all__ = [
     "DEFAULT_NAME",
@@ -54,6 +57,8 @@ class NotebookSession:
     cwd: str | None = None
     """The notebook's system prompt is made anew for each run (the user's variables now) with this working
     directory; ``None`` when the caller gave a ``system_prompt`` of their own (then it is left alone)."""
+    notebook: str | None = None
+    """The notebook's path, recorded in the header of each session file (when the kernel knows it)."""
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
@@ -135,6 +140,35 @@ class NotebookSession:
             spec = _described(spec, model, options, from_server)
         self.model_spec = spec
 
+    @property
+    def file(self) -> Path | None:
+        """The session file it records to (``None``: saving is off); it exists once a message was recorded."""
+        store = self.session.store
+        return store.path if store is not None else None
+
+    def new_file(self) -> Path | None:
+        """Start afresh: an empty transcript recorded to a new file (the previous file is kept as it is).
+        Raises ``RuntimeError`` while a run is active."""
+        self._check_idle("starting a new session")
+        default = self.name == DEFAULT_NAME
+        store = default_store(self.session.settings, name=self.name, notebook=self.notebook, default=default)
+        self.session.use_store(store, messages=[])
+        return self.file
+
+    def settings_changed(self) -> None:
+        """Follow ``sessions.dir`` after a settings change: ``none`` stops saving at once; a folder given while
+        saving was off saves the messages from now on to a new file there."""
+        settings = self.session.settings
+        if settings.sessions.dir is None and self.session.store is not None:
+            self.session.use_store(None)
+        elif settings.sessions.dir is not None and self.session.store is None:
+            default = self.name == DEFAULT_NAME
+            self.session.use_store(default_store(settings, name=self.name, notebook=self.notebook, default=default))
+
+    def _check_idle(self, what: str) -> None:
+        if self.busy:
+            raise RuntimeError(f"a run is active; wait for it (or %pi abort) before {what}")
+
     def dispose(self) -> None:
         """Abort its active runs, close the views of all its runs (each shows its static rendering from then on)
         and release the session (its store is closed)."""
@@ -185,18 +219,49 @@ class SessionRegistry:
         self.recent = RecentRuns()
         """The runs (of every session) whose views are open; ``recent.keep`` settled ones stay open."""
         self.interrupt = InterruptHook(self.abort_active)
+        self.current = DEFAULT_NAME
+        """The name ``%pi`` and the functions below use when given none (``%pi use NAME`` sets it)."""
+        self.notebook: str | None = None
+        """The notebook's path (set by ``%load_ext``), recorded in new session files."""
 
     def __iter__(self) -> Iterator[NotebookSession]:
         return iter(list(self._entries.values()))
 
-    def find(self, name: str = DEFAULT_NAME) -> NotebookSession | None:
-        """The entry called ``name``, if it was configured (asking never creates one)."""
-        return self._entries.get(name)
+    def find(self, name: str | None = None) -> NotebookSession | None:
+        """The entry called ``name`` (default: :attr:`current`), if it was configured (asking never creates one)."""
+        return self._entries.get(name or self.current)
 
-    def get(self, name: str = DEFAULT_NAME) -> NotebookSession:
-        """The entry called ``name``, configured with the faux model on first use."""
+    def get(self, name: str | None = None) -> NotebookSession:
+        """The entry called ``name`` (default: :attr:`current`), created on first use: the default session with
+        the faux model; another name with the default session's model, tools and settings (the faux model if
+        that one uses it), its own file, queue and runs."""
+        name = name or self.current
         entry = self._entries.get(name)
-        return entry if entry is not None else self.configure(name=name)
+        if entry is not None:
+            return entry
+        base = self._entries.get(DEFAULT_NAME)
+        if name == DEFAULT_NAME or base is None or base.faux is not None:
+            return self.configure(name=name, settings=base.session.settings if base is not None else None)
+        session = base.session
+        entry = self.configure(session.model, session.agent.stream_fn, session.tools, session.settings, name=name)
+        entry.model_spec = base.model_spec
+        return entry
+
+    @contextmanager
+    def using(self, name: str | None) -> Iterator[None]:
+        """Make ``name`` the current session for the duration (``%pi -s NAME ...``); ``None`` changes nothing."""
+        if not name:
+            yield
+            return
+        previous, self.current = self.current, name
+        try:
+            yield
+        finally:
+            self.current = previous
+
+    def live_files(self) -> dict[Path, str]:
+        """The session files the kernel's sessions record to, with the session's name."""
+        return {entry.file: entry.name for entry in self if entry.file is not None}
 
     def configure(
         self,
@@ -205,11 +270,13 @@ class SessionRegistry:
         tools: Iterable[AgentTool] | None = None,
         settings: Settings | Mapping[str, Any] | None = None,
         *,
-        name: str = DEFAULT_NAME,
+        name: str | None = None,
         cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
         **session_options: Any,
     ) -> NotebookSession:
-        """(Re)create the entry ``name``; see :func:`configure`. The previous one is disposed."""
+        """(Re)create the entry ``name`` (default: :attr:`current`); see :func:`configure`. The previous one is
+        disposed."""
+        name = name or self.current
         previous = self._entries.get(name)
         if cassette is _KEEP:
             cassette = previous.cassette if previous is not None else None
@@ -231,6 +298,11 @@ class SessionRegistry:
             raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
         if tools is None:
             tools = previous.session.tools if previous is not None else default_tools()
+        if settings is None or isinstance(settings, Mapping):
+            settings = Settings(**(settings or {}))
+        if "store" not in session_options and isinstance(settings, Settings):
+            default = name == DEFAULT_NAME
+            session_options["store"] = default_store(settings, name=name, notebook=self.notebook, default=default)
         previous = self._entries.pop(name, None)
         if previous is not None:
             previous.dispose()
@@ -246,6 +318,7 @@ class SessionRegistry:
             faux,
             cassette=cassette,
             cwd=cwd,
+            notebook=self.notebook,
             _state_listeners=self._state_listeners,
             _recent=self.recent,
         )
@@ -291,7 +364,8 @@ def configure(
     (see ``%pi help``); with neither ``model`` nor ``stream_fn`` the offline faux model is used. ``settings`` is a
     :class:`~pi_notebook.session.Settings` or a dict of its fields (``{"retry": {"max_retries": 5}}``). Other
     keyword arguments go to :class:`~pi_notebook.session.AgentSession`. An active run of the previous session is
-    aborted.
+    aborted. The new session starts with an empty transcript, saved to a new file under ``settings.sessions.dir``
+    (unless that is ``none``, or a ``store=`` is given); the previous session's file is kept.
 
     ``tools``: left out, the session keeps the tools it has (at first the whole set, ``default_tools()``:
     ``read``, ``bash``, ``edit``, ``write``, ``grep``, ``find``, ``ls`` rooted at the working directory, and

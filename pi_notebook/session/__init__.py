@@ -2,6 +2,7 @@
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
 from ._approval import DECLINED, NEVER_ASK, Approval, ApprovalRequest, Approver, approval_mode
+from ._catalog import SessionInfo, list_sessions, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
@@ -26,6 +27,7 @@ from ._settings import (
     CompactionSettings,
     ProviderRetrySettings,
     RetrySettings,
+    SessionsSettings,
     Settings,
     SettingsError,
     TimeoutSettings,
@@ -64,9 +66,11 @@ __all__ = [
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
+    "SessionInfo",
     "SessionListener",
     "SessionStore",
     "SessionWriteFailedEvent",
+    "SessionsSettings",
     "Settings",
     "SettingsError",
     "SummarizationRetryAttemptStartEvent",
@@ -76,6 +80,8 @@ __all__ = [
     "ToolSettings",
     "ToolTimeoutError",
     "approval_mode",
+    "list_sessions",
     "load_session",
     "plan_compaction",
+    "session_folder",
 ]

@@ -89,7 +89,7 @@ class Compactor:
     ) -> None:
         self.settings = settings
         self._agent = agent
-        self._store = store
+        self.store = store
         self._emit = emit
         self._controller: AbortController | None = None
         self._overflow_attempted = False
@@ -244,8 +244,8 @@ class Compactor:
         if summary is None:
             self._emit(CompactionEndEvent(reason, aborted=True))
             return "aborted"
-        if self._store is not None:
-            self._store.append_compaction(summary, plan.keep[0] if plan.keep else None)
+        if self.store is not None:
+            self.store.append_compaction(summary, plan.keep[0] if plan.keep else None)
         agent.state.messages = [summary, *plan.keep]
         self._since = set()
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))

@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..agent import (
@@ -84,6 +85,7 @@ from ._guard import RunBudget, guard_tool
 from ._redact import SessionKeys
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
+from ._store_load import LoadedSession
 from ._summary import CompactionPlan, CompactionSummaryMessage
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
@@ -431,6 +433,37 @@ class AgentSession:
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
         self._listeners = ()
+
+    # -- the session file -------------------------------------------------------------------------------
+    def resume(self, path: str | Path) -> LoadedSession:
+        """Continue the session file at ``path`` (ours or Pi's): its transcript (as :func:`load_session` reads
+        it) replaces this session's, and new messages are appended to it. Returns what was loaded (its
+        ``problems`` say what could not be read). Raises :class:`SessionBusyError` while an operation is active,
+        :class:`SessionFileError` for a file that must not be continued, ``OSError`` (``FileNotFoundError``) if
+        it cannot be opened; on any of these nothing changes."""
+        self._check_free()
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no session file {path}")
+        store = SessionStore(path)
+        loaded = store.loaded or LoadedSession(header={})
+        self.use_store(store, messages=loaded.messages)
+        return loaded
+
+    def use_store(self, store: SessionStore | None, *, messages: Iterable[AgentMessage] | None = None) -> None:
+        """Record from now on in ``store`` (``None``: nowhere); the previous store is closed. ``messages``, if
+        given, replace the transcript (``%pi new`` passes ``[]``). Raises :class:`SessionBusyError` while an
+        operation is active."""
+        self._check_free()
+        if self._unsubscribe_store is not None:
+            self._unsubscribe_store()
+        if self.store is not None and self.store is not store:
+            self.store.close()
+        self.store = store
+        self._compactor.store = store
+        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None
+        if messages is not None:
+            self.agent.state.messages = list(messages)
+            self._last_assistant = None
 
     # -- compaction -------------------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None) -> None:

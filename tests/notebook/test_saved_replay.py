@@ -1,0 +1,62 @@
+"""A resumed transcript: the cut-off check, tool calls left without results, the replayed rendering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+from pi_notebook.ai.providers.faux import FauxProvider
+from pi_notebook.notebook._saved import Replayed, close_dangling_tool_calls, cut_off, pick_session
+from pi_notebook.session import AgentSession, SessionStore, list_sessions, load_session
+
+
+def _transcript() -> list[object]:
+    calls = [ToolCall(id="c1", name="bash", arguments={"command": "ls"}), ToolCall(id="c2", name="bash", arguments={})]
+    return [
+        UserMessage(content=[TextContent(text="list files")]),
+        AssistantMessage(content=[TextContent(text="running"), *calls], stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="c1", tool_name="bash", content=[TextContent(text="a.txt")]),
+    ]
+
+
+def test_tool_calls_without_results_get_recorded_error_results(tmp_path: Path) -> None:
+    store = SessionStore.new(tmp_path)
+    for message in _transcript():
+        store.append_message(message)  # type: ignore[arg-type]
+    store.close()
+    session = AgentSession(model=FauxProvider().model)
+    session.resume(store.path)
+    assert cut_off(session.messages)
+    assert close_dangling_tool_calls(session) == 1
+    assert close_dangling_tool_calls(session) == 0
+    added = load_session(store.path).messages[-1]
+    assert isinstance(added, ToolResultMessage) and added.tool_call_id == "c2" and added.is_error
+    session.dispose()
+
+
+def test_an_assistant_tail_is_not_cut_off_and_the_replay_is_marked() -> None:
+    session = AgentSession(model=FauxProvider().model, messages=[*_transcript()[:1], AssistantMessage(content=[])])  # type: ignore[list-item]
+    assert not cut_off(session.messages)
+    replayed = Replayed(session, "Resumed x.jsonl", note=None)  # no running loop: markdown only
+    markdown = replayed.markdown()
+    assert "list files" in markdown and "assistant stop (replayed)" in markdown
+    assert replayed.view is None
+
+
+def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
+    paths = []
+    for _ in range(2):
+        with SessionStore.new(tmp_path) as store:
+            store.append_message(UserMessage(content=[TextContent(text="q")]))
+            paths.append(store.path)
+    infos = list_sessions(tmp_path)
+    newest = infos[0].path
+    assert pick_session(infos, "", {}) == newest == pick_session(infos, "latest", {}) == pick_session(infos, "1", {})
+    assert pick_session(infos, "latest", {newest: "default"}) == infos[1].path  # the live one is skipped
+    assert pick_session(infos, infos[1].id[:6], {}) == infos[1].path
+    assert pick_session(infos, str(paths[0]), {}) == paths[0]
+    for bad, message in (("3", "no session 3"), ("zzz", "no session 'zzz'")):
+        with pytest.raises(ValueError, match=message):
+            pick_session(infos, bad, {})

@@ -1,0 +1,165 @@
+"""Sessions that outlive the kernel: saved by default, a SIGKILLed kernel, ``%load_ext``'s greeting, ``%pi resume``
+(replayed), ``%pi continue`` after a cut-off reply, the file growing on; named sessions in one kernel."""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+from pathlib import Path
+
+import pytest
+from kernel_harness import Kernel
+
+from pi_notebook.session import list_sessions, load_session, session_folder
+
+pytestmark = pytest.mark.timeout(180)
+
+FAUX = """
+import asyncio
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider(tokens_per_second={tps}, token_size=(1, 1))
+faux.set_responses([faux_assistant_message(text) for text in {replies!r}])
+configure(model=faux.model, stream_fn=faux.stream)
+streaming = asyncio.Event()
+get_session().subscribe(lambda event: event.type == "message_update" and streaming.set())
+"""
+
+
+def faux(kernel: Kernel, replies: list[str], tps: int = 100_000) -> None:
+    kernel.run(FAUX.format(tps=tps, replies=replies))
+
+
+@pytest.fixture
+def sessions_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", str(tmp_path))
+    return session_folder(tmp_path)
+
+
+def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: Path) -> None:
+    first = Kernel()
+    try:
+        assert "last session" not in first.run("%load_ext pi_notebook").text
+        faux(first, ["first answer", "second answer", "word " * 200_000], tps=2000)
+        first.run("run = %pi one\nawait run")
+        first.run("run = %pi two\nawait run")
+        first.run("run = %pi three, a long one")
+        first.run("await streaming.wait()")  # the third reply is streaming: not on disk yet
+        os.kill(first.manager.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
+    finally:
+        first.shutdown()
+    [saved] = list_sessions(sessions_dir)
+    assert saved.message_count == 5 and saved.last_role == "user"
+
+    second = Kernel()
+    try:
+        greeting = second.run("%load_ext pi_notebook").text
+        assert (
+            "pi: last session just now, 5 messages; its last reply was cut off — `%pi resume` to continue" in greeting
+        )
+        faux(second, ["the cut-off answer, again", "a new answer"])
+        resumed = second.run("r = %pi resume\nr")
+        assert f"pi: resumed {saved.path.name}: 5 messages" in resumed.text
+        assert "the last reply was cut off" in resumed.text
+        markdown = resumed.text
+        assert "**user:** > one" in markdown or "> **user:** one" in markdown
+        assert "first answer" in markdown and "second answer" in markdown
+        assert "message_end` | assistant stop (replayed)" in markdown
+        # the replayed widget holds the same messages
+        ops = second.run("print(sorted({op['role'] for op in r.view.transcript.ops if op['op'] == 'message'}))")
+        assert "['assistant', 'user']" in ops.text
+        second.run("run = %pi continue\nawait run")
+        second.run("run = %pi and now?\nawait run")
+        check = second.run("print([m.role for m in get_session().messages][-4:], get_session().store.path.name)")
+        assert f"['user', 'assistant', 'user', 'assistant'] {saved.path.name}" in check.text
+    finally:
+        second.shutdown()
+    loaded = load_session(saved.path)
+    texts = [getattr(block, "text", "") for m in loaded.messages for block in m.content]  # type: ignore[union-attr]
+    assert len(loaded.messages) == 8 and not loaded.problems
+    assert texts[-3:] == ["the cut-off answer, again", "and now?", "a new answer"]
+
+
+def test_sessions_lists_newest_first_and_new_and_use_keep_separate_files(sessions_dir: Path) -> None:
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook")
+        faux(kernel, ["a", "b", "c", "d"])
+        kernel.run("run = %pi first session\nawait run")
+        assert "pi: new session" in kernel.run("%pi new").text
+        kernel.run("run = %pi second session\nawait run")
+        kernel.run("run = %pi -s side a side question\nawait run")
+        listing = kernel.run("%pi sessions").text
+        lines = [line for line in listing.splitlines() if line.strip()[:1].isdigit()]
+        assert len(lines) == 3, listing
+        assert "'a side question'" in lines[0] and "[live: side]" in lines[0]
+        assert "'second session'" in lines[1] and "[live: default]" in lines[1]
+        assert "'first session'" in lines[2] and "live" not in lines[2]
+        kernel.run("%pi use side")
+        status = kernel.run("%pi status").text
+        assert "transcript: 2 messages" in status
+        assert "in use by session 'default'" in kernel.run("%pi resume 2").text
+        kernel.run("%pi use default")
+        resumed = kernel.run("%pi resume 3").text
+        assert "2 messages" in resumed and "the previous session stays in" in resumed
+        bad = kernel.run("%pi resume nosuch").text
+        assert "pi: no session 'nosuch'" in bad and "Traceback" not in bad
+    finally:
+        kernel.shutdown()
+
+
+def test_saving_off_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", "none")
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook")
+        faux(kernel, ["a"])
+        kernel.run("run = %pi hi\nawait run")
+        out = kernel.run("print(get_session().store)\n%pi sessions").text
+        assert out.startswith("None") and "saving is off" in out
+    finally:
+        kernel.shutdown()
+    del tmp_path
+
+
+def test_twenty_named_sessions_stream_at_once_without_cross_talk(sessions_dir: Path) -> None:
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook")
+        code = textwrap.dedent(
+            """
+            import asyncio, random
+            from pi_notebook.notebook._registry import REGISTRY
+            from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+            runs = {}
+            for i in range(20):
+                # 20 x 400 tokens/s stays within what the loop keeps up with: a faux stream that falls behind its
+                # pace stops yielding to the loop (it catches up), and would starve the others
+                faux = FauxProvider(tokens_per_second=400, token_size=(1, 1))
+                faux.set_responses([faux_assistant_message(f"reply-{i:02d}-end " * 150)])
+                REGISTRY.configure(model=faux.model, stream_fn=faux.stream, name=f"s{i}")
+                runs[i] = get_ipython().run_line_magic("pi", f"-s s{i} question-{i:02d}-end")
+            await asyncio.gather(*(run.wait_for("message_update", 30) for run in runs.values()))
+            aborted = set(random.Random(7).sample(range(20), 10))
+            for i in aborted:
+                runs[i].abort()
+            await asyncio.gather(*runs.values())
+            bad = []
+            for i, run in runs.items():
+                settled = [e for e in run.events if e.type == "agent_settled"]
+                if len(settled) != 1 or settled[0].aborted != (i in aborted):
+                    bad.append((i, "settled", len(settled), settled and settled[0].aborted, i in aborted))
+                shown = "".join(str(op.get("text", "")) for op in run.view.transcript.ops)
+                saved = REGISTRY.find(f"s{i}").file.read_text()
+                for where, text in (("widget", shown), ("file", saved)):
+                    if f"question-{i:02d}-end" not in text or f"reply-{i:02d}-end" not in text:
+                        bad.append((i, where, "missing its own"))
+                    if any(f"-{j:02d}-end" in text for j in range(20) if j != i):
+                        bad.append((i, where, "cross-talk"))
+            print("bad", bad)
+            """
+        )
+        assert "bad []" in kernel.run(code, timeout=120).text
+    finally:
+        kernel.shutdown()

@@ -1,0 +1,103 @@
+"""Saved sessions: Pi's folder and file naming, lazy files, listing, ``AgentSession.resume``, ``sessions.dir``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+from pi_notebook.session import (
+    AgentSession,
+    SessionBusyError,
+    SessionFileError,
+    SessionStore,
+    Settings,
+    list_sessions,
+    load_session,
+    session_folder,
+)
+
+
+def test_the_folder_of_a_working_directory_is_named_as_pi_names_it(tmp_path: Path) -> None:
+    # Pi 0.83 getDefaultSessionDirPath: `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`
+    assert session_folder(tmp_path / "root", "/home/me/my proj") == tmp_path / "root" / "--home-me-my proj--"
+    assert session_folder("~/x", "/a").parent == Path("~/x").expanduser()
+
+
+def test_a_new_file_is_named_with_time_and_session_id_and_a_lazy_one_appears_with_its_first_entry(
+    tmp_path: Path,
+) -> None:
+    store = SessionStore.new(tmp_path, lazy=True, header={"notebook": "analysis.ipynb"})
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z_" + store.session_id + r"\.jsonl", store.path.name)
+    assert not store.path.exists() and not store.created
+    store.append_message(UserMessage(content=[TextContent(text="hi")]))
+    store.close()
+    header = json.loads(store.path.read_text().splitlines()[0])
+    assert header["id"] == store.session_id and header["notebook"] == "analysis.ipynb" and header["version"] == 3
+    assert len(load_session(store.path).messages) == 1
+
+
+def test_a_lazy_store_that_records_nothing_leaves_no_file(tmp_path: Path) -> None:
+    SessionStore.new(tmp_path, lazy=True).close()
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_list_sessions_newest_first_with_prompt_count_and_model(tmp_path: Path) -> None:
+    for prompt in ("older question", "newer question"):
+        faux = FauxProvider()
+        faux.set_responses([faux_assistant_message("answer")])
+        session = AgentSession(model=faux.model, stream_fn=faux.stream, store=SessionStore.new(tmp_path))
+        await session.prompt(prompt)
+        session.dispose()
+    (tmp_path / "notes.jsonl").write_text("not a session\n")
+    newer, older = list_sessions(tmp_path)
+    assert (newer.first_prompt, older.first_prompt) == ("newer question", "older question")
+    assert newer.message_count == 2 and newer.model == f"{faux.model.provider}:{faux.model.id}"
+    assert newer.modified >= older.modified and newer.last_role == "assistant"
+    assert list_sessions(tmp_path / "missing") == []
+
+
+async def test_resume_replaces_the_transcript_and_appends_to_that_file(tmp_path: Path) -> None:
+    faux = FauxProvider()
+    faux.set_responses([faux_assistant_message("one"), faux_assistant_message("two")])
+    first = AgentSession(model=faux.model, stream_fn=faux.stream, store=SessionStore.new(tmp_path))
+    await first.prompt("first")
+    path = first.store.path  # type: ignore[union-attr]
+    first.dispose()
+    other = SessionStore.new(tmp_path, lazy=True)
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, store=other)
+    loaded = session.resume(path)
+    assert [m.role for m in session.messages] == ["user", "assistant"] and not loaded.problems
+    await session.prompt("second")
+    assert len(load_session(path).messages) == 4
+    assert not other.path.exists()  # the replaced store was closed before it wrote anything
+
+
+async def test_resume_refuses_while_busy_a_missing_file_and_a_foreign_file(tmp_path: Path) -> None:
+    faux = FauxProvider()
+    session = AgentSession(model=faux.model, stream_fn=faux.stream)
+    with pytest.raises(FileNotFoundError, match="no session file"):
+        session.resume(tmp_path / "nope.jsonl")
+    (tmp_path / "x.jsonl").write_text('{"type":"message","id":"a","parentId":null}\n')
+    with pytest.raises(SessionFileError, match="no session header"):
+        session.resume(tmp_path / "x.jsonl")
+    assert session.store is None and session.messages == []
+    session._active = True  # what an operation in progress sets
+    with pytest.raises(SessionBusyError):
+        session.resume(tmp_path / "x.jsonl")
+
+
+def test_sessions_dir_defaults_under_home_follows_the_environment_and_none_turns_saving_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PI_NOTEBOOK_SESSIONS__DIR", raising=False)
+    assert Settings().sessions.dir == "~/.pi_notebook/sessions"
+    monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", "/elsewhere")
+    assert Settings().sessions.dir == "/elsewhere"
+    monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", "none")
+    assert Settings().sessions.dir is None and Settings.load().sessions.dir is None
+    assert Settings(sessions={"dir": "/x"}).updated(sessions={"dir": "none"}).sessions.dir is None
