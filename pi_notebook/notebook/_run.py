@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Literal, TypeAlias, TypedDict
 
@@ -36,6 +37,7 @@ from ..session import (
     SessionEvent,
 )
 from ._describe import describe_event, render_markdown, usage_line
+from ._display import RunDisplay
 from ._presenter import RunPresenter
 from ._view import RunView
 
@@ -112,6 +114,12 @@ class Run:
             )
             if with_view
             else None
+        )
+        self._display = RunDisplay(
+            f"pi-run-{uuid.uuid4().hex}",
+            plain=f"Run {number}: {_short(label)}",
+            widget=self._widget_bundle,
+            markdown=lambda: self.report().markdown,
         )
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -199,18 +207,30 @@ class Run:
             # The awaiting cell was interrupted: stop the run, then let the interruption through.
             self.abort()
             raise
+        self._display.refresh()  # from the awaiting cell, the one an executing client listens to
         return self.report()
 
+    def show(self) -> None:
+        """Display the run here: its live widget, with its transcript and event log as markdown beside it for
+        readers without widgets (updated when the run settles). The ``%pi`` magics do this once per run; see
+        ``_display`` for why a second display in the same cell shows nothing."""
+        self._display.show()
+
+    def _ipython_display_(self) -> None:
+        self._display.show_again()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget, with a text line for frontends that cannot show widgets."""
-        bundle: dict[str, Any] = {}
+        """What a display of the run holds: the live widget, its static copy (markdown) and a text line."""
+        return self._display.bundle()
+
+    def _widget_bundle(self) -> dict[str, Any] | None:
         view = self.view
-        if view is not None:
-            widget_bundle = view._repr_mimebundle_()
-            if widget_bundle:
-                bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
-        bundle["text/plain"] = repr(self)
-        return bundle
+        if view is None or getattr(view, "comm", None) is None:  # no view, or its widget was closed
+            return None
+        bundle = view._repr_mimebundle_()
+        data = bundle if isinstance(bundle, dict) else bundle[0]
+        widget: dict[str, Any] | None = data.get("application/vnd.jupyter.widget-view+json")
+        return widget
 
     def __repr__(self) -> str:
         state = ("aborted" if self.aborted else "settled") if self.done else "running"
@@ -240,6 +260,7 @@ class Run:
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
             self._presenter.settle(aborted)
+        self._display.refresh()
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()

@@ -17,6 +17,14 @@ class Outcome:
     error: dict[str, Any] | None = None
     elapsed: float = 0.0
 
+    def of_type(self, msg_type: str, mimetype: str | None = None) -> list[dict[str, Any]]:
+        """The contents of the outputs of ``msg_type`` (e.g. ``display_data``), those holding ``mimetype`` if given."""
+        return [
+            output["content"]
+            for output in self.outputs
+            if output["msg_type"] == msg_type and (mimetype is None or mimetype in output["content"]["data"])
+        ]
+
     @property
     def text(self) -> str:
         """stdout plus text/plain and text/markdown of results and displays, in order."""
@@ -69,7 +77,7 @@ class Kernel:
                 return outcome
             if kind == "error":
                 outcome.error = message["content"]
-            if kind in ("stream", "execute_result", "display_data", "error"):
+            if kind in ("stream", "execute_result", "display_data", "update_display_data", "error"):
                 outcome.outputs.append({"msg_type": kind, "content": message["content"]})
 
     def wait_for_output(self, msg_id: str, needle: str, timeout: float = 30) -> Outcome:
