@@ -15,7 +15,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 from ..agent import (
     AgentMessage,
@@ -39,13 +39,10 @@ from ..session import (
 from ._describe import describe_event, render_markdown, usage_line
 from ._display import RunDisplay
 from ._presenter import RunPresenter
+from ._protocol import RunStatus
 from ._view import RunView
 
 __all__ = ["Run", "RunReport", "RunState", "RunStatus", "StateListener"]
-
-RunStatus: TypeAlias = Literal[
-    "idle", "starting", "streaming", "running tool", "retrying", "compacting", "settled", "aborted", "error"
-]
 
 
 class RunState(TypedDict):

@@ -14,6 +14,7 @@ subshells), so they only hand their work to the kernel's event loop with ``call_
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 import anywidget
 import ipywidgets as widgets
 import traitlets
+
+from ._protocol import BatchType, Op, WidgetRequest
 
 __all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "RunView", "TranscriptWidget"]
 
@@ -37,17 +40,18 @@ class TranscriptWidget(anywidget.AnyWidget):
     _css = _STATIC / "run_view.css"
     title = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("starting").tag(sync=True)
-    """starting | streaming | running tool | retrying | compacting | settled | aborted"""
+    """A :data:`~._protocol.RunStatus`."""
     usage = traitlets.Unicode("").tag(sync=True)
     retry_deadline = traitlets.Float(0.0).tag(sync=True)
-    """Epoch milliseconds when the automatic retry fires (0: no retry pending); the browser counts down."""
+    """Epoch milliseconds (kernel clock) when the automatic retry fires (0: no retry pending); the browser counts
+    down with the ``now`` of the batches (see ``_protocol``)."""
     retry_text = traitlets.Unicode("").tag(sync=True)
     queue = traitlets.List(traitlets.Unicode(), []).tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.ops: list[dict[str, Any]] = []
-        self._pending: list[dict[str, Any]] = []
+        self.ops: list[Op] = []
+        self._pending: list[Op] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.sent_batches = 0
@@ -56,7 +60,7 @@ class TranscriptWidget(anywidget.AnyWidget):
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self._loop = loop
 
-    def add(self, op: dict[str, Any]) -> None:
+    def add(self, op: Op) -> None:
         """Queue an operation for the next batch (at most every ``FLUSH_INTERVAL`` seconds)."""
         self.ops.append(op)
         self._pending.append(op)
@@ -67,9 +71,13 @@ class TranscriptWidget(anywidget.AnyWidget):
         batch = self._take_pending()
         if batch:
             self.sent_batches += 1
-            self.send({"type": "batch", "ops": _merged(batch)})
+            self._send_ops("batch", batch)
 
-    def _take_pending(self) -> list[dict[str, Any]]:
+    def _send_ops(self, kind: BatchType, ops: list[Op]) -> None:
+        """A batch or snapshot, with the kernel's clock for the retry countdown (see ``_protocol``)."""
+        self.send({"type": kind, "ops": _merged(ops), "now": time.time() * 1000})
+
+    def _take_pending(self) -> list[Op]:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
@@ -77,12 +85,13 @@ class TranscriptWidget(anywidget.AnyWidget):
         return batch
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "hello":
+        hello: WidgetRequest = "hello"
+        if isinstance(content, dict) and content.get("type") == hello:
             self._call_in_loop(self._send_snapshot)
 
     def _send_snapshot(self) -> None:
         self._take_pending()  # every view resets on a snapshot, which holds these ops too
-        self.send({"type": "snapshot", "ops": _merged(self.ops)})
+        self._send_ops("snapshot", self.ops)
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
         if self._loop is None:
@@ -91,12 +100,13 @@ class TranscriptWidget(anywidget.AnyWidget):
             self._loop.call_soon_threadsafe(callback)
 
 
-def _merged(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merged(ops: list[Op]) -> list[dict[str, Any]]:
     """``ops`` with each run of consecutive text appends to one message joined into one op (linear: the
     pieces are joined once, not concatenated one by one)."""
     out: list[dict[str, Any]] = []
     pieces: list[str] = []
-    for op in ops:
+    for item in ops:
+        op: dict[str, Any] = dict(item)
         last = out[-1] if out else None
         if last is not None and op["op"] in _TEXT_OPS and last["op"] == op["op"] and last["id"] == op["id"]:
             pieces.append(op["text"])
