@@ -6,15 +6,15 @@ run the widget, and a notebook saved without widget state has none to draw) and 
 not change while the run goes on. Every display of a run carries the run's display id, so when the run settles
 ``update_display`` gives each of them the final transcript.
 
-The ``%pi`` magics call :meth:`RunDisplay.show` once per run. Any further display of the run *in the same cell*
-shows nothing (``run = %pi ...`` then ``run``, or a bare ``%pi ...`` whose value the cell would display), so the
-widget appears exactly once however the cell is written; ``display(run)`` or ``run`` in a later cell shows another
-live view of the same run.
+The ``%pi`` magics call :meth:`RunDisplay.show` once per run. A run shows at most once per cell: a further
+display of it in the cell that last showed it shows nothing (``run = %pi ...`` then ``run``, or a bare
+``%pi ...`` whose value the cell would display), so the widget appears exactly once however the cell is written;
+``display(run)`` or ``run`` in a later cell shows another live view of the same run.
 
 Where an update goes: the settling run sends it from the cell that started the run; ``await run`` sends it again
 from the awaiting cell, which is the cell an executing client (nbclient, nbconvert, nbval) is listening to, so an
-executed notebook saves each run's final transcript. JupyterLab drops updates meant for a cell that has finished,
-so a notebook saved from JupyterLab keeps the static copy as of the display unless a later cell awaited the run.
+executed notebook saves each run's final transcript. JupyterLab routes an update to the output area of the
+execution that sent it, so a notebook saved from JupyterLab may keep the static copy as of the display.
 """
 
 from __future__ import annotations
