@@ -12,7 +12,7 @@ display of it in the cell that last showed it shows nothing (``run = %pi ...`` t
 ``display(run)`` or ``run`` in a later cell shows another live view of the same run.
 
 Where an update goes: the settling run sends it from the cell that started the run; ``await run`` sends it again
-from the awaiting cell, which is the cell an executing client (nbclient, nbconvert, nbval) is listening to, so an
+from the awaiting cell, which is the cell an executing client (nbclient, nbconvert) is listening to, so an
 executed notebook saves each run's final transcript. JupyterLab routes an update to the output area of the
 execution that sent it, so a notebook saved from JupyterLab may keep the static copy as of the display.
 """
