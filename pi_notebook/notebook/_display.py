@@ -13,8 +13,9 @@ display of it in the cell that last showed it shows nothing (``run = %pi ...`` t
 
 Where an update goes: the settling run sends it from the cell that started the run; ``await run`` sends it again
 from the awaiting cell, which is the cell an executing client (nbclient, nbconvert) is listening to, so an
-executed notebook saves each run's final transcript. JupyterLab routes an update to the output area of the
-execution that sent it, so a notebook saved from JupyterLab may keep the static copy as of the display.
+executed notebook saves each run's final transcript. JupyterLab 4.6 applies an update only while the cell that
+displayed the run still runs (checked in Chromium: the widget is kept, not drawn twice); a run that settles later is
+saved from JupyterLab with the static copy as of the display.
 """
 
 from __future__ import annotations
