@@ -26,6 +26,11 @@ class Outcome:
         ]
 
     @property
+    def stdout(self) -> str:
+        """What the cell printed."""
+        return "".join(output["content"]["text"] for output in self.outputs if output["msg_type"] == "stream")
+
+    @property
     def text(self) -> str:
         """stdout plus text/plain and text/markdown of results and displays, in order."""
         parts = []
