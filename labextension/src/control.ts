@@ -18,10 +18,32 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 export const TARGET = 'pi_notebook.control';
 
-/** What the kernel sends: see `pi_notebook/notebook/_control.py`. */
+// The protocol's one definition is Python's (pi_notebook/notebook/_protocol.py); tests/test_protocol.py checks
+// that these unions match it.
+
+/** A run's state; `idle`: no run yet. */
+export type RunStatus =
+  | 'idle'
+  | 'starting'
+  | 'streaming'
+  | 'running tool'
+  | 'awaiting approval'
+  | 'retrying'
+  | 'compacting'
+  | 'settled'
+  | 'aborted'
+  | 'error';
+/** States in which a run can be stopped. */
+export type ActiveStatus = 'starting' | 'streaming' | 'running tool' | 'awaiting approval' | 'retrying' | 'compacting';
+/** What the frontend asks of the kernel. */
+export type ControlAction = 'abort' | 'status';
+/** What the kernel sends. */
+export type ControlMessageType = 'state' | 'error';
+
+/** What the kernel sends: see `pi_notebook/notebook/_control_comm.py`. */
 export interface IRunState {
   type: 'state';
-  state: string;
+  state: RunStatus;
   run: number | null;
   aborted: boolean;
   /** Epoch ms of the next retry attempt (kernel clock), 0 when not retrying. */
@@ -31,11 +53,18 @@ export interface IRunState {
   /** Kernel clock (epoch ms) when the message was made. */
   now?: number;
   /** Set on replies: the action answered. */
-  reply?: string;
+  reply?: ControlAction;
 }
 
 /** States in which a run is active: the toolbar's Stop button shows. */
-export const ACTIVE_STATES = new Set(['starting', 'streaming', 'running tool', 'retrying', 'compacting']);
+export const ACTIVE_STATES = new Set<string>([
+  'starting',
+  'streaming',
+  'running tool',
+  'awaiting approval',
+  'retrying',
+  'compacting'
+] satisfies ActiveStatus[]);
 
 /** The status bar text for a state; `retryAt` is the browser-clock time of the next retry. */
 export function statusText(state: IRunState | null, retryAt: number, now: number = Date.now()): string {
@@ -136,7 +165,7 @@ export class ControlConnection implements IDisposable {
     Signal.clearData(this);
   }
 
-  private _send(data: { action: string; run?: number }): boolean {
+  private _send(data: { action: ControlAction; run?: number }): boolean {
     const comm = this._comm;
     if (comm === null || comm.isDisposed) {
       return false;
@@ -264,7 +293,7 @@ export class ControlConnection implements IDisposable {
       if (this._comm !== comm) {
         return;
       }
-      const data = msg.content.data as unknown as IRunState | { type: 'error'; error: string };
+      const data = msg.content.data as unknown as IRunState | { type: Exclude<ControlMessageType, 'state'>; error: string };
       if (data.type === 'state') {
         this._setState(data);
       } else {
@@ -312,7 +341,8 @@ export class ControlConnection implements IDisposable {
 
   private _setState(state: IRunState | null): void {
     if (state !== null && state.retry_deadline > 0) {
-      // Count down on the browser clock from the kernel's remaining time (the clocks may differ).
+      // The protocol's countdown rule (see _protocol.py, and retryAt in js/run-view/src/protocol.ts): the
+      // kernel's remaining time, counted on the browser clock from when the message arrived.
       const remaining = state.retry_deadline - (state.now ?? Date.now());
       this._retryAt = Date.now() + remaining;
     } else {

@@ -19,7 +19,8 @@ epoch time in ms of the next attempt), ``compacting``, then ``settled``, ``abort
 ``silent_s`` > 0: the run has waited that many whole seconds for data from the model (pushed each second once
 it reaches ``SILENCE_NOTICE_S``; 0 again when data comes). ``now`` is
 the kernel's clock when the message was made, so a frontend can count a retry down without trusting that the
-two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``.
+two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``. The names are defined once, in
+``_protocol``.
 
 Discovery: ``%load_ext pi_notebook`` registers the target and a *beacon* — a comm object with this target
 name that only lives in the kernel's comm manager (nothing is sent). A frontend asks ``comm_info`` for this
@@ -42,9 +43,10 @@ import contextlib
 import contextvars
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from ..tools import hold_interrupt
+from ._protocol import ControlAction
 from ._run import Run, RunState
 
 __all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "RunSource", "current_state", "publish", "register_control"]
@@ -166,7 +168,8 @@ def _handle(comm: Any, msg: Any, release: Callable[[], None] = _nothing) -> None
     elif action == "status":
         _send_status(comm, reply="status")
     else:
-        _send(comm, {"type": "error", "error": f"unknown action {action!r}; use 'abort' or 'status'"})
+        known = " or ".join(repr(name) for name in get_args(ControlAction))
+        _send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})
 
 
 def _abort(comm: Any, number: int | None, release: Callable[[], None]) -> None:

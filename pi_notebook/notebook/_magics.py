@@ -1,11 +1,12 @@
 """``%pi`` and ``%%pi``: start runs on the kernel's event loop and control them.
 
 Magics cannot be coroutines (ipython#11314), so a run is started as a task and the magic returns at once
-with its :class:`Run`. ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of the active run,
-which IPython then runs as an async cell; the same transformer keeps a trailing ``?`` in a prompt from being
-read as a help request. The line is read by one parser (``_commands``); every error becomes a short message,
-and bad arguments print the usage. Without a running loop (plain terminal IPython) runs complete before the
-magic returns.
+with its :class:`Run`, having displayed the run's live widget (once: ``run = %pi ...`` shows it as a bare
+``%pi ...`` does; see ``_display``). ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of
+the active run, which IPython then runs as an async cell; the same transformer keeps a trailing ``?`` in a
+prompt from being read as a help request. The line is read by one parser (``_commands``); every error becomes
+a short message, and bad arguments print the usage. Without a running loop (plain terminal IPython) runs
+complete before the magic returns.
 
 A ``%pi`` line is taken literally, as a ``%%pi`` cell is: IPython does not expand ``{expr}`` or ``$name`` in it
 (pasted text never runs code, and the prompt is sent as typed). A ``%pi`` line or ``%%pi`` cell body longer than
@@ -388,7 +389,9 @@ _background: set[asyncio.Task[None]] = set()
 
 def _start(entry: NotebookSession, label: str, operation: Callable[[], Any]) -> Run | None:
     if _running_loop() is not None:
-        return entry.start(label, operation)
+        run = entry.start(label, operation)
+        run.show()  # the live widget, once, whether or not the cell assigns or displays the run
+        return run
 
     async def complete() -> Any:  # plain IPython: no loop outlives the cell, so run to the end here
         run = entry.start(label, operation, with_view=False)

@@ -132,8 +132,8 @@ class RunPresenter:
             case MessageStartEvent(message=AssistantMessage() as message):
                 transcript.add({"op": "message", "id": message_key(message), "role": "assistant", "text": ""})
             case MessageEndEvent(message=AssistantMessage() as message):
-                status = {"stop_reason": message.stop_reason, "error": message.error_message}
-                transcript.add({"op": "status", "id": message_key(message), **status})
+                key, error = message_key(message), message.error_message
+                transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
                 transcript.usage = usage_line(self._session)
             case ToolExecutionStartEvent():
                 args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
@@ -153,8 +153,9 @@ class RunPresenter:
             case BudgetExceededEvent():
                 transcript.usage = usage_line(self._session) + f" — {event.reason}"
             case CompactionEndEvent(result=summary) if summary is not None:
-                op = {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
-                transcript.add(op)
+                transcript.add(
+                    {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
+                )
             case (
                 MessageStartEvent()
                 | MessageEndEvent()

@@ -22,9 +22,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Literal, TypeAlias, TypedDict
-
-from IPython.display import display, update_display
+from typing import Any, TypeAlias, TypedDict
 
 from ..agent import (
     AgentMessage,
@@ -49,23 +47,12 @@ from ..session import (
     SessionEvent,
 )
 from ._describe import describe_event, render_markdown, usage_line
+from ._display import RunDisplay
 from ._presenter import RunPresenter
+from ._protocol import RunStatus
 from ._view import RunView
 
 __all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
-
-RunStatus: TypeAlias = Literal[
-    "idle",
-    "starting",
-    "streaming",
-    "running tool",
-    "awaiting approval",
-    "retrying",
-    "compacting",
-    "settled",
-    "aborted",
-    "error",
-]
 
 
 class RunState(TypedDict):
@@ -145,12 +132,16 @@ class Run:
             if with_view
             else None
         )
-        self._display_id = f"pi-run-{uuid.uuid4().hex}"
-        self._displayed = False
         self._close_view_when_settled = False
         self._last_event = time.monotonic()
         self._silent_s = 0
         self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
+        self._display = RunDisplay(
+            f"pi-run-{uuid.uuid4().hex}",
+            plain=f"Run {number}: {_short(label)}",
+            widget=self._widget_bundle,
+            markdown=lambda: self.report().markdown,
+        )
         self._unsubscribe = session.subscribe(self._on_event)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
@@ -267,6 +258,7 @@ class Run:
             # The awaiting cell was interrupted: stop the run, then let the interruption through.
             self.abort()
             raise
+        self._display.refresh()  # from the awaiting cell, the one an executing client listens to
         return self.report()
 
     def close_view(self) -> None:
@@ -281,31 +273,30 @@ class Run:
         presenter, self._presenter = self._presenter, None
         if presenter is None:
             return
-        if self._displayed:  # turn every output of this run into its static rendering, then drop the widgets
-            update_display(self._static_bundle(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
         presenter.close()
+        self._display.refresh()  # every output of this run: its static copy alone (the widget is gone)
+
+    def show(self) -> None:
+        """Display the run here: its live widget, with its transcript and event log as markdown beside it for
+        readers without widgets (updated when the run settles). The ``%pi`` magics do this once per run; see
+        ``_display`` for why a second display in the same cell shows nothing."""
+        self._display.show()
 
     def _ipython_display_(self) -> None:
-        """Show the run (IPython calls this for a cell's result and for ``display(run)``) under the run's display
-        id, so :meth:`close_view` can later replace every output of it with the static rendering."""
-        self._displayed = True
-        display(self._repr_mimebundle_(), raw=True, display_id=self._display_id)  # type: ignore[no-untyped-call]
+        self._display.show_again()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        """The live widget, with a text line for frontends that cannot show widgets; once the view is closed,
-        the static rendering."""
-        view = self.view
-        if view is None:
-            return self._static_bundle() if self.done else {"text/plain": repr(self)}
-        bundle: dict[str, Any] = {}
-        widget_bundle = view._repr_mimebundle_()
-        if widget_bundle:
-            bundle.update(widget_bundle if isinstance(widget_bundle, dict) else widget_bundle[0])
-        bundle["text/plain"] = repr(self)
-        return bundle
+        """What a display of the run holds: the live widget, its static copy (markdown) and a text line."""
+        return self._display.bundle()
 
-    def _static_bundle(self) -> dict[str, Any]:
-        return {"text/markdown": self.report().markdown, "text/plain": repr(self)}
+    def _widget_bundle(self) -> dict[str, Any] | None:
+        view = self.view
+        if view is None or getattr(view, "comm", None) is None:  # no view, or its widget was closed
+            return None
+        bundle = view._repr_mimebundle_()
+        data = bundle if isinstance(bundle, dict) else bundle[0]
+        widget: dict[str, Any] | None = data.get("application/vnd.jupyter.widget-view+json")
+        return widget
 
     def __repr__(self) -> str:
         state = ("aborted" if self.aborted else "settled") if self.done else "running"
@@ -348,6 +339,7 @@ class Run:
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
             self._presenter.settle(aborted)
+        self._display.refresh()
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()

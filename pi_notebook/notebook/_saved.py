@@ -38,6 +38,7 @@ from ..session import (
 )
 from ._describe import describe_event, render_markdown, result_text
 from ._presenter import RunPresenter
+from ._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
 
 __all__ = [
     "CUT_OFF_NOTE",
@@ -233,29 +234,29 @@ def _stamp(message: AgentMessage) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _ops(message: AgentMessage) -> list[dict[str, Any]]:
+def _ops(message: AgentMessage) -> list[Op]:
     """The widget operations that draw one recorded message (as the presenter draws a live one)."""
     key = message_key(message)
     match message:
         case UserMessage():
-            return [{"op": "message", "id": key, "role": "user", "text": text_of(message)}]
+            return [MessageOp(op="message", id=key, role="user", text=text_of(message))]
         case AssistantMessage():
             text = "".join(block.text for block in message.content if isinstance(block, TextContent))
-            ops: list[dict[str, Any]] = [{"op": "message", "id": key, "role": "assistant", "text": text}]
+            ops: list[Op] = [MessageOp(op="message", id=key, role="assistant", text=text)]
             thinking = "".join(block.thinking for block in message.content if isinstance(block, ThinkingContent))
             if thinking:
-                ops.append({"op": "thinking", "id": key, "text": thinking})
+                ops.append(TextOp(op="thinking", id=key, text=thinking))
             for block in message.content:
                 if isinstance(block, ToolCall):
                     args = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
-                    ops.append({"op": "tool", "call": block.id, "name": block.name, "args": args})
-            ops.append({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": message.error_message})
+                    ops.append(ToolOp(op="tool", call=block.id, name=block.name, args=args))
+            ops.append(StatusOp(op="status", id=key, stop_reason=message.stop_reason, error=message.error_message))
             return ops
         case ToolResultMessage():
             text = result_text(message)
-            return [{"op": "tool_end", "call": message.tool_call_id, "text": text, "is_error": message.is_error}]
+            return [ToolEndOp(op="tool_end", call=message.tool_call_id, text=text, is_error=message.is_error)]
         case CompactionSummaryMessage():
-            return [{"op": "message", "id": key, "role": "summary", "text": message.summary}]
+            return [MessageOp(op="message", id=key, role="summary", text=message.summary)]
         case _:
             return []
 

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anywidget
 import ipywidgets as widgets
 import traitlets
 
 from ..ai import AbortSignal
+from ._protocol import BatchType, Op, WidgetRequest
 
 __all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "ApprovalBox", "RunView", "TranscriptWidget"]
 
@@ -43,17 +45,18 @@ class TranscriptWidget(anywidget.AnyWidget):
     _css = (_STATIC / "run_view.css").read_text(encoding="utf-8")
     title = traitlets.Unicode("").tag(sync=True)
     state = traitlets.Unicode("starting").tag(sync=True)
-    """starting | streaming | running tool | awaiting approval | retrying | compacting | settled | aborted"""
+    """A :data:`~._protocol.RunStatus`."""
     usage = traitlets.Unicode("").tag(sync=True)
     retry_deadline = traitlets.Float(0.0).tag(sync=True)
-    """Epoch milliseconds when the automatic retry fires (0: no retry pending); the browser counts down."""
+    """Epoch milliseconds (kernel clock) when the automatic retry fires (0: no retry pending); the browser counts
+    down with the ``now`` of the batches (see ``_protocol``)."""
     retry_text = traitlets.Unicode("").tag(sync=True)
     queue = traitlets.List(traitlets.Unicode(), []).tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.ops: list[dict[str, Any]] = []
-        self._pending: list[dict[str, Any]] = []
+        self.ops: list[Op] = []
+        self._pending: list[Op] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.sent_batches = 0
@@ -65,7 +68,7 @@ class TranscriptWidget(anywidget.AnyWidget):
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self._loop = loop
 
-    def add(self, op: dict[str, Any]) -> None:
+    def add(self, op: Op) -> None:
         """Queue an operation for the next batch (at most every ``FLUSH_INTERVAL`` seconds)."""
         self.ops.append(op)
         self._pending.append(op)
@@ -76,20 +79,24 @@ class TranscriptWidget(anywidget.AnyWidget):
         batch = self._take_pending()
         if batch:
             self.sent_batches += 1
-            self.send({"type": "batch", "ops": _merged(batch)})
+            self._send_ops("batch", batch)
 
     def compact(self) -> None:
         """Merge the operation log's text appends (a settled run's log holds one op per message and tool
         update, not one per delta); a later snapshot is the same, since snapshots are sent merged anyway."""
         self.flush()
-        self.ops = _merged(self.ops)
+        self.ops = cast("list[Op]", _merged(self.ops))
 
     def discard(self) -> None:
         """Forget the operation log and any pending batch (the widget is being closed)."""
         self._take_pending()
         self.ops = []
 
-    def _take_pending(self) -> list[dict[str, Any]]:
+    def _send_ops(self, kind: BatchType, ops: list[Op]) -> None:
+        """A batch or snapshot, with the kernel's clock for the retry countdown (see ``_protocol``)."""
+        self.send({"type": kind, "ops": _merged(ops), "now": time.time() * 1000})
+
+    def _take_pending(self) -> list[Op]:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
@@ -97,7 +104,8 @@ class TranscriptWidget(anywidget.AnyWidget):
         return batch
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "hello":
+        hello: WidgetRequest = "hello"
+        if isinstance(content, dict) and content.get("type") == hello:
             self._call_in_loop(self._send_snapshot)
             self._call_in_loop(self._mark_rendered)
 
@@ -126,7 +134,7 @@ class TranscriptWidget(anywidget.AnyWidget):
 
     def _send_snapshot(self) -> None:
         self._take_pending()  # every view resets on a snapshot, which holds these ops too
-        self.send({"type": "snapshot", "ops": _merged(self.ops)})
+        self._send_ops("snapshot", self.ops)
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
         if self._loop is None:
@@ -183,12 +191,13 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
             on_answer(answer)
 
 
-def _merged(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merged(ops: list[Op]) -> list[dict[str, Any]]:
     """``ops`` with each run of consecutive text appends to one message joined into one op (linear: the
     pieces are joined once, not concatenated one by one)."""
     out: list[dict[str, Any]] = []
     pieces: list[str] = []
-    for op in ops:
+    for item in ops:
+        op: dict[str, Any] = dict(item)
         last = out[-1] if out else None
         if last is not None and op["op"] in _TEXT_OPS and last["op"] == op["op"] and last["id"] == op["id"]:
             pieces.append(op["text"])

@@ -1,5 +1,5 @@
-"""In real JupyterLab with Debian's Chromium: run a %pi cell, watch it stream, click Stop, see the event log
-record agent_end then agent_settled with aborted=true. Screenshots land in test-artifacts/."""
+"""In real JupyterLab with Debian's Chromium: ``run = %pi ...`` shows the widget, watch it stream, click Stop, see
+the event log record agent_end then agent_settled with aborted=true. Screenshots land in test-artifacts/."""
 
 from __future__ import annotations
 
@@ -29,13 +29,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
 
 
 def test_stop_in_the_browser_settles_the_run_aborted(lab: JupyterLab) -> None:
-    path = notebook([SETUP, "%pi tell me a long story", "%pi once more", "%pi wait"], lab.root / "stop.ipynb")
+    cells = [SETUP, "run = %pi tell me a long story", "%pi once more", "%pi wait", "display(run)"]
+    path = notebook(cells, lab.root / "stop.ipynb")
     page = lab.open(path)
     lab.run_cell(page, 0)
     lab.wait_idle(page, 0)
     lab.run_cell(page, 1)
     view = page.locator(".pi-run-view").first
     view.locator(".pi-msg-assistant .pi-msg-body h1").wait_for(timeout=60_000)  # markdown rendered while streaming
+    assert page.locator(".jp-Cell").nth(1).locator(".pi-run-view").count() == 1  # an assigned run shows its widget
     page.locator(".pi-run-state.pi-state-streaming").first.wait_for(timeout=30_000)
     lab.screenshot(page, "widget-streaming.png")
     view.get_by_role("button", name="Stop").click()
@@ -56,6 +58,13 @@ def test_stop_in_the_browser_settles_the_run_aborted(lab: JupyterLab) -> None:
     lab.run_cell(page, 3)
     page.get_by_text("agent_settled").last.wait_for(timeout=30_000)
     lab.screenshot(page, "widget-report.png", full_page=True)
+    # display(run) in a later cell: a second live view of the first run, drawn from its snapshot
+    lab.run_cell(page, 4)
+    again = page.locator(".jp-Cell").nth(4).locator(".pi-run-view")
+    again.locator(".pi-log-agent_settled .pi-log-detail").wait_for(timeout=30_000)
+    assert again.count() == 1
+    assert again.locator(".pi-log-agent_settled .pi-log-detail").inner_text() == "aborted=true"
+    assert again.locator(".pi-run-state").inner_text() == "aborted"
 
 
 COMPACT_SETUP = """\
@@ -95,7 +104,7 @@ def test_percent_pi_compact_shows_the_summary_in_the_widget(lab: JupyterLab) -> 
 
 LONG_SETUP = """\
 %load_ext pi_notebook
-from pi_notebook.notebook import configure, get_agent
+from pi_notebook.notebook import configure, get_notebook_session
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 section = ("## Step {n}\\n\\nThe agent read **{n} files**; see `parse()` and [the docs][docs].\\n\\n- one\\n- two\\n\\n"
            "```python\\ndef step_{n}(values):\\n    return [v * {n} for v in values]\\n```\\n\\n"
@@ -106,7 +115,7 @@ faux.set_responses([faux_assistant_message(report)])
 configure(model=faux.model, stream_fn=faux.stream)
 """
 MANY_EVENTS = """\
-run = get_agent().current_run
+run = get_notebook_session().current_run
 await run
 for i in range(10_000):
     run.view.transcript.add({"op": "event", "t": 5_000 + i, "label": "turn_start", "detail": f"turn {i}"})

@@ -17,6 +17,19 @@ class Outcome:
     error: dict[str, Any] | None = None
     elapsed: float = 0.0
 
+    def of_type(self, msg_type: str, mimetype: str | None = None) -> list[dict[str, Any]]:
+        """The contents of the outputs of ``msg_type`` (e.g. ``display_data``), those holding ``mimetype`` if given."""
+        return [
+            output["content"]
+            for output in self.outputs
+            if output["msg_type"] == msg_type and (mimetype is None or mimetype in output["content"]["data"])
+        ]
+
+    @property
+    def stdout(self) -> str:
+        """What the cell printed."""
+        return "".join(output["content"]["text"] for output in self.outputs if output["msg_type"] == "stream")
+
     @property
     def text(self) -> str:
         """stdout plus text/plain and text/markdown of results and displays, in order."""

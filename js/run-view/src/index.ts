@@ -5,7 +5,7 @@
 import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
 import { MessageView } from "./message";
-import { isBatch, type Model, type Op } from "./protocol";
+import { isBatch, retryAt, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
 
 /** Time one frame may spend catching up on a long backlog (a snapshot of a long run) before yielding. */
@@ -111,8 +111,12 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     }
   }
 
+  /** The kernel's clock and the browser's when the last batch arrived (for the retry countdown). */
+  let clock = { kernel: Date.now(), browser: Date.now() };
+
   function onMessage(message: unknown): void {
     if (!isBatch(message)) return;
+    if (typeof message.now === "number") clock = { kernel: message.now, browser: Date.now() };
     if (message.type === "snapshot") reset();
     for (const op of message.ops) apply(op);
   }
@@ -139,12 +143,12 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     if (!deadline) {
       retry.textContent = "";
       retry.style.display = "none";
-      if (timer) clearInterval(timer);
+      if (timer) window.clearInterval(timer);
       timer = 0;
       return;
     }
     retry.style.display = "";
-    const left = Math.max(0, (deadline - Date.now()) / 1000);
+    const left = Math.max(0, (retryAt(deadline, clock.kernel, clock.browser) - Date.now()) / 1000);
     retry.textContent = `⟳ retrying in ${left.toFixed(1)} s — ${model.get("retry_text")}`;
     if (!timer) timer = window.setInterval(showRetry, 100);
   }
@@ -164,7 +168,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   showRetry();
   model.send({ type: "hello" });
   return () => {
-    if (timer) clearInterval(timer);
+    if (timer) window.clearInterval(timer);
     if (frame) cancelAnimationFrame(frame);
     for (const [event, handler] of handlers) model.off(event, handler);
   };

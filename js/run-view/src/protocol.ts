@@ -1,5 +1,21 @@
-// What the Python side (pi_notebook/notebook/_view.py, _run.py) sends: model traits and operation batches.
-// Hand-written to match the Python today; one protocol source (issue 14) will generate or check it.
+// What the Python side sends: model traits and operation batches. The one definition is Python's
+// (pi_notebook/notebook/_protocol.py); tests/test_protocol.py checks that every union and operation below matches it.
+
+/** The run's state (the `state` trait). */
+export type RunStatus =
+  | "idle"
+  | "starting"
+  | "streaming"
+  | "running tool"
+  | "awaiting approval"
+  | "retrying"
+  | "compacting"
+  | "settled"
+  | "aborted"
+  | "error";
+export type OpName = "message" | "append" | "thinking" | "status" | "tool" | "tool_output" | "tool_end" | "event";
+export type BatchType = "batch" | "snapshot";
+export type WidgetRequest = "hello";
 
 export interface MessageOp {
   op: "message";
@@ -45,13 +61,15 @@ export type Op = MessageOp | TextOp | StatusOp | ToolOp | ToolOutputOp | ToolEnd
 
 /** A batch of new operations, or a snapshot (every operation so far) that a new view asks for. */
 export interface Batch {
-  type: "batch" | "snapshot";
+  type: BatchType;
   ops: Op[];
+  /** The kernel's clock (epoch ms) when it sent this: the retry countdown corrects for clock skew with it. */
+  now?: number;
 }
 
 export interface Traits {
   title: string;
-  state: string;
+  state: RunStatus;
   usage: string;
   retry_deadline: number;
   retry_text: string;
@@ -63,7 +81,16 @@ export interface Model {
   get<K extends keyof Traits>(name: K): Traits[K];
   on(event: string, callback: (message: unknown) => void): void;
   off(event: string, callback: (message: unknown) => void): void;
-  send(content: { type: "hello" }): void;
+  send(content: { type: WidgetRequest }): void;
+}
+
+/**
+ * When (browser clock, ms) a retry due at `deadline` (kernel clock) fires: the kernel's remaining time, counted
+ * from when its message arrived (`kernelNow` is the kernel clock then). The toolbar (labextension control.ts) uses
+ * the same rule.
+ */
+export function retryAt(deadline: number, kernelNow: number, browserNow: number): number {
+  return browserNow + (deadline - kernelNow);
 }
 
 export function isBatch(message: unknown): message is Batch {

@@ -113,3 +113,37 @@ describe("following the bottom", () => {
     assert.equal(element.scrollTop, 2000 - 400);
   });
 });
+
+describe("retry countdown", () => {
+  it("counts the kernel's remaining time, whatever the browser's clock says", async () => {
+    const { default: view } = await import("../src/index");
+    const { retryAt } = await import("../src/protocol");
+    Object.assign(globalThis, { window });
+    const skew = 3_600_000; // the kernel's clock is an hour ahead of the browser's
+    const kernelNow = Date.now() + skew;
+    const traits: Record<string, unknown> = {
+      title: "Run 1",
+      state: "retrying",
+      usage: "",
+      retry_deadline: kernelNow + 5_000,
+      retry_text: "attempt 1/3: 503",
+      queue: [],
+    };
+    const handlers = new Map<string, (message: unknown) => void>();
+    const model = {
+      get: (name: string) => traits[name],
+      on: (event: string, callback: (message: unknown) => void) => handlers.set(event, callback),
+      off: (event: string) => handlers.delete(event),
+      send: () => {},
+    };
+    const root = document.createElement("div");
+    const stop = view.render({ model: model as never, el: root });
+    handlers.get("msg:custom")!({ type: "snapshot", ops: [], now: kernelNow });
+    handlers.get("change:retry_deadline")!(undefined);
+    const text = root.querySelector(".pi-run-retry")!.textContent!;
+    const seconds = Number(/retrying in ([\d.]+) s/.exec(text)![1]);
+    assert.ok(seconds > 4 && seconds <= 5, text);
+    assert.equal(retryAt(kernelNow + 5_000, kernelNow, 1_000), 6_000);
+    stop();
+  });
+});

@@ -1,0 +1,86 @@
+"""How a run shows in a notebook: its live widget, with a static copy beside it for readers without widgets.
+
+Every display of a run is one bundle: the widget view (``application/vnd.jupyter.widget-view+json``), the run's
+transcript and event log as ``text/markdown`` (what GitHub, nbviewer and ``nbconvert --to html`` show: they cannot
+run the widget, and a notebook saved without widget state has none to draw) and a one-line ``text/plain`` that does
+not change while the run goes on. Every display of a run carries the run's display id, so when the run settles
+``update_display`` gives each of them the final transcript.
+
+The ``%pi`` magics call :meth:`RunDisplay.show` once per run. A run shows at most once per cell: a further
+display of it in the cell that last showed it shows nothing (``run = %pi ...`` then ``run``, or a bare
+``%pi ...`` whose value the cell would display), so the widget appears exactly once however the cell is written;
+``display(run)`` or ``run`` in a later cell shows another live view of the same run.
+
+Where an update goes: the settling run sends it from the cell that started the run; ``await run`` sends it again
+from the awaiting cell, which is the cell an executing client (nbclient, nbconvert) is listening to, so an
+executed notebook saves each run's final transcript. JupyterLab 4.6 applies an update only while the cell that
+displayed the run still runs (checked in Chromium: the widget is kept, not drawn twice); a run that settles later is
+saved from JupyterLab with the static copy as of the display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.getipython import get_ipython
+from IPython.display import display, update_display
+
+__all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay"]
+
+WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
+STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->"
+"""First line of a run display's ``text/markdown`` (an HTML comment: readers show nothing of it). The teaching
+notebooks' nbval sanitizer collapses what follows it, since nbval does not apply ``update_display``."""
+
+
+def _current_cell() -> int | None:
+    """The execution count of the cell running now (it changes only when a cell finishes)."""
+    shell = get_ipython()  # type: ignore[no-untyped-call]
+    return None if shell is None else int(shell.execution_count)
+
+
+class RunDisplay:
+    """The displays of one run. ``widget()`` gives its widget view bundle (``None`` without a live widget),
+    ``markdown()`` its transcript and event log, ``plain`` its one-line text."""
+
+    def __init__(
+        self,
+        display_id: str,
+        *,
+        plain: str,
+        widget: Callable[[], dict[str, Any] | None],
+        markdown: Callable[[], str],
+    ) -> None:
+        self.display_id = display_id
+        self._plain = plain
+        self._widget = widget
+        self._markdown = markdown
+        self._shown_in: int | None = None
+        self.shown = False
+
+    def bundle(self) -> dict[str, Any]:
+        bundle: dict[str, Any] = {}
+        widget = self._widget()
+        if widget is not None:
+            bundle[WIDGET_MIMETYPE] = widget
+        bundle["text/markdown"] = f"{STATIC_MARKER}\n{self._markdown()}"
+        bundle["text/plain"] = self._plain
+        return bundle
+
+    def show(self) -> None:
+        """Display the run in the cell running now (the magics do, once per run)."""
+        self.shown = True
+        self._shown_in = _current_cell()
+        display(self.bundle(), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
+
+    def show_again(self) -> None:
+        """``display(run)``: another live view, unless the run was shown in this very cell."""
+        if self.shown and self._shown_in == _current_cell():
+            return
+        self.show()
+
+    def refresh(self) -> None:
+        """Send every display of the run its current bundle (when the run settles, and from ``await run``)."""
+        if self.shown:
+            update_display(self.bundle(), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]

@@ -1,0 +1,131 @@
+"""The one definition of what the kernel and the browser say to each other about runs.
+
+Three channels share these names:
+
+* the run widget (``_view``, drawn by ``js/run-view``): operation batches kernel -> browser, a ``hello`` browser ->
+  kernel, and the widget's traits (its ``state`` is a :data:`RunStatus`);
+* the JupyterLab control comm (``_control_comm``, ``labextension/src/control.ts``): :data:`ControlAction` browser ->
+  kernel, :data:`ControlMessageType` kernel -> browser;
+* the run's state (``Run.state()``), which both show.
+
+The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
+``ControlAction``, ``ControlMessageType``) and one interface per operation; ``tests/test_protocol.py`` parses them
+and fails when a name or a field is on one side only.
+
+The retry countdown (one rule for the widget and the toolbar): the kernel sends ``retry_deadline`` (its epoch ms
+of the next attempt) with ``now`` (its epoch ms when the message was made); the browser counts down to
+``retry_deadline - (now - Date.now())`` read when the message arrives, so a skewed browser clock does not change
+the wait. The widget's batches and snapshots carry ``now`` for this.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias, TypedDict, get_args
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "ActiveStatus",
+    "BatchType",
+    "ControlAction",
+    "ControlMessageType",
+    "EventOp",
+    "MessageOp",
+    "Op",
+    "OpName",
+    "RunStatus",
+    "StatusOp",
+    "TextOp",
+    "ToolEndOp",
+    "ToolOp",
+    "ToolOutputOp",
+    "WidgetRequest",
+]
+
+ActiveStatus: TypeAlias = Literal[
+    "starting", "streaming", "running tool", "awaiting approval", "retrying", "compacting"
+]
+"""A run in one of these states can be stopped (the toolbar shows its Stop button)."""
+RunStatus: TypeAlias = Literal[
+    "idle",
+    "starting",
+    "streaming",
+    "running tool",
+    "awaiting approval",
+    "retrying",
+    "compacting",
+    "settled",
+    "aborted",
+    "error",
+]
+"""``idle``: no run yet (the control comm only); then the active states; then ``settled``, ``aborted`` or ``error``."""
+ACTIVE_STATUSES: frozenset[str] = frozenset(get_args(ActiveStatus))
+
+OpName: TypeAlias = Literal["message", "append", "thinking", "status", "tool", "tool_output", "tool_end", "event"]
+BatchType: TypeAlias = Literal["batch", "snapshot"]
+"""Kernel -> widget: new operations, or every operation so far (the answer to a view's ``hello``)."""
+WidgetRequest: TypeAlias = Literal["hello"]
+"""Widget -> kernel: a new view asks for the snapshot."""
+
+ControlAction: TypeAlias = Literal["abort", "status"]
+ControlMessageType: TypeAlias = Literal["state", "error"]
+
+
+class MessageOp(TypedDict):
+    """A new message in the transcript (``role``: ``user``, ``assistant`` or ``summary``)."""
+
+    op: Literal["message"]
+    id: int
+    role: str
+    text: str
+
+
+class TextOp(TypedDict):
+    """Text (``append``) or thinking (``thinking``) streamed onto message ``id``."""
+
+    op: Literal["append", "thinking"]
+    id: int
+    text: str
+
+
+class StatusOp(TypedDict):
+    """How message ``id`` ended."""
+
+    op: Literal["status"]
+    id: int
+    stop_reason: str
+    error: str | None
+
+
+class ToolOp(TypedDict):
+    op: Literal["tool"]
+    call: str
+    name: str
+    args: str
+
+
+class ToolOutputOp(TypedDict):
+    """The tool's output so far (its tail)."""
+
+    op: Literal["tool_output"]
+    call: str
+    text: str
+
+
+class ToolEndOp(TypedDict):
+    op: Literal["tool_end"]
+    call: str
+    text: str
+    is_error: bool
+
+
+class EventOp(TypedDict):
+    """An event-log line, ``t`` ms after the run started."""
+
+    op: Literal["event"]
+    t: int
+    label: str
+    detail: str
+
+
+Op: TypeAlias = MessageOp | TextOp | StatusOp | ToolOp | ToolOutputOp | ToolEndOp | EventOp
+OP_TYPES: tuple[type, ...] = (MessageOp, TextOp, StatusOp, ToolOp, ToolOutputOp, ToolEndOp, EventOp)
