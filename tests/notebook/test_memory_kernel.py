@@ -23,12 +23,19 @@ def test_two_hundred_runs_keep_widgets_bounded_and_memory_within_twice_the_trans
     workload = Workload(kernel, reply_chars=20_000, trace=True)
     workload.runs(20)
     before = workload.probe()
+    per_view = int(
+        kernel.run(
+            "from pi_notebook.notebook._view import _widget_tree\n"
+            "print(len(_widget_tree(get_notebook_session().runs[-1].view)))"
+        ).text
+    )
     workload.runs(180)
     after = workload.probe()
     runs = after.runs - before.runs
     transcript = (after.transcript - before.transcript) / runs
     assert after.runs == 200 and transcript > 20_000
-    assert after.widgets == before.widgets <= 11 * 30  # the 10 most recent settled runs and the newest one
+    # Flat from run 20 to run 200, and no more than the 10 most recent settled runs' views and the newest one's.
+    assert after.widgets == before.widgets <= 11 * per_view
     traced = (after.traced - before.traced) / runs
     assert traced <= 2 * transcript, f"{traced:,.0f} B of Python objects per run for a {transcript:,.0f} B transcript"
     rss = (after.rss - before.rss) / runs  # tracemalloc's own bookkeeping and allocator slack come on top
