@@ -36,7 +36,7 @@ notebooks' nbval sanitizer collapses what follows it, since nbval does not apply
 
 def _current_cell() -> int | None:
     """The execution count of the cell running now (it changes only when a cell finishes)."""
-    shell = get_ipython()  # type: ignore[no-untyped-call]
+    shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]
     return None if shell is None else int(shell.execution_count)
 
 

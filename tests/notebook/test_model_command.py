@@ -4,6 +4,7 @@ itself (no running loop, so a prompt runs to the end in the call) against a real
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,11 +23,12 @@ def server() -> Iterator[FaultServer]:
 
 
 @pytest.fixture
-def pi(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[PiMagics]:
-    """The magic, on a registry of its own (the kernel's is left alone)."""
+def pi(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[Any]:
+    """The magic, on a registry of its own (the kernel's is left alone). Typed ``Any``: IPython 9's stubs type the
+    decorated ``pi`` as its decorator, IPython 8.12's leave it untyped, and this runs on both."""
     registry = SessionRegistry()
     monkeypatch.setattr(magics_module, "REGISTRY", registry)
-    yield PiMagics(None)  # type: ignore[no-untyped-call]
+    yield PiMagics(None)  # type: ignore[no-untyped-call, unused-ignore]
     for entry in registry:
         entry.dispose()
 
@@ -36,7 +38,7 @@ def _out(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_model_options_reach_the_model_and_its_requests(
-    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LITELLM_KEY", KEY)
     server.script([Reply.text("hello from the proxy")])
@@ -57,7 +59,7 @@ def test_model_options_reach_the_model_and_its_requests(
 
 
 def test_from_server_reads_the_context_window_of_the_only_model(
-    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str]
+    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.serve_models({"object": "list", "data": [{"id": "smollm2", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}}]})
     pi.pi(f"model openai-compatible:{server.openai_base_url} --from-server")
@@ -79,7 +81,7 @@ def test_from_server_reads_the_context_window_of_the_only_model(
     ],
 )
 def test_bad_model_options_are_one_line_messages_and_keep_the_model(
-    pi: PiMagics, capsys: pytest.CaptureFixture[str], line: str, message: str
+    pi: Any, capsys: pytest.CaptureFixture[str], line: str, message: str
 ) -> None:
     pi.pi(line)
     pi.pi("model")
@@ -91,7 +93,7 @@ def test_bad_model_options_are_one_line_messages_and_keep_the_model(
 
 
 def test_from_server_without_a_listing_is_a_one_line_message(
-    pi: PiMagics, server: FaultServer, capsys: pytest.CaptureFixture[str]
+    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pi.pi(f"model openai-compatible:{server.openai_base_url}:m --from-server")
     pi.pi("model")
