@@ -11,11 +11,12 @@ display of it in the cell that last showed it shows nothing (``run = %pi ...`` t
 ``%pi ...`` whose value the cell would display), so the widget appears exactly once however the cell is written;
 ``display(run)`` or ``run`` in a later cell shows another live view of the same run.
 
-Where an update goes: the settling run sends it from the cell that started the run; ``await run`` sends it again
-from the awaiting cell, which is the cell an executing client (nbclient, nbconvert) is listening to, so an
-executed notebook saves each run's final transcript. JupyterLab 4.6 applies an update only while the cell that
-displayed the run still runs (checked in Chromium: the widget is kept, not drawn twice); a run that settles later is
-saved from JupyterLab with the static copy as of the display.
+Where an update goes: ``await run`` sends it from the awaiting cell, which is the cell an executing client
+(nbclient, nbconvert) is listening to, so an executed notebook saves each run's final transcript; a run whose view
+closes (``Run.close_view``) sends its static copy alone. A run does not update its displays when it settles: an
+updated output is rendered again, and a live view would redraw the whole reply (measured with
+``bench/bench_widget_browser.py``: a 2.1 s main-thread task at 600k characters). A run never awaited is saved with
+the static copy as of its display.
 """
 
 from __future__ import annotations

@@ -339,7 +339,9 @@ class Run:
         self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
             self._presenter.settle(aborted)
-        self._display.refresh()
+        # No display update here: JupyterLab re-renders an updated output, so a live view would redraw the whole
+        # reply (2.1 s on the main thread at 600k characters, bench_widget_browser). ``await run`` updates the
+        # static copy from the awaiting cell, which is what an executing client (nbclient, nbconvert) saves.
         if not self._settled.done():
             self._settled.set_result(None)
         self._wake()
