@@ -45,7 +45,7 @@ import math
 import os
 import shutil
 import signal as signals
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,14 +77,20 @@ class BashError(RuntimeError):
         self.details = details
 
 
-def _resolve_timeout(value: object) -> float | None:
+def resolve_timeout(value: object, error: Callable[[str], Exception]) -> float | None:
+    """A tool call's ``timeout`` argument in seconds (``None``: none given); a bad one raises ``error(text)`` with
+    Pi's text. Shared by the ``bash`` and ``python`` tools."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise BashError("Invalid timeout: must be a finite number of seconds", "invalid")
-    if value * 1000 > 2_147_483_647:
-        raise BashError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_S)} seconds", "invalid")
+        raise error("Invalid timeout: must be a finite number of seconds")
+    if value * 1000 > 2_147_483_647:  # setTimeout's limit, as Pi
+        raise error(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_S)} seconds")
     return float(value)
+
+
+def _resolve_timeout(value: object) -> float | None:
+    return resolve_timeout(value, lambda text: BashError(text, "invalid"))
 
 
 def _description(max_lines: int, max_bytes: int, timeout_s: float | None) -> str:

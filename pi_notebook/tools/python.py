@@ -69,7 +69,6 @@ namespace owned by the tool (or ``namespace=``), without magics.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -82,7 +81,7 @@ from ._common import js_number
 from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
 from ._python_exec import Capture, CodeResult, PythonEvent, add_python_listener, current_shell, emit, run_code
-from .bash import MAX_TIMEOUT_S
+from .bash import resolve_timeout
 
 __all__ = [
     "ABORT_WAIT_S",
@@ -118,13 +117,7 @@ class PythonKernelInterrupt(PythonError, AbortRun):
 
 
 def _resolve_timeout(value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise PythonError("Invalid timeout: must be a finite number of seconds", "invalid")
-    if value * 1000 > 2_147_483_647:
-        raise PythonError(f"Invalid timeout: maximum is {js_number(MAX_TIMEOUT_S)} seconds", "invalid")
-    return float(value)
+    return resolve_timeout(value, lambda text: PythonError(text, "invalid"))
 
 
 def _description(max_lines: int, max_bytes: int, timeout_s: float | None) -> str:
