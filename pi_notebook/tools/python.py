@@ -51,7 +51,7 @@ reported settled meanwhile: the event loop, which would settle it, is blocked by
 Which stop paths work where
 ---------------------------
 =============================================  ==================================  ===========================
-stop path                                      ipykernel 6 (no subshells)          ipykernel 7 + JupyterLab >= 4.4
+stop path                                      no subshell (see below)             ipykernel 7 + JupyterLab >= 4.4
 =============================================  ==================================  ===========================
 kernel interrupt button (SIGINT)               yes                                 yes
 call ``timeout``, ``tool_ms``, ``turn_ms``,    yes (watchdog thread)               yes
@@ -61,7 +61,8 @@ toolbar Stop / Accel+. / widget Stop           after the code returns (the comm 
 ipywidgets Stop button click by itself         after the code returns              after the code returns
 =============================================  ==================================  ===========================
 
-Frontends without subshells (classic Notebook, VS Code, nbclient) behave like the ipykernel 6 column; the
+Frontends that open no subshell (classic Notebook, VS Code, nbclient) get the no-subshell column (so did
+ipykernel 6, which pi_notebook no longer supports); the
 kernel's interrupt works everywhere. Off the main thread (an event loop in another thread) only pure-Python
 code can be interrupted, and not by the kernel's interrupt. Without IPython the code runs in a plain dict
 namespace owned by the tool (or ``namespace=``), without magics.
