@@ -178,16 +178,20 @@ class _Python:
             namespace = shell.user_ns if shell is not None else self.own_namespace
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
+        started, ending = False, "error"
         try:
             with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
                 emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
+                started = True
                 capture = Capture(tool_call_id, execution, output)
                 result = run_code(code, shell=shell, namespace=namespace, capture=capture)
+            stop = execution.interruption
+            ending = "ok" if result.error is None else "interrupted" if stop else "error"
             text, details = self._report(capture, result)
         finally:
             output.close()
-        stop = execution.interruption
-        emit(PythonEvent(tool_call_id, "end", "ok" if result.error is None else "interrupted" if stop else "error"))
+            if started:
+                emit(PythonEvent(tool_call_id, "end", ending))  # always after a start: live views wait for it
         if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
             await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
         if result.error is None and not execution.kernel_interrupted:
