@@ -83,7 +83,13 @@ def test_each_operation_has_the_same_fields_on_both_sides() -> None:
     assert ts_ops == python_ops
     union = re.search(r"export type Op\s*=\s*([^;]+);", RUN_VIEW.read_text())
     assert union is not None
-    assert {name.strip() for name in union[1].split("|")} == {t.__name__ for t in protocol.OP_TYPES}
+    assert {name.strip() for name in union[1].split("|") if name.strip()} == {t.__name__ for t in protocol.OP_TYPES}
+
+
+def test_the_tool_panels_tail_is_the_same_number_on_both_sides() -> None:
+    match = re.search(r"export const TOOL_TAIL_CHARS = ([\d_]+);", RUN_VIEW.read_text())
+    assert match is not None
+    assert int(match[1].replace("_", "")) == protocol.TOOL_TAIL_CHARS
 
 
 def test_the_widget_traits_are_the_pythons() -> None:

@@ -4,7 +4,8 @@ The run records and reports; the presenter only draws. The run tells it, in orde
 session event and each change of the run's state; the presenter makes the operations the widget's front end
 applies (see ``_view``): ``message``/``append``/``thinking``/``status`` for messages (keyed by their stable
 :func:`~pi_notebook.ai.messages.message_key`), ``tool``/``tool_output``/``tool_end`` for tool panels, ``event``
-for log lines, plus the queue, usage and retry fields.
+for log lines, plus the queue, usage and retry fields. The ``python`` tool's output while its code runs (which
+blocks the loop, so no session event carries it) comes through ``_live``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ..session import (
     SummarizationRetryScheduledEvent,
 )
 from ._describe import result_text, usage_line
+from ._live import LiveOutput
 from ._view import RunView
 
 __all__ = ["RunPresenter"]
@@ -60,7 +62,9 @@ class RunPresenter:
         on_stop: Callable[[], None],
         loop: asyncio.AbstractEventLoop,
         number: int | None = None,
+        key: str = "",
     ) -> None:
+        """``key``: the run's key, which its task holds in :data:`~._live.current_run` (live python output)."""
         self._session = session
         self._loop = loop
         self._tasks: set[asyncio.Task[None]] = set()
@@ -73,6 +77,7 @@ class RunPresenter:
             loop=loop,
             number=number,
         )
+        self._live = LiveOutput(key, self.view.transcript)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)
@@ -100,6 +105,7 @@ class RunPresenter:
         box.value = "\n\n".join([*texts, current] if current else texts)
 
     def settle(self, aborted: bool) -> None:
+        self._live.close()
         self.view.settle(aborted)
 
     def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None]) -> None:
@@ -111,6 +117,7 @@ class RunPresenter:
 
     def close(self) -> None:
         """Close the view's widgets (the run has settled and is shown statically from now on)."""
+        self._live.close()
         self.view.close_all()
 
     def show_update(self, event: MessageUpdateEvent) -> None:
@@ -138,10 +145,12 @@ class RunPresenter:
             case ToolExecutionStartEvent():
                 args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
                 transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
+                self._live.expect(event.tool_call_id)
             case ToolExecutionUpdateEvent():
                 output = result_text(event.partial_result)
                 transcript.add({"op": "tool_output", "call": event.tool_call_id, "text": output})
             case ToolExecutionEndEvent():
+                self._live.finish(event.tool_call_id, event.result)
                 output = result_text(event.result)
                 transcript.add(
                     {"op": "tool_end", "call": event.tool_call_id, "text": output, "is_error": event.is_error}

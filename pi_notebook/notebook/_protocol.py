@@ -24,6 +24,7 @@ from typing import Literal, TypeAlias, TypedDict, get_args
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "TOOL_TAIL_CHARS",
     "ActiveStatus",
     "BatchType",
     "ControlAction",
@@ -35,7 +36,10 @@ __all__ = [
     "RunStatus",
     "StatusOp",
     "TextOp",
+    "ToolAppendOp",
+    "ToolDisplayOp",
     "ToolEndOp",
+    "ToolNoteOp",
     "ToolOp",
     "ToolOutputOp",
     "WidgetRequest",
@@ -60,7 +64,19 @@ RunStatus: TypeAlias = Literal[
 """``idle``: no run yet (the control comm only); then the active states; then ``settled``, ``aborted`` or ``error``."""
 ACTIVE_STATUSES: frozenset[str] = frozenset(get_args(ActiveStatus))
 
-OpName: TypeAlias = Literal["message", "append", "thinking", "status", "tool", "tool_output", "tool_end", "event"]
+OpName: TypeAlias = Literal[
+    "message",
+    "append",
+    "thinking",
+    "status",
+    "tool",
+    "tool_output",
+    "tool_append",
+    "tool_display",
+    "tool_note",
+    "tool_end",
+    "event",
+]
 BatchType: TypeAlias = Literal["batch", "snapshot"]
 """Kernel -> widget: new operations, or every operation so far (the answer to a view's ``hello``)."""
 WidgetRequest: TypeAlias = Literal["hello"]
@@ -111,6 +127,38 @@ class ToolOutputOp(TypedDict):
     text: str
 
 
+class ToolAppendOp(TypedDict):
+    """Output written by the tool's code while it runs (the ``python`` tool's prints), appended to its panel,
+    which keeps the last :data:`TOOL_TAIL_CHARS` characters; ``text`` is at most that long (the kernel drops the
+    head of a longer piece) and ``total`` counts every character written so far, so the panel can say how many
+    it does not show."""
+
+    op: Literal["tool_append"]
+    call: str
+    text: str
+    total: int
+
+
+class ToolDisplayOp(TypedDict):
+    """A rich output of the tool's code (``display()``, or the value of its last expression), shown in its panel:
+    ``mime`` is ``text/html`` or ``image/svg+xml`` (sanitised by the browser), ``image/png``, ``image/jpeg`` or
+    ``image/gif`` (``data`` in base64), or ``text/plain``."""
+
+    op: Literal["tool_display"]
+    call: str
+    mime: str
+    data: str
+
+
+class ToolNoteOp(TypedDict):
+    """A note on the running call, shown in its panel and on the widget's status line until it is replaced
+    (``text`` empty: no note) or the call ends: "waiting for the code to return to Python"."""
+
+    op: Literal["tool_note"]
+    call: str
+    text: str
+
+
 class ToolEndOp(TypedDict):
     op: Literal["tool_end"]
     call: str
@@ -127,5 +175,31 @@ class EventOp(TypedDict):
     detail: str
 
 
-Op: TypeAlias = MessageOp | TextOp | StatusOp | ToolOp | ToolOutputOp | ToolEndOp | EventOp
-OP_TYPES: tuple[type, ...] = (MessageOp, TextOp, StatusOp, ToolOp, ToolOutputOp, ToolEndOp, EventOp)
+Op: TypeAlias = (
+    MessageOp
+    | TextOp
+    | StatusOp
+    | ToolOp
+    | ToolOutputOp
+    | ToolAppendOp
+    | ToolDisplayOp
+    | ToolNoteOp
+    | ToolEndOp
+    | EventOp
+)
+OP_TYPES: tuple[type, ...] = (
+    MessageOp,
+    TextOp,
+    StatusOp,
+    ToolOp,
+    ToolOutputOp,
+    ToolAppendOp,
+    ToolDisplayOp,
+    ToolNoteOp,
+    ToolEndOp,
+    EventOp,
+)
+
+TOOL_TAIL_CHARS = 50_000
+"""A tool panel's live output keeps its last this many characters (the page and the kernel's operation log alike);
+``protocol.ts`` declares the same number."""

@@ -91,7 +91,19 @@ class NotebookSession:
     def refresh_prompt(self) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the
         session was given a prompt of its own). With a cassette it leaves out the working directory, the Python
-        version and the variables, so a recording replays on another machine and after other cells ran."""
+        version and the variables, so a recording replays on another machine and after other cells ran.
+
+        Why (reviewed; kept): a cassette matches a request on its JSON body, and the system prompt is in it. The
+        working directory and the Python version differ between the machine that recorded and the one that
+        replays (a laptop, CI), so with them no committed recording would replay anywhere else; the variables
+        depend on which cells ran before, in which order, so a replay after the user re-ran or deleted a cell
+        would fail with "no recorded answer" for a reason that has nothing to do with the agent. Matching while
+        ignoring those lines was the alternative: the cassette sits at the HTTP transport, below the providers,
+        and would have to know where each provider puts the system prompt; and the replayed answers would name
+        variables the replaying kernel may not have. The price: while recording, the model is not told the
+        variables, so it looks with the ``python`` tool first (its guideline says to) — one more call, recorded
+        like the others. The reproducible prompt is itself part of committed recordings
+        (``notebooks/cassettes/``): changing its text means recording them again."""
         if self.cwd is None:
             return
         tools = self.session.tools

@@ -48,6 +48,7 @@ from ..session import (
 )
 from ._describe import describe_event, render_markdown, usage_line
 from ._display import RunDisplay
+from ._live import current_run
 from ._presenter import RunPresenter
 from ._protocol import RunStatus
 from ._view import RunView
@@ -114,6 +115,7 @@ class Run:
         self.error: str | None = None
         self.aborted = False
         self._started = time.monotonic()
+        self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
         self._settled = self._loop.create_future()
         self._stop_requested = False
@@ -128,6 +130,7 @@ class Run:
                 on_stop=self.abort,
                 loop=self._loop,
                 number=number,
+                key=self._key,
             )
             if with_view
             else None
@@ -137,7 +140,7 @@ class Run:
         self._silent_s = 0
         self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
         self._display = RunDisplay(
-            f"pi-run-{uuid.uuid4().hex}",
+            f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
             markdown=lambda: self.report().markdown,
@@ -309,6 +312,7 @@ class Run:
         task.add_done_callback(self._tasks.discard)
 
     async def _main(self, start: Callable[[], Awaitable[None]]) -> None:
+        current_run.set(self._key)  # this task's context (and its child tasks'): the python tool's live output
         try:
             await start()
         except CompactionCancelled:

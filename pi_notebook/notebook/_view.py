@@ -8,8 +8,12 @@ the queue box, the event log.
 Bytes over the comm grow linearly with the text: the transcript travels as *operations* (new message, append
 text, tool output, event-log line), batched at most every ``FLUSH_INTERVAL`` seconds (≤ 20 updates/s); a
 view that appears later (a re-render, a second output) asks for a snapshot, which is the operation log
-replayed once. Button handlers may run on a comm thread (JupyterLab ≥ 4.4 sends comm messages over
-subshells), so they only hand their work to the kernel's event loop with ``call_soon_threadsafe``.
+replayed once. The log stays bounded by what a view shows: it keeps one output op per tool call (the latest tail,
+or the last :data:`~._protocol.TOOL_TAIL_CHARS` characters of what its code wrote), emptied once the call ends
+(its ``tool_end`` carries the result).
+
+Button handlers may run on a comm thread (JupyterLab ≥ 4.4 sends comm messages over subshells), so they only hand
+their work to the kernel's event loop with ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..ai import AbortSignal
-from ._protocol import BatchType, Op, WidgetRequest
+from ._protocol import TOOL_TAIL_CHARS, BatchType, Op, ToolAppendOp, ToolOutputOp, WidgetRequest
 
 __all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "ApprovalBox", "RunView", "TranscriptWidget"]
 
@@ -56,6 +60,8 @@ class TranscriptWidget(anywidget.AnyWidget):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.ops: list[Op] = []
+        self._outputs: dict[str, ToolOutputOp | ToolAppendOp] = {}
+        """Per running tool call, its output op in ``ops`` (updated in place, see the module docstring)."""
         self._pending: list[Op] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -70,10 +76,42 @@ class TranscriptWidget(anywidget.AnyWidget):
 
     def add(self, op: Op) -> None:
         """Queue an operation for the next batch (at most every ``FLUSH_INTERVAL`` seconds)."""
-        self.ops.append(op)
+        self._log(op)
         self._pending.append(op)
         if self._flush_handle is None and self._loop is not None:
             self._flush_handle = self._loop.call_later(FLUSH_INTERVAL, self.flush)
+
+    def send_now(self, ops: list[Op]) -> None:
+        """Log ``ops`` and send them, with whatever is pending, at once and without the event loop.
+
+        For a thread that owns the widget while the loop is blocked (the ``python`` tool's live output, see
+        ``_live``): the caller makes sure nothing else touches the widget meanwhile. A pending flush timer is left
+        alone (it belongs to the loop); when it fires it sends what came since, if anything."""
+        for op in ops:
+            self._log(op)
+        batch, self._pending = [*self._pending, *ops], []
+        if batch:
+            self.sent_batches += 1
+            self._send_ops("batch", batch)
+
+    def _log(self, op: Op) -> None:
+        """Record ``op`` for snapshots; a tool call's output ops fold into one (see the module docstring)."""
+        if op["op"] == "tool_output" or op["op"] == "tool_append":
+            entry = self._outputs.get(op["call"])
+            if entry is None or entry["op"] != op["op"]:
+                entry = self._outputs[op["call"]] = cast("ToolOutputOp | ToolAppendOp", {**op, "text": ""})
+                self.ops.append(entry)
+            if op["op"] == "tool_append" and entry["op"] == "tool_append":
+                entry["text"] = (entry["text"] + op["text"])[-TOOL_TAIL_CHARS:]
+                entry["total"] = op["total"]
+            else:
+                entry["text"] = op["text"]
+            return
+        if op["op"] == "tool_end":
+            entry = self._outputs.pop(op["call"], None)
+            if entry is not None:
+                entry["text"] = ""  # the result below replaces it
+        self.ops.append(op)
 
     def flush(self) -> None:
         batch = self._take_pending()
@@ -86,11 +124,13 @@ class TranscriptWidget(anywidget.AnyWidget):
         update, not one per delta); a later snapshot is the same, since snapshots are sent merged anyway."""
         self.flush()
         self.ops = cast("list[Op]", _merged(self.ops))
+        self._outputs = {}
 
     def discard(self) -> None:
         """Forget the operation log and any pending batch (the widget is being closed)."""
         self._take_pending()
         self.ops = []
+        self._outputs = {}
 
     def _send_ops(self, kind: BatchType, ops: list[Op]) -> None:
         """A batch or snapshot, with the kernel's clock for the retry countdown (see ``_protocol``)."""
@@ -192,26 +232,41 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
 
 
 def _merged(ops: list[Op]) -> list[dict[str, Any]]:
-    """``ops`` with each run of consecutive text appends to one message joined into one op (linear: the
-    pieces are joined once, not concatenated one by one)."""
+    """``ops`` with each run of consecutive text appends to one message (or one tool call's live output) joined
+    into one op (linear: the pieces are joined once, not concatenated one by one); a tool call's joined output
+    keeps its last :data:`TOOL_TAIL_CHARS` characters and the last ``total``."""
     out: list[dict[str, Any]] = []
     pieces: list[str] = []
     for item in ops:
         op: dict[str, Any] = dict(item)
         last = out[-1] if out else None
-        if last is not None and op["op"] in _TEXT_OPS and last["op"] == op["op"] and last["id"] == op["id"]:
+        if last is not None and _text_key(op) is not None and _text_key(op) == _text_key(last):
             pieces.append(op["text"])
+            if "total" in op:
+                last["total"] = op["total"]
             continue
         if pieces:
-            out[-1] = {**out[-1], "text": "".join(pieces)}
+            out[-1]["text"] = _joined(out[-1], pieces)
         out.append(op)
-        pieces = [op["text"]] if op["op"] in _TEXT_OPS else []
+        pieces = [op["text"]] if _text_key(op) is not None else []
     if pieces:
-        out[-1] = {**out[-1], "text": "".join(pieces)}
+        out[-1]["text"] = _joined(out[-1], pieces)
     return out
 
 
-_TEXT_OPS = ("append", "thinking")
+def _text_key(op: dict[str, Any]) -> tuple[str, object] | None:
+    """What consecutive text ops must share to be joined; ``None`` for other ops."""
+    kind = op["op"]
+    if kind == "append" or kind == "thinking":
+        return kind, op["id"]
+    if kind == "tool_append":
+        return kind, op["call"]
+    return None
+
+
+def _joined(op: dict[str, Any], pieces: list[str]) -> str:
+    text = "".join(pieces)
+    return text[-TOOL_TAIL_CHARS:] if op["op"] == "tool_append" else text
 
 
 def _widget_tree(root: widgets.Widget) -> list[widgets.Widget]:

@@ -8,7 +8,9 @@ afterwards. The model gets stdout, stderr, displays' text, the value (``Out: ...
 text tail-truncated like ``bash`` (2000 lines / 50 KB, the full output in ``<tempdir>/pi-python-*.log``).
 ``details`` carry the rich bundles for a widget: ``outputs`` (``display()`` bundles, at most 20),
 ``result`` (the value's bundle) and the truncation info. Live output goes to :func:`add_python_listener`
-listeners while the code runs (``on_update`` cannot: it needs the event loop, which the code blocks).
+listeners while the code runs (``on_update`` cannot: it needs the event loop, which the code blocks); the run
+widget's panel is one of them (``pi_notebook.notebook._live``). The listeners always get an ``end`` after a
+``start``, even if making the result fails.
 
 Where the code runs, and why
 ----------------------------
@@ -45,8 +47,9 @@ returns. So every stop path reaches the code without the loop:
 
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
-interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"). The run is never
-reported settled meanwhile: the event loop, which would settle it, is blocked by the same code.
+interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"; the run widget shows it
+on the tool's panel and its status line, see ``pi_notebook.notebook._live``). The run is never reported settled
+meanwhile: the event loop, which would settle it, is blocked by the same code.
 
 Which stop paths work where
 ---------------------------
@@ -178,16 +181,20 @@ class _Python:
             namespace = shell.user_ns if shell is not None else self.own_namespace
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
+        started, ending = False, "error"
         try:
             with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
                 emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
+                started = True
                 capture = Capture(tool_call_id, execution, output)
                 result = run_code(code, shell=shell, namespace=namespace, capture=capture)
+            stop = execution.interruption
+            ending = "ok" if result.error is None else "interrupted" if stop else "error"
             text, details = self._report(capture, result)
         finally:
             output.close()
-        stop = execution.interruption
-        emit(PythonEvent(tool_call_id, "end", "ok" if result.error is None else "interrupted" if stop else "error"))
+            if started:
+                emit(PythonEvent(tool_call_id, "end", ending))  # always after a start: live views wait for it
         if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
             await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
         if result.error is None and not execution.kernel_interrupted:

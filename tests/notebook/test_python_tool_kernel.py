@@ -232,6 +232,7 @@ def test_the_turn_timeout_ends_the_code_and_aborts_the_run(frontend: Frontend) -
     assert "budget_exceeded" in report["labels"]
 
 
+STUCK_TEXT = "waiting for the code to return to Python"
 UNINTERRUPTIBLE = """
 import ctypes, signal, time
 libc = ctypes.CDLL(None)
@@ -246,6 +247,44 @@ print('not reached')
 """
 
 
+def widget_ops(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run widget's operations in an iopub message (none for other messages)."""
+    if message["msg_type"] != "comm_msg":
+        return []
+    data = message["content"]["data"]
+    content = data.get("content") if data.get("method") == "custom" else None
+    return list(content.get("ops", [])) if isinstance(content, dict) else []
+
+
+def wait_for_op(frontend: Frontend, predicate: Any, what: str) -> float:
+    """Wait for a widget operation matching ``predicate``; returns when (monotonic) it arrived."""
+    frontend.wait(lambda m: any(predicate(op) for op in widget_ops(m)), what=what)
+    return time.monotonic()
+
+
+def test_prints_and_rich_outputs_reach_the_widget_while_the_code_runs(frontend: Frontend, tmp_path: Any) -> None:
+    """The code waits for a file the test makes only once its print and displays came over the widget's comm."""
+    flag = tmp_path / "go-on"
+    code = (
+        "from IPython.display import HTML, Image, display\nimport pathlib, time\nprint('live line')\n"
+        "display(HTML('<table><tr><td>cell</td></tr></table>'))\n"
+        "display(Image(data=bytes.fromhex('89504e470d0a1a0a'), format='png'))\n"
+        f"while not pathlib.Path({str(flag)!r}).exists():\n    time.sleep(0.01)\nprint('after')"
+    )
+    start(frontend, code)
+    wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "live line" in op["text"], "the live print")
+    wait_for_op(frontend, lambda op: op["op"] == "tool_display" and op["mime"] == "text/html", "the HTML display")
+    wait_for_op(frontend, lambda op: op["op"] == "tool_display" and op["mime"] == "image/png", "the image")
+    assert not [op for m in frontend.seen for op in widget_ops(m) if op["op"] == "tool_end"]  # still running
+    flag.touch()
+    report = finish(frontend)
+    [end] = report["ends"]
+    assert end["is_error"] is False and end["text"].startswith("live line\n")
+    assert end["text"].endswith("after")
+    [tool_end] = [op for m in frontend.seen for op in widget_ops(m) if op["op"] == "tool_end"]
+    assert tool_end["text"] == end["text"]  # the result replaces the live text, as for any tool
+
+
 def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_returns(
     frontend: Frontend, record_property: Any
 ) -> None:
@@ -255,9 +294,14 @@ def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_re
     start(frontend, UNINTERRUPTIBLE)
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     frontend.wait(lambda m: _stream(m, "python stuck"), what="the stuck event")
+    noted = wait_for_op(
+        frontend, lambda op: op["op"] == "tool_note" and op["text"] == STUCK_TEXT, "the widget's stuck note"
+    )
+    cleared = wait_for_op(frontend, lambda op: op["op"] == "tool_note" and op["text"] == "", "the note cleared")
     report = finish(frontend)
     returned = float(frontend.run("print(returned)"))
     marks = report["marks"]
+    assert noted < returned < cleared  # the widget showed it while the C call still ran, until it returned
     assert marks["stuck"] < returned  # reported while the C call still ran
     assert marks["settled"] > returned  # never settled while the code ran
     assert "Interrupted: Stopped by the user" in tool_text(report)

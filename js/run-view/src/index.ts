@@ -36,6 +36,8 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
 
   let messages = new Map<number, MessageView>();
   let tools = new Map<string, ToolPanel>();
+  /** A note of a running tool call shown on the status line (its code is stuck in a C call), or "". */
+  let note = "";
   const dirty = new Set<Painter>();
   let frame = 0;
 
@@ -45,6 +47,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     dirty.clear();
     transcript.replaceChildren();
     log.reset();
+    if (note) showNote();
   }
 
   function paint(): void {
@@ -96,14 +99,25 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
         break;
       }
       case "tool_output":
+      case "tool_append":
       case "tool_end": {
         const panel = tools.get(op.call);
         if (!panel) break;
-        if (op.op === "tool_end") panel.end(op.text, op.is_error);
+        if (op.op === "tool_end") {
+          panel.end(op.text, op.is_error);
+          showNote();
+        } else if (op.op === "tool_append") panel.appendOutput(op.text, op.total);
         else panel.setOutput(op.text);
         touch(panel);
         break;
       }
+      case "tool_display":
+        tools.get(op.call)?.addDisplay(op.mime, op.data);
+        break;
+      case "tool_note":
+        tools.get(op.call)?.setNote(op.text);
+        showNote();
+        break;
       case "event":
         log.add(op);
         touch(log);
@@ -121,10 +135,15 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     for (const op of message.ops) apply(op);
   }
 
+  function showNote(): void {
+    note = [...tools.values()].map((panel) => panel.noteText).find((text) => text) ?? "";
+    showState();
+  }
+
   function showState(): void {
     title.textContent = model.get("title");
     const value = model.get("state");
-    state.textContent = value;
+    state.textContent = note ? `${value} · ${note}` : value;
     state.className = `pi-run-state pi-state-${value.replace(/\s+/g, "-")}`;
     usage.textContent = model.get("usage");
   }

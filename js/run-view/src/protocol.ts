@@ -13,7 +13,18 @@ export type RunStatus =
   | "settled"
   | "aborted"
   | "error";
-export type OpName = "message" | "append" | "thinking" | "status" | "tool" | "tool_output" | "tool_end" | "event";
+export type OpName =
+  | "message"
+  | "append"
+  | "thinking"
+  | "status"
+  | "tool"
+  | "tool_output"
+  | "tool_append"
+  | "tool_display"
+  | "tool_note"
+  | "tool_end"
+  | "event";
 export type BatchType = "batch" | "snapshot";
 export type WidgetRequest = "hello";
 
@@ -45,6 +56,27 @@ export interface ToolOutputOp {
   call: string;
   text: string;
 }
+/** Output the tool's code writes while it runs, appended to its panel (which keeps its last TOOL_TAIL_CHARS
+ * characters); `total` counts every character written so far. */
+export interface ToolAppendOp {
+  op: "tool_append";
+  call: string;
+  text: string;
+  total: number;
+}
+/** A rich output of the tool's code: text/html and image/svg+xml are sanitised; images come in base64. */
+export interface ToolDisplayOp {
+  op: "tool_display";
+  call: string;
+  mime: string;
+  data: string;
+}
+/** A note on the running call ("waiting for the code to return to Python"); empty: none. */
+export interface ToolNoteOp {
+  op: "tool_note";
+  call: string;
+  text: string;
+}
 export interface ToolEndOp {
   op: "tool_end";
   call: string;
@@ -57,7 +89,20 @@ export interface EventOp {
   label: string;
   detail: string;
 }
-export type Op = MessageOp | TextOp | StatusOp | ToolOp | ToolOutputOp | ToolEndOp | EventOp;
+export type Op =
+  | MessageOp
+  | TextOp
+  | StatusOp
+  | ToolOp
+  | ToolOutputOp
+  | ToolAppendOp
+  | ToolDisplayOp
+  | ToolNoteOp
+  | ToolEndOp
+  | EventOp;
+
+/** A tool panel's live output keeps its last this many characters (TOOL_TAIL_CHARS in _protocol.py). */
+export const TOOL_TAIL_CHARS = 50_000;
 
 /** A batch of new operations, or a snapshot (every operation so far) that a new view asks for. */
 export interface Batch {

@@ -1,14 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
+import createDOMPurify from "dompurify";
 import { JSDOM } from "jsdom";
 
 import { FollowBottom } from "../src/dom";
 import { EventLog, PAGE, SHOWN } from "../src/eventLog";
+import { sanitizer } from "../src/markdown/sanitize";
+import { TOOL_TAIL_CHARS } from "../src/protocol";
 import { ToolPanel } from "../src/toolPanel";
 
 const { window } = new JSDOM("<!doctype html><body></body>");
 Object.assign(globalThis, { document: window.document });
+const sanitize = sanitizer(createDOMPurify(window as unknown as Parameters<typeof createDOMPurify>[0]));
 
 describe("tool output", () => {
   it("is appended while each update extends the last, replaced when it does not", () => {
@@ -26,6 +30,77 @@ describe("tool output", () => {
     panel.paint();
     assert.equal(output.textContent, "[truncated] line 2\nline 3\n");
     assert.equal(panel.element.querySelector(".pi-tool-result")!.textContent, "ok");
+  });
+});
+
+describe("live output of a tool's code", () => {
+  const parts = (panel: ToolPanel) => ({
+    output: panel.element.querySelector(".pi-tool-output")!,
+    notice: panel.element.querySelector<HTMLElement>(".pi-tool-notice")!,
+    note: panel.element.querySelector<HTMLElement>(".pi-tool-note")!,
+    displays: panel.element.querySelector(".pi-tool-displays")!,
+  });
+
+  it("is appended, keeps its last TOOL_TAIL_CHARS characters and says how many it hides", () => {
+    const panel = new ToolPanel("python", "{}");
+    const { output, notice } = parts(panel);
+    panel.appendOutput("first\n", 6);
+    panel.paint();
+    const first = output.firstChild;
+    panel.appendOutput("second\n", 13);
+    panel.paint();
+    assert.equal(output.firstChild, first, "what is shown stays: appended, not replaced");
+    assert.equal(output.textContent, "first\nsecond\n");
+    assert.equal(notice.style.display, "none");
+    const chunk = "x".repeat(10_000);
+    let total = 13;
+    for (let i = 0; i < 20; i++) {
+      total += chunk.length;
+      panel.appendOutput(chunk, total);
+      panel.paint();
+    }
+    assert.equal(output.textContent!.length, TOOL_TAIL_CHARS);
+    assert.ok(output.childNodes.length <= TOOL_TAIL_CHARS / chunk.length + 1, "the oldest pieces left the page");
+    assert.equal(notice.textContent, `… ${(total - TOOL_TAIL_CHARS).toLocaleString()} earlier characters not shown`);
+    panel.appendOutput("y".repeat(TOOL_TAIL_CHARS), total + 1_000_000); // the kernel dropped a flood's head
+    panel.paint();
+    assert.equal(output.textContent, "y".repeat(TOOL_TAIL_CHARS));
+    assert.match(notice.textContent!, /earlier characters not shown/);
+    panel.end("the result\n", false); // the result replaces the live text
+    panel.paint();
+    assert.equal(output.textContent, "the result\n");
+    assert.equal(notice.style.display, "none");
+  });
+
+  it("shows rich outputs as such, sanitised", () => {
+    const panel = new ToolPanel("python", "{}", sanitize);
+    const { displays } = parts(panel);
+    panel.addDisplay("text/html", '<table><tr><td>1</td></tr></table><script>window.bad = 1</script><img src=x onerror="window.bad=1">');
+    panel.addDisplay("image/png", "iVBORw0KGgo=");
+    panel.addDisplay("image/png", '"><script>');
+    panel.addDisplay("text/plain", "<b>plain</b>");
+    const [html, image, notImage, plain] = [...displays.children] as HTMLElement[];
+    assert.ok(html.querySelector("table td"));
+    assert.equal(html.querySelector("script"), null);
+    assert.equal(html.querySelector("img")!.getAttribute("onerror"), null);
+    assert.equal((image as HTMLImageElement).src, "data:image/png;base64,iVBORw0KGgo=");
+    assert.equal(notImage.tagName, "PRE", "data that is not base64 is shown as text");
+    assert.equal(plain.tagName, "PRE");
+    assert.equal(plain.textContent, "<b>plain</b>");
+    panel.end("done", false);
+    panel.paint();
+    assert.equal(displays.children.length, 4, "rich outputs stay after the call ends");
+  });
+
+  it("shows a note while the code is stuck, until the call ends", () => {
+    const panel = new ToolPanel("python", "{}");
+    const { note } = parts(panel);
+    panel.setNote("waiting for the code to return to Python");
+    assert.equal(note.style.display, "");
+    assert.equal(note.textContent, "waiting for the code to return to Python");
+    panel.end("stopped", true);
+    assert.equal(note.style.display, "none");
+    assert.equal(panel.noteText, "");
   });
 });
 
