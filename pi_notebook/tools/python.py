@@ -65,9 +65,10 @@ ipywidgets Stop button click by itself         after the code returns           
 =============================================  ==================================  ===========================
 
 Frontends that open no subshell (classic Notebook, VS Code, nbclient) get the no-subshell column (so did
-ipykernel 6, which pi_notebook no longer supports); the kernel's interrupt works everywhere. Off the main thread (an event loop in another thread) only pure-Python
-code can be interrupted, and not by the kernel's interrupt. Without IPython the code runs in a plain dict
-namespace owned by the tool (or ``namespace=``), without magics.
+ipykernel 6, which pi_notebook no longer supports); the kernel's interrupt works everywhere. Off the main
+thread (an event loop in another thread) only pure-Python code can be interrupted, and not by the kernel's
+interrupt. Without IPython the code runs in a plain dict namespace owned by the tool (or ``namespace=``),
+without magics.
 """
 
 from __future__ import annotations
