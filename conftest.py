@@ -7,4 +7,15 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 os.environ["PI_NOTEBOOK_SESSIONS__DIR"] = "none"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--nbval-sanitize-with=notebooks/sanitize.cfg`` (pyproject's addopts) names a path relative to the repository;
+    nbval opens it relative to the directory pytest was started in. Resolve it against the rootdir, so that
+    ``pytest /path/to/repo/notebooks`` works from any directory."""
+    name = config.getoption("nbval_sanitize_with", default=None)
+    if name and not os.path.isabs(name) and not os.path.exists(name):
+        config.option.nbval_sanitize_with = str(config.rootpath / name)
