@@ -7,4 +7,27 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 os.environ["PI_NOTEBOOK_SESSIONS__DIR"] = "none"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--nbval-sanitize-with=notebooks/sanitize.cfg`` (pyproject's addopts) names a path relative to the repository;
+    nbval opens it relative to the directory pytest was started in. Resolve it against the rootdir, so that
+    ``pytest /path/to/repo/notebooks`` works from any directory."""
+    name = config.getoption("nbval_sanitize_with", default=None)
+    if name and not os.path.isabs(name) and not os.path.exists(name):
+        config.option.nbval_sanitize_with = str(config.rootpath / name)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A notebook's first cell also starts its kernel and imports ``pi_notebook`` (``import jsonschema`` alone costs
+    ~4 s of CPU here: ``rfc3987_syntax``, installed with Jupyter, builds a parser when imported). Two notebook runs
+    side by side on a loaded machine took over the 30 s per-test timeout for that cell, so each notebook's first
+    cell gets 120 s; every other cell keeps 30 s."""
+    seen: set[str] = set()
+    for item in items:
+        if type(item).__name__ == "IPyNbCell" and str(item.path) not in seen:
+            seen.add(str(item.path))
+            item.add_marker(pytest.mark.timeout(120))

@@ -609,7 +609,12 @@ class AgentSession:
     def _arm_turn_timer(self) -> None:
         limit = self.settings.timeouts.turn_ms
         if limit:
-            self._arm("turn", limit, lambda: BudgetExceededEvent("turn_time", limit, limit))
+            started = time.monotonic()  # "used" is measured when the timer fires: later if a tool blocked the loop
+
+            def used_ms() -> int:
+                return max(limit, round((time.monotonic() - started) * 1000))
+
+            self._arm("turn", limit, lambda: BudgetExceededEvent("turn_time", limit, used_ms()))
 
     def _arm(self, name: str, limit_ms: int, event: Callable[[], BudgetExceededEvent]) -> None:
         self._disarm(name)
