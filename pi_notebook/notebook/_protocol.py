@@ -61,7 +61,8 @@ RunStatus: TypeAlias = Literal[
     "aborted",
     "error",
 ]
-"""``idle``: no run yet (the control comm only); then the active states; then ``settled``, ``aborted`` or ``error``."""
+"""``idle``: no run yet (the control comm only); then the active states; then ``settled``, ``aborted`` or ``error``
+(the run raised, or its last reply ended with ``stop_reason="error"`` after any retries)."""
 ACTIVE_STATUSES: frozenset[str] = frozenset(get_args(ActiveStatus))
 
 OpName: TypeAlias = Literal[

@@ -340,7 +340,8 @@ class Run:
         self._silence_check.cancel()
         self._silent_s = 0
         self._unsubscribe()
-        self._set_state("aborted" if aborted else ("error" if self.error else "settled"), retry_deadline=0.0)
+        failed = self.error is not None or _ended_on_error(self.messages)
+        self._set_state("aborted" if aborted else ("error" if failed else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
             self._presenter.settle(aborted)
         # No display update here: JupyterLab re-renders an updated output, so a live view would redraw the whole
@@ -425,6 +426,12 @@ class Run:
 
 _STREAMING_STEPS = (MessageUpdateEvent, ToolExecutionUpdateEvent)
 """Events a settled run no longer keeps: one per delta, and what they carried is in the final messages."""
+
+
+def _ended_on_error(messages: list[AgentMessage]) -> bool:
+    """The run's last reply failed for good (``stop_reason="error"`` after any retries): its state is ``error``."""
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    return last is not None and last.stop_reason == "error"
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -159,6 +159,34 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     assert "Retry cancelled" in report.markdown
 
 
+@pytest.mark.parametrize(
+    ("replies", "final"),
+    [
+        (["error", "error"], "error"),  # the retry fails too: the run ends on an error reply
+        (["error", "ok"], "settled"),  # the retry answers
+    ],
+)
+async def test_a_run_whose_last_reply_failed_ends_in_the_error_state(
+    dummy_comm: list[dict[str, Any]], replies: list[str], final: str
+) -> None:
+    faux = FauxProvider(token_size=(1, 1))
+    faux.set_responses(
+        [
+            faux_assistant_message([], "error", "503 service unavailable")
+            if r == "error"
+            else faux_assistant_message(r)
+            for r in replies
+        ]
+    )
+    settings = Settings(retry={"base_delay_ms": 1, "max_retries": 1}, compaction={"enabled": False})
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run
+    assert run.view is not None
+    assert (run.view.transcript.state, run.state()["state"]) == (final, final)
+    assert run.aborted is False
+
+
 async def test_a_failed_session_write_shows_in_the_widget_event_log(
     dummy_comm: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
