@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -205,7 +205,10 @@ async def _prepare(batch: _Batch, call: ToolCall) -> _Done | _Prepared:
 
 
 async def _run_prepared(batch: _Batch, prepared: _Prepared) -> _Done:
-    return await _finalize(batch, prepared, await _execute(batch, prepared))
+    done = await _execute(batch, prepared)
+    if batch.config.hooks.after_tool_call is None:
+        return done
+    return await _finalize(batch, prepared, done)
 
 
 class _Updates:
@@ -238,11 +241,11 @@ class _Updates:
         if self._task is not None:
             self._task.cancel()
 
-    async def close(self) -> None:
-        """Stop accepting updates and wait until the ones already given are emitted."""
+    def close(self) -> Awaitable[None] | None:
+        """Stop accepting updates; what is left to await until the ones already given are emitted (``None``:
+        nothing, the tool gave no update)."""
         self.accepting = False
-        if self._task is not None:  # no new task can start now
-            await self._task
+        return self._task  # no new task can start now
 
 
 async def _execute(batch: _Batch, prepared: _Prepared) -> _Done:
@@ -256,7 +259,8 @@ async def _execute(batch: _Batch, prepared: _Prepared) -> _Done:
     except BaseException:
         updates.cancel()
         raise
-    await updates.close()
+    if (waiting := updates.close()) is not None:
+        await waiting
     return done
 
 
