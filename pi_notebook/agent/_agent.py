@@ -429,10 +429,10 @@ class Agent:
             stop_reason="aborted" if aborted else "error",
             error_message=str(error) or type(error).__name__,
         )
-        await self._process(MessageStartEvent(failure))
-        await self._process(MessageEndEvent(failure))
-        await self._process(TurnEndEvent(failure, []))
-        await self._process(AgentEndEvent([failure]))
+        await _settle(self._process(MessageStartEvent(failure)))
+        await _settle(self._process(MessageEndEvent(failure)))
+        await _settle(self._process(TurnEndEvent(failure, [])))
+        await _settle(self._process(AgentEndEvent([failure])))
 
     def _finish(self, run: _Run) -> None:
         state = self._state
@@ -442,8 +442,13 @@ class Agent:
         run.idle.set_result(None)
         self._run = None
 
-    async def _process(self, event: AgentEvent) -> None:
-        """Reduce the event into state, then await every listener in order."""
+    def _process(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Reduce the event into state, then call every listener in order (the loop's ``emit``).
+
+        Sync listeners are called here and then, as long as none returns an awaitable, ``None`` is returned:
+        the loop has nothing to await. From the first listener that returns an awaitable on, the rest is
+        returned as one coroutine, so each later listener still runs only after the earlier one finished.
+        """
         state = self._state
         # One string compare per branch (most frequent first) instead of a chain of isinstance checks.
         if event.type == "message_update" or event.type == "message_start":
@@ -465,10 +470,28 @@ class Agent:
         if run is None:
             raise RuntimeError("Agent listener invoked outside active run")
         signal = run.controller.signal
-        for listener in self._listeners:
+        listeners = self._listeners
+        for index, listener in enumerate(listeners):
             outcome = listener(event, signal)
             if outcome is not None and inspect.isawaitable(outcome):
-                await outcome
+                return _finish_listeners(outcome, event, signal, listeners[index + 1 :])
+        return None
+
+
+async def _finish_listeners(
+    first: Awaitable[object], event: AgentEvent, signal: AbortSignal, rest: tuple[AgentListener, ...]
+) -> None:
+    """Await a listener's outcome, then call (and await) the listeners after it, in order."""
+    await first
+    for listener in rest:
+        outcome = listener(event, signal)
+        if outcome is not None and inspect.isawaitable(outcome):
+            await outcome
+
+
+async def _settle(waiting: Awaitable[None] | None) -> None:
+    if waiting is not None:
+        await waiting
 
 
 def _as_message(message: AgentMessage | str) -> AgentMessage:

@@ -1,7 +1,8 @@
 """The stateless agent loop (Pi's ``agent-loop``): two nested loops, event for event like Pi 0.83.
 
-``run_agent_loop`` and ``run_agent_loop_continue`` take an ``emit`` coroutine function and an abort signal and
-return the messages the run added. Every ``emit`` is awaited, so a slow listener back-pressures the loop.
+``run_agent_loop`` and ``run_agent_loop_continue`` take an ``emit`` function and an abort signal and return the
+messages the run added. What ``emit`` returns is awaited before the loop goes on, so a slow listener
+back-pressures the loop; an ``emit`` that has nothing to wait for returns ``None`` and costs no coroutine.
 
 Inner loop: one turn per assistant response. Pending steering messages are injected at the start of a turn;
 tool calls run after the response; the turn ends with ``turn_end``. Outer loop: when nothing is left to do,
@@ -20,7 +21,8 @@ ask for one more request; ``prepare_request`` runs before every provider request
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -77,11 +79,15 @@ async def run_agent_loop(
     """Run from new prompt messages; their ``message_start``/``message_end`` come right after ``turn_start``."""
     new_messages: list[AgentMessage] = list(prompts)
     current = AgentContext(context.system_prompt, [*context.messages, *prompts], context.tools)
-    await emit(AgentStartEvent())
-    await emit(TurnStartEvent())
+    if (waiting := emit(AgentStartEvent())) is not None:
+        await waiting
+    if (waiting := emit(TurnStartEvent())) is not None:
+        await waiting
     for prompt in prompts:
-        await emit(MessageStartEvent(prompt))
-        await emit(MessageEndEvent(prompt))
+        if (waiting := emit(MessageStartEvent(prompt))) is not None:
+            await waiting
+        if (waiting := emit(MessageEndEvent(prompt))) is not None:
+            await waiting
     await _Loop(current, new_messages, config, signal, emit, stream_fn).run()
     return new_messages
 
@@ -103,8 +109,10 @@ async def run_agent_loop_continue(
     """Run from the existing transcript, whose last message must not be an assistant message."""
     check_continuable(context.messages)
     new_messages: list[AgentMessage] = []
-    await emit(AgentStartEvent())
-    await emit(TurnStartEvent())
+    if (waiting := emit(AgentStartEvent())) is not None:
+        await waiting
+    if (waiting := emit(TurnStartEvent())) is not None:
+        await waiting
     await _Loop(context, new_messages, config, signal, emit, stream_fn).run()
     return new_messages
 
@@ -141,7 +149,9 @@ class _Loop:
         hooks = config.hooks
         first_turn = True
         action: str | None = None  # what finish_turn said of the last turn
-        pending = await _poll(config.get_steering_messages)
+        pending = _poll(config.get_steering_messages)
+        if not isinstance(pending, list):
+            pending = await pending
         pending_from = "steering"
         while True:
             has_more_tool_calls = True
@@ -149,14 +159,17 @@ class _Loop:
                 if first_turn:
                     first_turn = False
                 else:
-                    await emit(TurnStartEvent())
+                    if (waiting := emit(TurnStartEvent())) is not None:
+                        await waiting
                 if pending and signal.aborted and config.requeue is not None:
                     # Drained but not delivered when the abort landed: hand them back (Pi issue #9340).
                     config.requeue(pending, pending_from)
                     pending = []
                 for queued in pending:
-                    await emit(MessageStartEvent(queued))
-                    await emit(MessageEndEvent(queued))
+                    if (waiting := emit(MessageStartEvent(queued))) is not None:
+                        await waiting
+                    if (waiting := emit(MessageEndEvent(queued))) is not None:
+                        await waiting
                     self.context.messages.append(queued)
                     self.new_messages.append(queued)
                 pending = []
@@ -167,17 +180,21 @@ class _Loop:
                 if message.stop_reason in ("error", "aborted"):
                     if hooks.finish_turn is not None:  # told, but its answer cannot revive a failed turn
                         await maybe_await(call_hook(hooks.finish_turn, self._turn(message, []), signal))
-                    await emit(TurnEndEvent(message, []))
-                    await emit(AgentEndEvent(self.new_messages))
+                    if (waiting := emit(TurnEndEvent(message, []))) is not None:
+                        await waiting
+                    if (waiting := emit(AgentEndEvent(self.new_messages))) is not None:
+                        await waiting
                     return
                 tool_results, has_more_tool_calls = await self._run_tools(message)
                 action = None
                 if hooks.finish_turn is not None:
                     turn = self._turn(message, tool_results)
                     action = finish_action(await maybe_await(call_hook(hooks.finish_turn, turn, signal)))
-                await emit(TurnEndEvent(message, tool_results))
+                if (waiting := emit(TurnEndEvent(message, tool_results))) is not None:
+                    await waiting
                 if action == "end":
-                    await emit(AgentEndEvent(self.new_messages))
+                    if (waiting := emit(AgentEndEvent(self.new_messages))) is not None:
+                        await waiting
                     return
                 if hooks.prepare_next_turn is not None:
                     turn = self._turn(message, tool_results)
@@ -186,19 +203,25 @@ class _Loop:
                 if hooks.should_stop_after_turn is not None and await maybe_await(
                     call_hook(hooks.should_stop_after_turn, self._turn(message, tool_results), signal)
                 ):
-                    await emit(AgentEndEvent(self.new_messages))
+                    if (waiting := emit(AgentEndEvent(self.new_messages))) is not None:
+                        await waiting
                     return
                 # After an abort the queues are not drained: what is queued stays queued (Pi issue #9340).
-                pending = [] if signal.aborted else await _poll(config.get_steering_messages)
+                pending = [] if signal.aborted else _poll(config.get_steering_messages)
+                if not isinstance(pending, list):
+                    pending = await pending
                 pending_from = "steering"
-            follow_ups = [] if signal.aborted else await _poll(config.get_follow_up_messages)
+            follow_ups = [] if signal.aborted else _poll(config.get_follow_up_messages)
+            if not isinstance(follow_ups, list):
+                follow_ups = await follow_ups
             if follow_ups:
                 pending, pending_from = follow_ups, "follow_up"
                 continue
             if action == "continue":  # finish_turn asked for one more request and nothing else supplied it
                 continue
             break
-        await emit(AgentEndEvent(self.new_messages))
+        if (waiting := emit(AgentEndEvent(self.new_messages))) is not None:
+            await waiting
 
     def _turn(self, message: AssistantMessage, tool_results: list[ToolResultMessage]) -> TurnContext:
         return TurnContext(message, tool_results, self.context, self.new_messages)
@@ -262,7 +285,8 @@ class _Loop:
                 partial = event.partial
                 message_key(partial)  # the message is born here: its key is the one every later event carries
                 transcript.append(partial)
-                await emit(MessageStartEvent(partial))
+                if (waiting := emit(MessageStartEvent(partial))) is not None:
+                    await waiting
             elif kind == "done" or kind == "error":
                 break
             elif partial is not None:
@@ -270,16 +294,19 @@ class _Loop:
                 if current is not partial:  # a provider may hand a new object per event: same message, same key
                     carry_key(partial, current)
                     transcript[-1] = partial = current
-                await emit(MessageUpdateEvent(current, event))
+                if (waiting := emit(MessageUpdateEvent(current, event))) is not None:
+                    await waiting
         final = await response.result()
         if partial is None:
             transcript.append(final)
-            await emit(MessageStartEvent(final))
+            if (waiting := emit(MessageStartEvent(final))) is not None:
+                await waiting
         else:
             if final is not partial:
                 carry_key(partial, final)
             transcript[-1] = final
-        await emit(MessageEndEvent(final))
+        if (waiting := emit(MessageEndEvent(final))) is not None:
+            await waiting
         return final
 
     async def _record_aborted(self) -> AssistantMessage:
@@ -294,15 +321,28 @@ class _Loop:
             error_message=ABORTED_TEXT,
         )
         self.context.messages.append(message)
-        await self.emit(MessageStartEvent(message))
-        await self.emit(MessageEndEvent(message))
+        if (waiting := self.emit(MessageStartEvent(message))) is not None:
+            await waiting
+        if (waiting := self.emit(MessageEndEvent(message))) is not None:
+            await waiting
         return message
 
 
-async def _poll(source: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None) -> list[AgentMessage]:
+def _poll(
+    source: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None,
+) -> list[AgentMessage] | Awaitable[list[AgentMessage]]:
+    """What a queue source gives, as a list; an awaitable of that list only when the source answered with an
+    awaitable (the Agent's queues answer synchronously, so polling them costs no coroutine)."""
     if source is None:
         return []
-    return list(await maybe_await(source()) or ())
+    answer = source()
+    if inspect.isawaitable(answer):
+        return _listed(answer)
+    return list(answer or ())
+
+
+async def _listed(answer: Awaitable[Sequence[AgentMessage]]) -> list[AgentMessage]:
+    return list(await answer or ())
 
 
 class _LlmView:

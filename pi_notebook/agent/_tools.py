@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -81,9 +81,10 @@ def _error_text(exc: BaseException) -> str:
 async def fail_truncated_tool_calls(tool_calls: Sequence[ToolCall], emit: Emit) -> ToolBatch:
     messages = []
     for call in tool_calls:
-        await emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        if (waiting := emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))) is not None:
+            await waiting
         done = _Done(call, error_result(TRUNCATED.format(name=call.name)), True)
-        messages.append(await _emit_done(done, emit, with_end=True))
+        messages.extend(await _emit_results([done], emit, with_end=True))
     return ToolBatch(messages, terminate=False)
 
 
@@ -117,10 +118,11 @@ async def _sequential(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatc
     finished: list[_Done] = []
     messages = []
     for call in tool_calls:
-        await batch.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        if (waiting := batch.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))) is not None:
+            await waiting
         step = await _prepare(batch, call)
         done = step if isinstance(step, _Done) else await _run_prepared(batch, step)
-        messages.append(await _emit_done(done, batch.emit, with_end=True))
+        messages.extend(await _emit_results([done], batch.emit, with_end=True))
         finished.append(done)
         if batch.signal.aborted:
             break
@@ -130,10 +132,11 @@ async def _sequential(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatc
 async def _parallel(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatch:
     entries: list[_Done | _Prepared] = []
     for call in tool_calls:
-        await batch.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        if (waiting := batch.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))) is not None:
+            await waiting
         step = await _prepare(batch, call)
-        if isinstance(step, _Done):
-            await _emit_end(step, batch.emit)
+        if isinstance(step, _Done) and (waiting := batch.emit(_end_event(step))) is not None:
+            await waiting
         entries.append(step)
         if batch.signal.aborted:
             break
@@ -146,8 +149,7 @@ async def _parallel(batch: _Batch, tool_calls: Sequence[ToolCall]) -> ToolBatch:
         for (index, _), done in zip(prepared, results, strict=True):
             entries[index] = done
     finished = [entry for entry in entries if isinstance(entry, _Done)]  # every entry by now
-    messages = [await _emit_done(done, batch.emit, with_end=False) for done in finished]
-    return ToolBatch(messages, _terminates(finished))
+    return ToolBatch(await _emit_results(finished, batch.emit, with_end=False), _terminates(finished))
 
 
 async def _finish_parallel(batch: _Batch, prepared: _Prepared) -> _Done:
@@ -155,7 +157,8 @@ async def _finish_parallel(batch: _Batch, prepared: _Prepared) -> _Done:
         done = _Done(prepared.tool_call, error_result("Operation aborted"), True)
     else:
         done = await _run_prepared(batch, prepared)
-    await _emit_end(done, batch.emit)
+    if (waiting := batch.emit(_end_event(done))) is not None:
+        await waiting
     return done
 
 
@@ -202,7 +205,10 @@ async def _prepare(batch: _Batch, call: ToolCall) -> _Done | _Prepared:
 
 
 async def _run_prepared(batch: _Batch, prepared: _Prepared) -> _Done:
-    return await _finalize(batch, prepared, await _execute(batch, prepared))
+    done = await _execute(batch, prepared)
+    if batch.config.hooks.after_tool_call is None:
+        return done
+    return await _finalize(batch, prepared, done)
 
 
 class _Updates:
@@ -227,18 +233,19 @@ class _Updates:
 
     async def _drain(self) -> None:
         while self._pending:
-            await self._emit(self._pending.popleft())
+            if (waiting := self._emit(self._pending.popleft())) is not None:
+                await waiting
 
     def cancel(self) -> None:
         self.accepting = False
         if self._task is not None:
             self._task.cancel()
 
-    async def close(self) -> None:
-        """Stop accepting updates and wait until the ones already given are emitted."""
+    def close(self) -> Awaitable[None] | None:
+        """Stop accepting updates; what is left to await until the ones already given are emitted (``None``:
+        nothing, the tool gave no update)."""
         self.accepting = False
-        if self._task is not None:  # no new task can start now
-            await self._task
+        return self._task  # no new task can start now
 
 
 async def _execute(batch: _Batch, prepared: _Prepared) -> _Done:
@@ -252,7 +259,8 @@ async def _execute(batch: _Batch, prepared: _Prepared) -> _Done:
     except BaseException:
         updates.cancel()
         raise
-    await updates.close()
+    if (waiting := updates.close()) is not None:
+        await waiting
     return done
 
 
@@ -289,30 +297,40 @@ async def _finalize(batch: _Batch, prepared: _Prepared, done: _Done) -> _Done:
     return _Done(call, merged, done.is_error if override.is_error is None else override.is_error)
 
 
-async def _emit_end(done: _Done, emit: Emit) -> None:
+def _end_event(done: _Done) -> ToolExecutionEndEvent:
     call = done.tool_call
-    await emit(ToolExecutionEndEvent(call.id, call.name, done.result, done.is_error))
+    return ToolExecutionEndEvent(call.id, call.name, done.result, done.is_error)
 
 
-async def _emit_done(done: _Done, emit: Emit, *, with_end: bool) -> ToolResultMessage:
-    if with_end:
-        await _emit_end(done, emit)
+async def _emit_results(finished: Sequence[_Done], emit: Emit, *, with_end: bool) -> list[ToolResultMessage]:
+    """Each call's result message with its ``message_start``/``message_end`` (after ``tool_execution_end`` when
+    ``with_end``), in the order given."""
+    messages = []
+    for done in finished:
+        if with_end and (waiting := emit(_end_event(done))) is not None:
+            await waiting
+        message = _result_message(done)
+        if (waiting := emit(MessageStartEvent(message))) is not None:
+            await waiting
+        if (waiting := emit(MessageEndEvent(message))) is not None:
+            await waiting
+        messages.append(message)
+    return messages
+
+
+def _result_message(done: _Done) -> ToolResultMessage:
     result = done.result
     call = done.tool_call
     content = result.content
     if result.usage is None and not result.added_tool_names and _plain_blocks(content):
         # The common case: nothing a tool handed us needs converting, so skip validation (see ``_trusted``).
-        message = trusted_tool_result(call.id, call.name, content, result.details, done.is_error)
-    else:
-        message = ToolResultMessage(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=list(content),
-            details=result.details,
-            usage=result.usage,
-            added_tool_names=list(result.added_tool_names) or None,
-            is_error=done.is_error,
-        )
-    await emit(MessageStartEvent(message))
-    await emit(MessageEndEvent(message))
-    return message
+        return trusted_tool_result(call.id, call.name, content, result.details, done.is_error)
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=list(content),
+        details=result.details,
+        usage=result.usage,
+        added_tool_names=list(result.added_tool_names) or None,
+        is_error=done.is_error,
+    )

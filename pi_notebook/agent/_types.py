@@ -314,5 +314,7 @@ AgentEvent: TypeAlias = (
     | ToolExecutionEndEvent
 )
 
-Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
-"""How the loop reports an event: awaited, so a slow listener back-pressures the loop."""
+Emit: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
+"""How the loop reports an event. The loop awaits what it returns before going on, so a slow listener
+back-pressures the loop; ``None`` means there is nothing to wait for (an ``async def`` emit always returns a
+coroutine, a plain function returning ``None`` spares one per event)."""

@@ -3,21 +3,32 @@
 Before a JSON schema check, primitive values are coerced the way Pi does for models that send ``"5"`` for a
 number or ``"true"`` for a boolean. The arguments are copied first, so the transcript keeps what the model
 sent. Failures raise ``ValueError`` with Pi's message shape; the loop turns it into an error tool result.
+
+jsonschema is imported on the first JSON-schema check, not with this module (``%load_ext pi_notebook`` does
+not need it), and without ``rfc3987_syntax``: jsonschema imports every optional format library it finds, and
+that one builds a Lark grammar at import (seconds of CPU, 14 s on a loaded machine) for the ``iri`` formats,
+which we never check (our validators have no format checker). If jsonschema is first imported here, a
+``FormatChecker`` in the same process does not check ``iri``/``iri-reference`` unless ``rfc3987`` or
+``rfc3987_syntax`` was imported before.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import json
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import BaseModel, ValidationError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 __all__ = ["validate_arguments"]
 
-_validators: dict[int, tuple[Mapping[str, Any], Any]] = {}
+_validators: dict[int, tuple[Mapping[str, Any], Validator]] = {}
 _MAX_VALIDATORS = 256  # schemas built per call (a new bash_tool() each time) must not pile up for a kernel's life
 
 
@@ -32,13 +43,29 @@ def validate_arguments(
         except ValidationError as exc:
             lines = [f"  - {'.'.join(map(str, e['loc'])) or 'root'}: {e['msg']}" for e in exc.errors()]
             raise ValueError(_message(name, lines, raw, unparsed)) from None
-    args = _coerce(copy.deepcopy(raw), parameters)
+    args = _coerce(_copy(raw), parameters)
     validator = _validator(parameters)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if not errors:
         return args
     lines = [f"  - {'.'.join(map(str, e.absolute_path)) or 'root'}: {e.message}" for e in errors]
     raise ValueError(_message(name, lines, raw, unparsed))
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON data (what a model's arguments are) in one cheap pass; anything else (a
+    ``prepare_arguments`` may return other objects) goes through ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
 
 
 _UNPARSED_SHOWN = 2000
@@ -54,16 +81,31 @@ def _message(name: str, lines: list[str], raw: Any, unparsed: str | None) -> str
     return text
 
 
-def _validator(schema: Mapping[str, Any]) -> Any:
+def _validator(schema: Mapping[str, Any]) -> Validator:
+    """The validator of a schema, built once per schema object (kept while the schema is)."""
     cached = _validators.get(id(schema))
     if cached is not None and cached[0] is schema:
         return cached[1]
+    _load_jsonschema()
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator = cls(schema)
+    validator: Validator = cls(schema)
     if len(_validators) >= _MAX_VALIDATORS:
         _validators.clear()
     _validators[id(schema)] = (schema, validator)  # keeps the schema alive, so the id stays unique
     return validator
+
+
+def _load_jsonschema() -> None:
+    """Import jsonschema, without ``rfc3987_syntax`` if neither is loaded yet (see the module docstring)."""
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import raises ImportError: skipped
+        try:
+            importlib.import_module("jsonschema")
+        finally:
+            if sys.modules.get("rfc3987_syntax", 0) is None:
+                del sys.modules["rfc3987_syntax"]  # a later ``import rfc3987_syntax`` works as usual
 
 
 def _types(schema: Mapping[str, Any]) -> list[str]:
@@ -121,12 +163,15 @@ def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def _coerce_union(value: Any, schemas: list[Mapping[str, Any]]) -> Any:
+    _load_jsonschema()
+    from jsonschema.exceptions import SchemaError
+
     for sub in schemas:
-        candidate = _coerce(copy.deepcopy(value), sub)
+        candidate = _coerce(_copy(value), sub)
         try:
             if _validator(sub).is_valid(candidate):
                 return candidate
-        except jsonschema.exceptions.SchemaError:
+        except SchemaError:
             continue
     return value
 

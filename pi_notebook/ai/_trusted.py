@@ -77,9 +77,16 @@ _COUNTS = ("input", "output", "cache_read", "cache_write", "total_tokens")
 
 
 def _usage(counts: tuple[int, int, int, int, int], fields_set: set[str]) -> Usage:
-    values: dict[str, Any] = dict(zip(_COUNTS, counts, strict=True))
-    values["cost"] = _cost()
-    values["estimated"] = None
+    input, output, cache_read, cache_write, total_tokens = counts
+    values: dict[str, Any] = {
+        "input": input,
+        "output": output,
+        "cache_read": cache_read,
+        "cache_write": cache_write,
+        "total_tokens": total_tokens,
+        "cost": _cost(),
+        "estimated": None,
+    }
     return _build(Usage, values, fields_set)
 
 

@@ -97,7 +97,8 @@ class ToolCall(_Wire):
     def unparsed_arguments(self) -> str | None:
         """The argument text the model streamed, when it was not a valid JSON object: ``arguments`` then holds
         what could be salvaged (Pi's rules), and a validation error shows both. In memory only, never saved."""
-        return self._unparsed
+        private = self.__pydantic_private__  # read directly: pydantic's private-attribute lookup is slow per call
+        return private.get("_unparsed") if private else None
 
     @unparsed_arguments.setter
     def unparsed_arguments(self, text: str | None) -> None:

@@ -142,6 +142,41 @@ async def test_prompt_awaits_async_agent_end_listeners_and_stays_streaming_meanw
     assert not agent.state.is_streaming
 
 
+async def test_listeners_run_in_order_and_a_later_one_waits_for_an_earlier_async_one() -> None:
+    agent, _, _, _ = scripted([faux_assistant_message("hello")])
+    release = asyncio.Event()
+    entered = asyncio.Event()
+    seen: list[str] = []
+
+    def first(event: Any, signal: Any) -> None:
+        seen.append(f"first {event.type}")
+
+    async def slow(event: Any, signal: Any) -> None:
+        if event.type == "message_end" and event.message.role == "assistant":
+            entered.set()
+            await release.wait()
+
+    def last(event: Any, signal: Any) -> None:
+        seen.append(f"last {event.type}")
+
+    for listener in (first, slow, last):
+        agent.subscribe(listener)
+    run = asyncio.create_task(agent.prompt("hi"))
+    await entered.wait()
+    # The first listener saw the assistant's message_end, the last did not yet, and the loop went no further.
+    assert seen[-2:] == ["last message_update", "first message_end"]
+    release.set()
+    await run
+    assert seen[-6:] == [
+        "first message_end",
+        "last message_end",
+        "first turn_end",
+        "last turn_end",
+        "first agent_end",
+        "last agent_end",
+    ]
+
+
 async def test_wait_for_idle_waits_for_async_listeners() -> None:
     agent, _, _, _ = scripted([faux_assistant_message("hello")])
     release = asyncio.Event()
