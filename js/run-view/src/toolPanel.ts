@@ -4,6 +4,8 @@ import { el, FollowBottom } from "./dom";
 export class ToolPanel {
   readonly element = el("details", "pi-tool");
   private readonly output = el("pre", "pi-tool-output");
+  /** the text, in a block inside the scrolling `pre` whose growth the browser reports */
+  private readonly lines = el("code", "pi-tool-text");
   private readonly result = el("div", "pi-tool-result");
   private readonly follow = new FollowBottom(this.output);
   /** the output text on the page, and the text to show at the next paint */
@@ -12,6 +14,8 @@ export class ToolPanel {
 
   constructor(name: string, args: string) {
     this.element.open = true;
+    this.output.append(this.lines);
+    this.follow.watch(this.lines);
     this.element.append(el("summary", "pi-tool-summary", `tool: ${name}`), el("pre", "pi-tool-args", args), this.output, this.result);
   }
 
@@ -28,9 +32,9 @@ export class ToolPanel {
 
   paint(): void {
     if (this.text === this.shown) return;
-    if (this.text.startsWith(this.shown)) this.output.append(this.text.slice(this.shown.length));
-    else this.output.textContent = this.text;
+    if (this.text.startsWith(this.shown)) this.lines.append(this.text.slice(this.shown.length));
+    else this.lines.textContent = this.text;
     this.shown = this.text;
-    this.follow.follow();
+    this.follow.added();
   }
 }
