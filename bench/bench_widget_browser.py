@@ -9,14 +9,16 @@ W1  A faux reply of ``--chars`` characters of mixed markdown (headings, paragrap
     and 600k characters long: the median duration of the widget's paint (its animation-frame callback, forced
     layout included), and the page's script time (CDP ``Performance.getMetrics`` ScriptDuration: the comm
     messages' handling too) and layout/style time divided by the paints; the ratios 600k/20k (target: 1.5x).
-W2  The widget's paints over 50 ms (each animation-frame callback its module asks for is timed; anywidget
-    imports the module from a ``blob:`` URL, which identifies its calls), and all long tasks while streaming
-    (``PerformanceObserver`` ``longtask``), each with the reply's length when it happened (target: no task
-    over 50 ms caused by the widget).
+W2  Every main-thread task over 50 ms while streaming, from a Chromium trace taken meanwhile (CDP tracing with
+    V8's CPU sampler, which costs some speed: compare runs of this script with each other only), with the
+    reply's length when it happened and who made it: the widget's script, JupyterLab's, garbage collection,
+    and the frame's rendering (see ``_long_tasks.py``); the widget's paints over 50 ms (each animation-frame
+    callback its module asks for is timed; anywidget imports the module from a ``blob:`` URL, which identifies
+    its calls). Target: no task over 50 ms caused by the widget.
 
 ``--kernel-path`` runs the kernel on another copy of pi_notebook (e.g. an export of an earlier commit, to
 measure the widget before a change): it goes first on the kernel's PYTHONPATH. The machine is shared: run
-with ``--repeat`` and read ranges, not single numbers.
+with ``--repeat`` and read ranges, not single numbers; the load average is printed with each run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import statistics
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
 
+from _long_tasks import CATEGORIES, SYNC_MARK, Task, Trace  # noqa: E402
 from lab_harness import JupyterLab, notebook  # noqa: E402
 
 MARK_EVERY = 5_000  # characters between two (time, length) marks the kernel records
@@ -64,10 +68,9 @@ get_session().subscribe(mark)
 """
 
 # Times each animation-frame callback the widget's module (loaded by anywidget from a blob: URL) asks for:
-# that is its paint. Keeps the long tasks (the long-animation-frame API would attribute this wrapper, not the
-# widget, so the widget's share is found by its paints instead).
+# that is its paint.
 PAGE_SCRIPT = """
-window.__bench = { paints: [], longtasks: [] };
+window.__bench = { paints: [] };
 const raf = window.requestAnimationFrame.bind(window);
 window.requestAnimationFrame = (callback) => {
   if (!(new Error().stack || '').includes('blob:')) return raf(callback);
@@ -76,9 +79,7 @@ window.requestAnimationFrame = (callback) => {
     try { callback(now); } finally { window.__bench.paints.push([start, performance.now() - start]); }
   });
 };
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) window.__bench.longtasks.push({ start: e.startTime, duration: e.duration });
-}).observe({ type: 'longtask', buffered: true });
+undefined;  // the script's value: Playwright would call a function
 """
 
 PARAGRAPH = (
@@ -121,7 +122,8 @@ def sample(page: Any, cdp: Any) -> Sample:
     return Sample(t, now, m["ScriptDuration"], m["LayoutDuration"] + m["RecalcStyleDuration"], paints)
 
 
-def one_run(lab: JupyterLab, index: int, chars: int, rate: int) -> dict[str, Any]:
+def one_run(lab: JupyterLab, index: int, chars: int, rate: int, trace_dir: Path | None) -> dict[str, Any]:
+    load = os.getloadavg()[0]
     (lab.root / "reply.md").write_text(reply(chars))
     (lab.root / "marks.json").unlink(missing_ok=True)
     setup = SETUP.format(rate=rate, every=MARK_EVERY)
@@ -132,8 +134,10 @@ def one_run(lab: JupyterLab, index: int, chars: int, rate: int) -> dict[str, Any
     cdp.send("Performance.enable")
     lab.run_cell(page, 0)
     lab.wait_idle(page, 0)
+    lab.browser.start_tracing(page=page, categories=CATEGORIES)
     lab.run_cell(page, 1)
     page.locator(".pi-run-transcript").first.wait_for(timeout=60_000)
+    page.evaluate(f"performance.mark({SYNC_MARK!r})")
     samples = [sample(page, cdp)]
     deadline = time.monotonic() + chars / rate * 4 + 120
     while time.monotonic() < deadline:
@@ -142,26 +146,24 @@ def one_run(lab: JupyterLab, index: int, chars: int, rate: int) -> dict[str, Any
         if (lab.root / "marks.json").exists() and len(samples) > 5 and samples[-1].paints == samples[-5].paints:
             break  # settled, and nothing drawn for a second
     bench = page.evaluate("window.__bench")
+    data = lab.browser.stop_tracing()
+    if trace_dir is not None:  # to open in Chromium's DevTools (Performance, Load profile)
+        (trace_dir / f"trace-{index + 1}.json").write_bytes(data)
+    trace = Trace(data)
     marks = [(t, n) for t, n in json.loads((lab.root / "marks.json").read_text())]
     lab.shutdown_kernels()
     offset = statistics.median(s.t - s.page / 1000 for s in samples)  # page time -> monotonic
     first, last = samples[0].page, samples[-1].page
     paints = [(start / 1000 + offset, duration) for start, duration in bench["paints"] if first <= start <= last]
-    longtasks = [e["duration"] for e in bench["longtasks"] if first <= e["start"] <= last]
     slow = [(round(length_at(marks, t) / 1000), round(d)) for t, d in paints if d > 50]
-    tasks = [
-        (round(length_at(marks, e["start"] / 1000 + offset) / 1000), round(e["duration"]))
-        for e in bench["longtasks"]
-        if first <= e["start"] <= last
-    ]
+    tasks = trace.long_tasks(50, first, last, [start for start, _ in bench["paints"]])
     return {
+        "load": (load, os.getloadavg()[0]),
         "windows": {size: window(samples, marks, paints, size) for size in sizes(chars)},
-        "longest_task": max(longtasks, default=0.0),
-        "tasks_over_50": len(longtasks),
         "paints": len(paints),
         "paint_max": max((d for _, d in paints), default=0.0),
         "slow_paints": slow,
-        "long_tasks_at": tasks,
+        "tasks": [(length_at(marks, task.start / 1000 + offset), task) for task in tasks],
     }
 
 
@@ -204,13 +206,14 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=20_000, help="characters per second")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kernel-path", type=Path, default=ROOT)
+    parser.add_argument("--trace-dir", type=Path, help="keep each run's Chromium trace there")
     args = parser.parse_args()
     env = {"PYTHONPATH": os.pathsep.join([str(args.kernel_path.resolve()), os.environ.get("PYTHONPATH", "")])}
     lab = JupyterLab(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-widget-{os.getpid()}", env=env)
     runs = []
     try:
         for index in range(args.repeat):
-            runs.append(one_run(lab, index, args.chars, args.rate))
+            runs.append(one_run(lab, index, args.chars, args.rate, args.trace_dir))
             report(runs[-1], index)
     finally:
         lab.close()
@@ -223,9 +226,13 @@ def report(run: dict[str, Any], index: int) -> None:
         f"{w['layout_style_ms']:.2f} ms per paint ({w['paints']} paints)"
         for size, w in run["windows"].items()
     ]
-    print(f"run {index + 1}: " + "; ".join(parts))
+    print(f"run {index + 1} (load average {run['load'][0]:.2f} -> {run['load'][1]:.2f}): " + "; ".join(parts))
     print(f"  {run['paints']} paints; widget paints > 50 ms at (k characters, ms): {run['slow_paints']}")
-    print(f"  tasks > 50 ms at (k characters, ms): {run['long_tasks_at']}")
+    tasks: list[tuple[float, Task]] = run["tasks"]
+    causes = Counter(task.cause for _, task in tasks)
+    print(f"  {len(tasks)} main-thread tasks > 50 ms, caused by: {dict(causes) or 'none'}; each, ms (shares):")
+    for length, task in tasks:
+        print(f"    at {length / 1000:.0f}k characters: {task.describe()}")
 
 
 def spread(values: list[float], unit: str) -> str:
@@ -242,12 +249,17 @@ def summary(runs: list[dict[str, Any]]) -> None:
             f"W1 {name} per paint at {first // 1000}k: {spread(at_first, ' ms')}; at {last // 1000}k: "
             f"{spread(at_last, ' ms')}; ratio {spread(ratios, 'x')} (target ≤ 1.5x)"
         )
+    widget = [[task for _, task in r["tasks"] if task.cause == "widget"] for r in runs]
     print(
         f"W2 longest widget paint {spread([r['paint_max'] for r in runs], ' ms')}; widget paints > 50 ms: "
         f"{[len(r['slow_paints']) for r in runs]}; longest main-thread task "
-        f"{spread([r['longest_task'] for r in runs], ' ms')}, tasks > 50 ms: {[r['tasks_over_50'] for r in runs]} "
-        "(target: no task > 50 ms caused by the widget)"
+        f"{spread([max((t.duration for _, t in r['tasks']), default=0.0) for r in runs], ' ms')}; "
+        f"tasks > 50 ms: {[len(r['tasks']) for r in runs]}, caused by the widget: {[len(w) for w in widget]}, "
+        f"longest {spread([max((t.duration for t in w), default=0.0) for w in widget], ' ms')} "
+        "(target: none caused by the widget)"
     )
+    loads = ", ".join(f"{r['load'][0]:.2f} -> {r['load'][1]:.2f}" for r in runs)
+    print(f"load average (1 min) at the start and end of each run: {loads} (2 cores)")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@
 // (markdown/stream.ts), tool output and thinking are appended, and the event log keeps its last rows.
 import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
-import { MessageView } from "./message";
+import { MessageView, sanitize } from "./message";
 import { isBatch, retryAt, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
+import { warmUp } from "./warmUp";
 
 /** Time one frame may spend catching up on a long backlog (a snapshot of a long run) before yielding. */
 const FRAME_BUDGET_MS = 12;
@@ -33,6 +34,8 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   root.append(header, retry, body);
   const followTranscript = new FollowBottom(transcript);
   const followSide = new FollowBottom(side);
+  followSide.watch(queue);
+  followSide.watch(log.element);
 
   let messages = new Map<number, MessageView>();
   let tools = new Map<string, ToolPanel>();
@@ -45,6 +48,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     messages = new Map();
     tools = new Map();
     dirty.clear();
+    followTranscript.unwatchAll();
     transcript.replaceChildren();
     log.reset();
     if (note) showNote();
@@ -57,8 +61,8 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
       if (performance.now() > deadline) break;
       if (!item.paint()) dirty.delete(item);
     }
-    followTranscript.follow();
-    followSide.follow();
+    followTranscript.added();
+    followSide.added();
     if (dirty.size) schedule();
   }
 
@@ -76,6 +80,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
       case "message": {
         const message = new MessageView(op.role, op.text ?? "");
         transcript.append(message.element);
+        followTranscript.watch(message.element);
         messages.set(op.id, message);
         touch(message);
         break;
@@ -95,6 +100,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
       case "tool": {
         const panel = new ToolPanel(op.name, op.args);
         transcript.append(panel.element);
+        followTranscript.watch(panel.element);
         tools.set(op.call, panel);
         break;
       }
@@ -186,6 +192,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   showQueue();
   showRetry();
   model.send({ type: "hello" });
+  warmUp(sanitize);
   return () => {
     if (timer) window.clearInterval(timer);
     if (frame) cancelAnimationFrame(frame);

@@ -6,7 +6,7 @@ import { el } from "./dom";
 import { MarkdownStream } from "./markdown/stream";
 import { sanitizer } from "./markdown/sanitize";
 
-const sanitize = sanitizer(DOMPurify);
+export const sanitize = sanitizer(DOMPurify);
 
 export class MessageView {
   readonly element: HTMLDivElement;

@@ -84,10 +84,12 @@ export class ToolPanel {
   private readonly note = el("div", "pi-tool-note");
   private readonly notice = el("div", "pi-tool-notice");
   private readonly output = el("pre", "pi-tool-output");
+  /** the text, in a block inside the scrolling `pre` whose growth the browser reports */
+  private readonly lines = el("code", "pi-tool-text");
   private readonly displays = el("div", "pi-tool-displays");
   private readonly result = el("div", "pi-tool-result");
   private readonly follow = new FollowBottom(this.output);
-  private readonly tail = new TailText(this.output, this.notice);
+  private readonly tail = new TailText(this.lines, this.notice);
   /** The last whole output set (a tool's tail snapshot), to append only what a new one adds; null after live
    * appends. */
   private shown: string | null = "";
@@ -103,6 +105,8 @@ export class ToolPanel {
     private readonly sanitize: Sanitize = pageSanitize,
   ) {
     this.element.open = true;
+    this.output.append(this.lines);
+    this.follow.watch(this.lines);
     this.note.style.display = "none";
     this.notice.style.display = "none";
     this.element.append(
@@ -158,6 +162,6 @@ export class ToolPanel {
       this.pendingAppends = [];
       this.shown = null;
     }
-    this.follow.follow();
+    this.follow.added();
   }
 }

@@ -17,7 +17,7 @@ const sanitize = sanitizer(createDOMPurify(window as unknown as Parameters<typeo
 describe("tool output", () => {
   it("is appended while each update extends the last, replaced when it does not", () => {
     const panel = new ToolPanel("bash", "{}");
-    const output = panel.element.querySelector(".pi-tool-output")!;
+    const output = panel.element.querySelector(".pi-tool-output .pi-tool-text")!;
     panel.setOutput("line 1\n");
     panel.paint();
     const first = output.firstChild;
