@@ -236,8 +236,8 @@ STUCK_TEXT = "waiting for the code to return to Python"
 UNINTERRUPTIBLE = """
 import ctypes, signal, time
 libc = ctypes.CDLL(None)
-print('working')
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a C call that ignores signals
+print('working')  # the test stops the run once it sees this: SIGINT is blocked by then
 try:
     libc.sleep(2)
 finally:
@@ -292,6 +292,7 @@ def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_re
     comm_id = frontend.open(subshell)
     frontend.state(comm_id)
     start(frontend, UNINTERRUPTIBLE)
+    wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "working" in op["text"], "the code's first print")
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     frontend.wait(lambda m: _stream(m, "python stuck"), what="the stuck event")
     noted = wait_for_op(
