@@ -83,6 +83,8 @@ def problem(notebook: str, index: int, head: str, quoted: str | None) -> str | N
 
 
 def mismatches(table: str) -> list[str]:
+    """One line per citation that no longer holds, per part of a *where* cell that is neither a citation nor a note
+    (``*...*``), and per ``NN [i]`` in a note that names no cell."""
     found = []
     for row in (line for line in table.splitlines() if re.match(r"^\| \d{3}-\d", line)):
         claim, where = row.split(" | ")[0].strip("| "), row.split(" | ")[-1].rstrip(" |")
@@ -90,9 +92,14 @@ def mismatches(table: str) -> list[str]:
             if match := CITATION.match(part):
                 notebook, index, head, quoted = match[1], int(match[2]), match[3], match[4]
                 if (why := problem(notebook, index, head, quoted)) is not None:
-                    found.append(
-                        f"{claim}: {part}: cell {why}; now: {cite(notebook, min(index, len(cells(notebook)) - 1))}"
-                    )
+                    now = cite(notebook, min(index, len(cells(notebook)) - 1))
+                    found.append(f"{claim}: {part}: cell {why}; now: {now}")
+            elif not (part.startswith("*") and part.endswith("*")) and part != "—":
+                found.append(f"{claim}: {part}: neither a citation nor a note")
+            else:
+                for notebook, index in re.findall(r"\b(0\d) \[(\d+)\]", part):
+                    if int(index) >= len(cells(notebook)):
+                        found.append(f"{claim}: the note names {notebook} [{index}]: no such cell")
     return found
 
 
