@@ -245,7 +245,7 @@ class Run:
         return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
     def report(self) -> RunReport:
-        status = "running" if not self.done else ("aborted" if self.aborted else "settled")
+        status = self._status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
@@ -302,7 +302,7 @@ class Run:
         return widget
 
     def __repr__(self) -> str:
-        state = ("aborted" if self.aborted else "settled") if self.done else "running"
+        state = self._status if self.done else "running"
         return f"<Run {self.number} ({state}): {_short(self.label)} — await it for the transcript and event log>"
 
     # -- internals --------------------------------------------------------------------------------------

@@ -181,10 +181,12 @@ async def test_a_run_whose_last_reply_failed_ends_in_the_error_state(
     settings = Settings(retry={"base_delay_ms": 1, "max_retries": 1}, compaction={"enabled": False})
     session = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
-    await run
+    report = await run
     assert run.view is not None
     assert (run.view.transcript.state, run.state()["state"]) == (final, final)
     assert run.aborted is False
+    assert report.markdown.startswith(f"**Run 1** — {final}\n")  # the saved report and the repr say so too
+    assert f"<Run 1 ({final}):" in repr(run)
 
 
 async def test_a_failed_session_write_shows_in_the_widget_event_log(
