@@ -245,7 +245,7 @@ class Run:
         return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
     def report(self) -> RunReport:
-        status = self._status if self.done else "running"  # settled, aborted or error
+        status: str = self._status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
