@@ -128,16 +128,15 @@ def pick_session(infos: Sequence[SessionInfo], selector: str, live: Mapping[Path
             if info.path not in live:
                 return info.path
         raise ValueError("no saved session to resume here (%pi sessions lists them)")
-    if selector.isdigit():
-        number = int(selector)
-        if not 1 <= number <= len(infos):
-            raise ValueError(f"no session {number} (%pi sessions lists {len(infos)})")
-        return infos[number - 1].path
+    if selector.isdigit() and 1 <= int(selector) <= len(infos):  # a number from the list wins over an id prefix
+        return infos[int(selector) - 1].path
     matches = [info.path for info in infos if info.id.startswith(selector)]
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
         raise ValueError(f"{selector!r} matches {len(matches)} sessions; give more of the id")
+    if selector.isdigit():
+        raise ValueError(f"no session {int(selector)} (%pi sessions lists {len(infos)})")
     path = Path(selector).expanduser()
     if path.is_file():
         return path

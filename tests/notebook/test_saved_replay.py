@@ -56,6 +56,10 @@ def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
     assert pick_session(infos, "", {}) == newest == pick_session(infos, "latest", {}) == pick_session(infos, "1", {})
     assert pick_session(infos, "latest", {newest: "default"}) == infos[1].path  # the live one is skipped
     assert pick_session(infos, infos[1].id[:6], {}) == infos[1].path
+    digits = infos[1].path.with_name("2026-01-01T00-00-00-000Z_44038700-0000-4000-8000-000000000000.jsonl")
+    digits.write_text(infos[1].path.read_text().replace(infos[1].id, "44038700-0000-4000-8000-000000000000"))
+    with_digits = list_sessions(tmp_path)
+    assert pick_session(with_digits, "440387", {}) == digits  # an id prefix of digits is not read as a number
     assert pick_session(infos, str(paths[0]), {}) == paths[0]
     for bad, message in (("3", "no session 3"), ("zzz", "no session 'zzz'")):
         with pytest.raises(ValueError, match=message):
