@@ -2,7 +2,7 @@
 saving is off (``PI_NOTEBOOK_SESSIONS__DIR=none``; kernels started by tests inherit it), so no test writes into
 the real home and no notebook sees another's saved sessions (``%load_ext`` would greet it with an extra line that
 nbval compares). Tests of saving point the variable at their own temporary folder. The quickstart's real-model
-cells make paid calls only when ``PI_NOTEBOOK_PAID_EXAMPLES`` is not ``0``: the test run sets ``0`` unless it is
+cells make paid calls only when ``PI_PAID_EXAMPLES`` is not ``0``: the test run sets ``0`` unless it is
 already set, so a CI with ``OPENAI_API_KEY`` in its environment makes no paid calls by default."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import pytest
 
 os.environ["PI_NOTEBOOK_SESSIONS__DIR"] = "none"
-os.environ.setdefault("PI_NOTEBOOK_PAID_EXAMPLES", "0")
+os.environ.setdefault("PI_PAID_EXAMPLES", "0")  # not PI_NOTEBOOK_*: those names are settings
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -36,7 +36,7 @@ def execute(path: Path) -> None:
 def main(names: list[str]) -> None:
     os.environ["PI_NOTEBOOK_CASSETTE_MODE"] = "none"
     os.environ["PI_NOTEBOOK_SESSIONS__DIR"] = "none"  # no saved sessions, no "last session" greeting
-    os.environ["PI_NOTEBOOK_PAID_EXAMPLES"] = "0"  # the quickstart's real-model cells make no paid calls
+    os.environ["PI_PAID_EXAMPLES"] = "0"  # the quickstart's real-model cells make no paid calls
     paths = [HERE / name for name in names] if names else sorted(HERE.glob("*.ipynb"))
     for path in paths:
         execute(path)
