@@ -19,12 +19,23 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import textwrap
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, TypeAlias, get_args
 
 from ..ai.models import SPEC_HELP
 
 __all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "parse_cell_line", "parse_line"]
+
+_SPECS = textwrap.fill(
+    SPEC_HELP,
+    width=112,
+    initial_indent=" " * 28,
+    subsequent_indent=" " * 28,
+    break_on_hyphens=False,
+    break_long_words=False,
+)
+"""The model specs, wrapped under ``%pi model`` (each line of the help fits a notebook's output)."""
 
 USAGE = f"""\
 usage:
@@ -40,7 +51,8 @@ usage:
   %pi events [N]            the event log and transcript of run N (default: the last)
   %pi queue                 the queued steering and follow-up messages
   %pi clear-queue           take every queued message back
-  %pi model [SPEC]          show or set the model ({SPEC_HELP})
+  %pi model [SPEC]          show or set the model
+{_SPECS}
   %pi model SPEC [--context-window N] [--max-tokens N] [--key-env VAR] [--from-server]
                             the model's context window and output limit in tokens, the environment variable
                             holding its key; --from-server reads the window from the server's /models list
