@@ -27,7 +27,7 @@ from ..ai.models import SPEC_HELP
 
 __all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "parse_cell_line", "parse_line"]
 
-_SPECS = textwrap.fill(
+_MODEL_SPECS = textwrap.fill(
     SPEC_HELP,
     width=112,
     initial_indent=" " * 28,
@@ -52,7 +52,7 @@ usage:
   %pi queue                 the queued steering and follow-up messages
   %pi clear-queue           take every queued message back
   %pi model [SPEC]          show or set the model
-{_SPECS}
+{_MODEL_SPECS}
   %pi model SPEC [--context-window N] [--max-tokens N] [--key-env VAR] [--from-server]
                             the model's context window and output limit in tokens, the environment variable
                             holding its key; --from-server reads the window from the server's /models list

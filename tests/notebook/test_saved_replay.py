@@ -61,6 +61,8 @@ def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
     with_digits = list_sessions(tmp_path)
     assert pick_session(with_digits, "440387", {}) == digits  # an id prefix of digits is not read as a number
     assert pick_session(infos, str(paths[0]), {}) == paths[0]
-    for bad, message in (("3", "no session 3"), ("zzz", "no session 'zzz'")):
+    # an out-of-range number that is no id's prefix either (ids are random hex)
+    number = next(n for n in range(3, 1000) if not any(info.id.startswith(str(n)) for info in infos))
+    for bad, message in ((str(number), f"no session {number}"), ("zzz", "no session 'zzz'")):
         with pytest.raises(ValueError, match=message):
             pick_session(infos, bad, {})
