@@ -34,13 +34,14 @@ from typing import Any
 
 from ..agent import AgentToolResult
 from ..tools import PythonEvent, add_python_listener
+from ..tools.python import MAX_RICH_OUTPUTS
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 
 __all__ = ["MAX_DISPLAYS", "LiveOutput", "current_run", "display_op"]
 
-MAX_DISPLAYS = 20
-"""Rich outputs shown live per call (as many as the python tool keeps in its result's details); later ones are
+MAX_DISPLAYS = MAX_RICH_OUTPUTS
+"""Rich outputs shown live per call: as many as the python tool keeps in its result's details; later ones are
 counted in a note."""
 DISPLAY_TYPES = ("text/html", "image/svg+xml", "image/png", "image/jpeg", "image/gif", "text/plain")
 """The types a panel shows, richest first (a bundle's first one present is sent)."""

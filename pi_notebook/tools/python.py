@@ -84,11 +84,21 @@ from ..session import AbortRun
 from ._common import js_number
 from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
-from ._python_exec import Capture, CodeResult, PythonEvent, add_python_listener, current_shell, emit, run_code
+from ._python_exec import (
+    MAX_RICH_OUTPUTS,
+    Capture,
+    CodeResult,
+    PythonEvent,
+    add_python_listener,
+    current_shell,
+    emit,
+    run_code,
+)
 from .bash import resolve_timeout
 
 __all__ = [
     "ABORT_WAIT_S",
+    "MAX_RICH_OUTPUTS",
     "PythonError",
     "PythonEvent",
     "add_python_listener",

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from lab_harness import JupyterLab, notebook
+from lab_harness import JupyterLab, lab_with_extension, notebook
 from playwright.sync_api import Locator, Page, expect
 
 pytestmark = pytest.mark.timeout(300)
 
-BUNDLE = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 
 SETUP = """\
@@ -42,12 +40,7 @@ def setup_cell(*responses: str) -> str:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    data = tmp_path_factory.mktemp("jupyter-data")
-    (data / "labextensions").mkdir()
-    (data / "labextensions" / "pi-notebook").symlink_to(BUNDLE, target_is_directory=True)
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)})
-    yield lab
-    lab.close()
+    yield from lab_with_extension(tmp_path_factory)
 
 
 @pytest.fixture(autouse=True)

@@ -8,15 +8,13 @@ As in test_lab_extension.py, the server gets the working tree's bundle first on 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from lab_harness import JupyterLab, notebook
+from lab_harness import JupyterLab, lab_with_extension, notebook
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.timeout(300)
 
-BUNDLE = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 
 SETUP = """\
@@ -49,12 +47,7 @@ CLICK_AND_TIME_SETTLED = """
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    data = tmp_path_factory.mktemp("jupyter-data")
-    (data / "labextensions").mkdir()
-    (data / "labextensions" / "pi-notebook").symlink_to(BUNDLE, target_is_directory=True)
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)})
-    yield lab
-    lab.close()
+    yield from lab_with_extension(tmp_path_factory)
 
 
 def test_the_widgets_stop_ends_the_agents_busy_loop_and_the_next_cell_runs(lab: JupyterLab) -> None:

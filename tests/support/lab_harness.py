@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,18 @@ class JupyterLab:
             except subprocess.TimeoutExpired:
                 self.process.kill()
             self.log.close()
+
+
+LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextension"
+"""The built JupyterLab extension of this checkout."""
+
+
+def lab_with_extension(tmp_path_factory: Any) -> Iterator[JupyterLab]:
+    """A JupyterLab serving this checkout's extension (through ``JUPYTER_PATH``), closed afterwards; for a module
+    fixture: ``yield from lab_with_extension(tmp_path_factory)``."""
+    data = tmp_path_factory.mktemp("jupyter-data")
+    (data / "labextensions").mkdir()
+    (data / "labextensions" / "pi-notebook").symlink_to(LABEXTENSION, target_is_directory=True)
+    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)})
+    yield lab
+    lab.close()
