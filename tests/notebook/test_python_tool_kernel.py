@@ -68,16 +68,25 @@ def frontend(kernel: Kernel) -> Frontend:
 
 
 def start(
-    frontend: Frontend, code: str, *, timeout: float | None = None, settings: Any = None, cell: str = "run = %pi go"
+    frontend: Frontend,
+    code: str,
+    *,
+    timeout: float | None = None,
+    settings: Any = None,
+    cell: str = "run = %pi go",
+    ready: str | None = None,
 ) -> str:
     """Configure the faux model to call ``python`` with ``code``, start a run with ``cell``, wait until the
-    code runs; returns the cell's message id."""
+    code runs — and, with ``ready``, until the code's live output shows ``ready`` (a test that stops the code
+    must not stop it before it got there); returns the cell's message id."""
     arguments: dict[str, Any] = {"code": code}
     if timeout is not None:
         arguments["timeout"] = timeout
     frontend.run(SETUP.format(arguments=repr(arguments), settings=repr({**NO_RETRY, **(settings or {})})))
     msg_id = frontend.execute(cell)
     frontend.wait(lambda m: _stream(m, "python start"), what="the agent's code started")
+    if ready is not None:
+        wait_for_op(frontend, lambda op: op["op"] == "tool_append" and ready in op["text"], f"the code's {ready!r}")
     return msg_id
 
 
@@ -136,7 +145,7 @@ def test_control_comm_abort_over_a_subshell_stops_the_code_and_aborts_the_run(
     subshell = frontend.create_subshell()
     comm_id = frontend.open(subshell)
     frontend.state(comm_id)
-    start(frontend, CODES[kind])
+    start(frontend, CODES[kind], ready="working")
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     report = finish(frontend)
     text = tool_text(report)
@@ -164,7 +173,7 @@ def test_an_abort_for_another_run_leaves_the_code_running(frontend: Frontend) ->
 def test_the_kernel_interrupt_stops_the_code_and_aborts_the_run(
     kernel: Kernel, frontend: Frontend, kind: str, record_property: Any
 ) -> None:
-    start(frontend, CODES[kind])
+    start(frontend, CODES[kind], ready="working")
     sent = time.monotonic()
     kernel.interrupt()
     report = finish(frontend)
@@ -291,8 +300,7 @@ def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_re
     subshell = frontend.create_subshell()
     comm_id = frontend.open(subshell)
     frontend.state(comm_id)
-    start(frontend, UNINTERRUPTIBLE)
-    wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "working" in op["text"], "the code's first print")
+    start(frontend, UNINTERRUPTIBLE, ready="working")
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     frontend.wait(lambda m: _stream(m, "python stuck"), what="the stuck event")
     noted = wait_for_op(
@@ -316,7 +324,7 @@ def test_the_kernel_interrupt_while_a_cell_awaits_the_run_ends_the_code_the_cell
     kernel: Kernel, frontend: Frontend
 ) -> None:
     """The previous SIGINT handler (ipykernel's, which cancels the awaiting cell) is still called."""
-    awaiting = start(frontend, SLEEP, cell="run = %pi go\nawait run")
+    awaiting = start(frontend, SLEEP, cell="run = %pi go\nawait run", ready="working")
     kernel.interrupt()
     errors = []
     while True:  # Frontend.wait fails on any error output; this cell's error is expected
