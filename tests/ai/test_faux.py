@@ -747,3 +747,39 @@ async def test_prompt_estimate_sees_a_tool_added_to_the_same_tools_list() -> Non
     await _prompt_tokens(faux, context)
     tools.append(Tool(name="grep", description="Search files for a pattern" * 3, parameters={"type": "object"}))
     assert await _prompt_tokens(faux, context) == await _prompt_tokens(FauxProvider(), context)
+
+
+async def test_a_reply_sent_back_is_measured_as_pi_serialises_it() -> None:
+    # The provider remembers the size of the reply it produced instead of serialising it again in the next
+    # request: that size must be the one Pi's serializeContext gives it (thinking, text, non-ASCII arguments).
+    from pi_notebook.agent import Agent, AgentTool, AgentToolResult
+    from pi_notebook.ai.providers._faux_usage import estimate_tokens, serialize_context
+
+    async def echo(call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        return AgentToolResult(content=str(args))
+
+    faux = FauxProvider()
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [faux_thinking("plan ü"), faux_text("calling"), faux_tool_call("echo", {"t": "é\n", "n": [1.5, None]})],
+                "toolUse",
+            ),
+            faux_assistant_message(
+                [faux_tool_call("echo", {}), faux_tool_call("echo", {"k": {"x": "日本"}})], "toolUse"
+            ),
+            faux_assistant_message("done"),
+        ]
+    )
+    expected: list[int] = []
+
+    def stream(model: Model, context: Context, options: StreamOptions | None = None) -> Any:
+        expected.append(estimate_tokens(len(serialize_context(context))))
+        return faux.stream(model, context, options)
+
+    tool = AgentTool(name="echo", description="echo", parameters={"type": "object"}, execute=echo)
+    agent = Agent(stream_fn=stream, model=faux.model, tools=[tool])
+    await agent.prompt("go")
+    replies = [m for m in agent.state.messages if isinstance(m, AssistantMessage)]
+    assert [r.stop_reason for r in replies] == ["toolUse", "toolUse", "stop"]
+    assert [r.usage.input for r in replies] == expected

@@ -20,7 +20,7 @@ from .._request import Context
 from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
-__all__ = ["PromptMeter", "estimate_tokens", "output_text", "serialize_context"]
+__all__ = ["PromptMeter", "estimate_tokens", "output_chars", "output_text", "serialize_context"]
 
 _SEPARATOR = "\n\n"
 
@@ -55,6 +55,18 @@ def output_text(content: Sequence[Any]) -> str:
         elif isinstance(block, ToolCall):
             parts.append(f"{block.name}:{compact_json(block.arguments)}")
     return "\n".join(parts)
+
+
+def output_chars(content: Sequence[Any], bodies: Sequence[str]) -> int:
+    """``len(output_text(content))`` from each block's streamed text (``bodies``, a tool call's JSON arguments)
+    already at hand: the arguments are not serialised a second time."""
+    sizes = []
+    for block, body in zip(content, bodies, strict=True):
+        if isinstance(block, ToolCall):
+            sizes.append(len(block.name) + 1 + len(body))
+        elif isinstance(block, TextContent | ThinkingContent):
+            sizes.append(len(body))
+    return sum(sizes) + max(0, len(sizes) - 1)
 
 
 def _message_part(message: Any) -> str:
@@ -93,6 +105,12 @@ class PromptMeter:
         self._last: Any = None
         self._total = 0
         self._tools: tuple[object, int, int] | None = None
+        self._known: tuple[Any, int] | None = None
+
+    def remember(self, message: AssistantMessage, output: int) -> None:
+        """Note the reply just produced and the size of its output text, so that measuring it in the next
+        request does not serialise it again (one reply: the agent loop sends it back next)."""
+        self._known = (message, len(message.role) + 1 + output)
 
     def chars(self, context: Context) -> int:
         messages = context.messages
@@ -102,8 +120,10 @@ class PromptMeter:
             and (count == 0 or (messages[0] is self._first and messages[count - 1] is self._last))
         ):
             self._sizes, self._total, count = [], 0, 0
+        known = self._known
         for index in range(count, len(messages)):  # not islice: it would step over the first ``count`` items
-            size = len(_message_part(messages[index]))
+            message = messages[index]
+            size = known[1] if known is not None and message is known[0] else len(_message_part(message))
             self._sizes.append(size)
             self._total += size
         self._first = messages[0] if messages else None
@@ -128,13 +148,14 @@ def usage_estimate(
     meter: PromptMeter,
     cache: dict[str, str],
     context: Context,
-    output: Sequence[Any],
+    output: int,
     session_id: str | None,
     cache_retention: str | None,
 ) -> Usage:
-    """Pi's faux usage: prompt and output estimates, with prompt caching simulated per ``session_id``."""
+    """Pi's faux usage: prompt and output estimates (``output``: the reply's characters as :func:`output_text`
+    counts them), with prompt caching simulated per ``session_id``."""
     prompt = estimate_tokens(meter.chars(context))
-    out = estimate_tokens(len(output_text(output)))
+    out = estimate_tokens(output)
     cache_read = cache_write = 0
     if session_id and cache_retention != "none":
         text = serialize_context(context)

@@ -34,7 +34,7 @@ from ..messages import (
     ToolCall,
     Usage,
 )
-from ._faux_usage import PromptMeter, compact_json, estimate_tokens, usage_estimate
+from ._faux_usage import PromptMeter, compact_json, estimate_tokens, output_chars, usage_estimate
 
 __all__ = [
     "FauxProvider",
@@ -199,22 +199,24 @@ class FauxProvider:
                 if inspect.isawaitable(outcome):
                     await outcome
             if step is None:
-                builder.message.usage = self._usage(context, options, [], model)
+                builder.message.usage = self._usage(context, options, 0, model)
                 yield builder.error("error", "No more faux responses queued")
                 return
             script = step(context, options, self.state, model) if callable(step) else step
             if inspect.isawaitable(script):
                 script = await script
-            builder.message.usage = self._usage(context, options, script.content, model)
+            bodies = [_body(block) for block in script.content]  # a tool call's JSON is made once per reply
+            output = output_chars(script.content, bodies)
+            builder.message.usage = self._usage(context, options, output, model)
             if signal is not None and signal.aborted:
                 yield builder.aborted()
                 return
             yield builder.start()
-            for block in script.content:
+            for block, body in zip(script.content, bodies, strict=True):
                 if signal is not None and signal.aborted:
                     yield builder.aborted()
                     return
-                opened, body, delta, close = _streamer(builder, block)
+                opened, delta, close = _streamer(builder, block)
                 index = opened.content_index
                 yield opened
                 for chunk in self._chunks(body):
@@ -227,7 +229,10 @@ class FauxProvider:
                         return
                     yield delta(index, chunk)
                 yield close(index)
-            yield _finish(builder, script)
+            finished = _finish(builder, script)
+            # The next request's prompt estimate counts this reply: its size is known, no second serialisation.
+            self._meter.remember(builder.message, output)
+            yield finished
         except Exception as exc:
             failed = MessageBuilder(self.api, self.provider, model.id)
             yield failed.error("error", str(exc) or type(exc).__name__)
@@ -250,7 +255,7 @@ class FauxProvider:
             index += size
 
     # -- usage ----------------------------------------------------------------------------------------
-    def _usage(self, context: Context, options: StreamOptions, output: Sequence[Any], model: Model) -> Usage:
+    def _usage(self, context: Context, options: StreamOptions, output: int, model: Model) -> Usage:
         usage = usage_estimate(
             self._meter, self._prompt_cache, context, output, options.session_id, options.cache_retention
         )
@@ -279,36 +284,35 @@ class _Pacer:
         return signal is None or not signal.aborted
 
 
-def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[int, str], Any], Callable[[int], Any]]:
-    """Open a content block on the builder; return its start event, the text to stream, and the delta and
-    end steps. The end step copies the scripted block's other fields (signatures, redaction) over."""
+def _body(block: Any) -> str:
+    """The text a scripted block streams: a tool call's arguments as JSON, a thinking or text block's text."""
+    if isinstance(block, ToolCall):
+        return compact_json(block.arguments)
+    return block.thinking if isinstance(block, ThinkingContent) else block.text
+
+
+def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, Callable[[int, str], Any], Callable[[int], Any]]:
+    """Open a content block on the builder; return its start event and the delta and end steps. The end step
+    copies the scripted block's other fields (signatures, redaction) over."""
     start: Any
     delta: Callable[[int, str], Any]
     finish: Callable[[int], Any]
     if isinstance(block, ToolCall):
-        start, body, delta, finish, streamed = (
+        start, delta, finish, streamed = (
             builder.toolcall_start(block.id, block.name),
-            compact_json(block.arguments),
             builder.toolcall_delta,
             builder.toolcall_end,
             "arguments",
         )
     elif isinstance(block, ThinkingContent):
-        start, body, delta, finish, streamed = (
+        start, delta, finish, streamed = (
             builder.thinking_start(),
-            block.thinking,
             builder.thinking_delta,
             builder.thinking_end,
             "thinking",
         )
     else:
-        start, body, delta, finish, streamed = (
-            builder.text_start(),
-            block.text,
-            builder.text_delta,
-            builder.text_end,
-            "text",
-        )
+        start, delta, finish, streamed = (builder.text_start(), builder.text_delta, builder.text_end, "text")
 
     def end(index: int) -> Any:
         event = finish(index)
@@ -318,7 +322,7 @@ def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, str, Callable[[
             target.__pydantic_extra__ = {**(target.__pydantic_extra__ or {}), **block.__pydantic_extra__}
         return event
 
-    return start, body, delta, end
+    return start, delta, end
 
 
 def _finish(builder: MessageBuilder, script: AssistantMessage) -> AssistantMessageEvent:
