@@ -8,8 +8,9 @@ stream instead and keeps the same batching:
 
 - The listener only records (any thread, under a lock): text written becomes ``tool_append`` operations (a run of
   writes joined, its head dropped beyond :data:`~._protocol.TOOL_TAIL_CHARS`, so a print flood costs bounded memory),
-  ``display()`` bundles become ``tool_display`` operations (at most :data:`MAX_DISPLAYS` per call; the richest
-  type the panel can show), a ``stuck`` event a ``tool_note``.
+  ``display()`` bundles become ``tool_display`` operations (at most :data:`MAX_DISPLAYS` per call, counted again
+  after each ``clear_output()``; the richest type the panel can show), ``clear_output()`` a ``tool_clear`` (the
+  displays not sent yet are dropped instead), a ``stuck`` event a ``tool_note``.
 - While the code runs, one flusher thread sends what was recorded every ``FLUSH_INTERVAL`` seconds with
   :meth:`~._view.TranscriptWidget.send_now` (ipykernel's iopub channel is thread-safe). It is the only one to
   touch the widget then: the main thread is inside the code, and the loop, which would otherwise, is blocked.
@@ -71,6 +72,7 @@ class _Call:
         self.call = call
         self.written = 0
         self.displays = 0
+        self.shown = False  # a display was sent or queued since the last clear_output()
         self.noted = False
         self._pending: list[Op] = []
         self._pieces: list[str] = []
@@ -94,8 +96,20 @@ class _Call:
             op = display_op(self.call, data)
             if op is not None:
                 self.add(op)
+                self.shown = True
         elif self.displays == MAX_DISPLAYS + 1:
             self.write(f"[more than {MAX_DISPLAYS} rich outputs: later ones are not shown here]\n")
+
+    def clear(self) -> None:
+        """``clear_output()``: the displays not sent yet are dropped, a ``tool_clear`` takes away those sent (one
+        per batch: an animation loop clears before every frame)."""
+        self.displays = 0
+        if not self.shown:
+            return
+        self.shown = False
+        self._pending = [op for op in self._pending if op["op"] != "tool_display"]
+        if not self._pending or self._pending[-1]["op"] != "tool_clear":
+            self.add({"op": "tool_clear", "call": self.call})
 
     def take(self) -> list[Op]:
         self._close_text()
@@ -168,6 +182,8 @@ class LiveOutput:
                 call.write(event.text)
             elif event.kind == "display" and event.data is not None:
                 call.display(event.data)
+            elif event.kind == "clear":
+                call.clear()
             elif event.kind == "stuck":
                 call.noted = True
                 call.add({"op": "tool_note", "call": call.call, "text": event.text})

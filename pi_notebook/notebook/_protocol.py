@@ -37,6 +37,7 @@ __all__ = [
     "StatusOp",
     "TextOp",
     "ToolAppendOp",
+    "ToolClearOp",
     "ToolDisplayOp",
     "ToolEndOp",
     "ToolNoteOp",
@@ -74,6 +75,7 @@ OpName: TypeAlias = Literal[
     "tool_output",
     "tool_append",
     "tool_display",
+    "tool_clear",
     "tool_note",
     "tool_end",
     "event",
@@ -151,6 +153,13 @@ class ToolDisplayOp(TypedDict):
     data: str
 
 
+class ToolClearOp(TypedDict):
+    """``clear_output()`` in the tool's code: the rich outputs its panel shows so far go (its text stays)."""
+
+    op: Literal["tool_clear"]
+    call: str
+
+
 class ToolNoteOp(TypedDict):
     """A note on the running call, shown in its panel and on the widget's status line until it is replaced
     (``text`` empty: no note) or the call ends: "waiting for the code to return to Python"."""
@@ -184,6 +193,7 @@ Op: TypeAlias = (
     | ToolOutputOp
     | ToolAppendOp
     | ToolDisplayOp
+    | ToolClearOp
     | ToolNoteOp
     | ToolEndOp
     | EventOp
@@ -196,6 +206,7 @@ OP_TYPES: tuple[type, ...] = (
     ToolOutputOp,
     ToolAppendOp,
     ToolDisplayOp,
+    ToolClearOp,
     ToolNoteOp,
     ToolEndOp,
     EventOp,

@@ -62,6 +62,8 @@ class TranscriptWidget(anywidget.AnyWidget):
         self.ops: list[Op] = []
         self._outputs: dict[str, ToolOutputOp | ToolAppendOp] = {}
         """Per running tool call, its output op in ``ops`` (updated in place, see the module docstring)."""
+        self._displays: dict[str, list[int]] = {}
+        """Per tool call, where its display ops since its last ``tool_clear`` are in ``ops``."""
         self._pending: list[Op] = []
         self._flush_handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -111,6 +113,13 @@ class TranscriptWidget(anywidget.AnyWidget):
             entry = self._outputs.pop(op["call"], None)
             if entry is not None:
                 entry["text"] = ""  # the result below replaces it
+        elif op["op"] == "tool_display":
+            self._displays.setdefault(op["call"], []).append(len(self.ops))
+        elif op["op"] == "tool_clear":
+            # The cleared displays stay in the log as empty ones (the clear after them removes them in a snapshot):
+            # their data is freed without an O(log) removal per clear_output() of an animation loop.
+            for index in self._displays.pop(op["call"], ()):
+                self.ops[index] = {"op": "tool_display", "call": op["call"], "mime": "text/plain", "data": ""}
         self.ops.append(op)
 
     def flush(self) -> None:
@@ -124,13 +133,13 @@ class TranscriptWidget(anywidget.AnyWidget):
         update, not one per delta); a later snapshot is the same, since snapshots are sent merged anyway."""
         self.flush()
         self.ops = cast("list[Op]", _merged(self.ops))
-        self._outputs = {}
+        self._outputs, self._displays = {}, {}
 
     def discard(self) -> None:
         """Forget the operation log and any pending batch (the widget is being closed)."""
         self._take_pending()
         self.ops = []
-        self._outputs = {}
+        self._outputs, self._displays = {}, {}
 
     def _send_ops(self, kind: BatchType, ops: list[Op]) -> None:
         """A batch or snapshot, with the kernel's clock for the retry countdown (see ``_protocol``)."""

@@ -64,13 +64,15 @@ class PythonEvent:
 
     - ``start``: ``text`` is the code; ``stdout`` / ``stderr``: ``text`` was written;
     - ``display``: ``data`` is a mime bundle shown with ``display()`` (``text`` its ``text/plain``);
+    - ``clear``: ``clear_output()`` took the rich outputs shown so far away (with ``wait=True``: when the next
+      output came);
     - ``stuck``: an interrupt did not end the code within ``STUCK_AFTER_S`` (a C call that does not return to
       Python); ``text`` is ``"waiting for the code to return to Python"``;
     - ``end``: the code has returned; ``text`` is ``ok``, ``error`` or ``interrupted``.
     """
 
     call_id: str
-    kind: Literal["start", "stdout", "stderr", "display", "stuck", "end"]
+    kind: Literal["start", "stdout", "stderr", "display", "clear", "stuck", "end"]
     text: str = ""
     data: Mapping[str, Any] | None = None
 
@@ -127,26 +129,42 @@ class Capture:
         self.rich: list[dict[str, Any]] = []
         self.dropped = 0
         self._at_line_start = True
+        self._clear_pending = False
 
     def text(self, kind: Literal["stdout", "stderr"], text: str) -> None:
         """A write to stdout/stderr (on the code's thread; an interrupt waits until it is recorded)."""
         if not text:
             return
         with self.execution.critical():
+            if self._clear_pending:
+                self._clear()
             self._append(text)
             emit(PythonEvent(self.call_id, kind, text))
 
     def display(self, data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> None:
         with self.execution.critical():
+            if self._clear_pending:
+                self._clear()
             plain = str(data.get("text/plain", ""))
             self.keep({"type": "display", **_bounded(data, metadata)})
             if plain:
                 self.line(plain)
             emit(PythonEvent(self.call_id, "display", plain, data))
 
-    def clear(self) -> None:
-        """``clear_output()``: the rich outputs shown so far go (the text the model gets stays)."""
+    def clear(self, wait: bool = False) -> None:
+        """``clear_output()``: the rich outputs shown so far go (the text the model gets stays); with ``wait``,
+        when the next output comes (an animation loop's ``clear_output(wait=True)`` then ``display(frame)``)."""
+        with self.execution.critical():
+            if wait:
+                self._clear_pending = True
+            else:
+                self._clear()
+
+    def _clear(self) -> None:
+        self._clear_pending = False
         self.rich = []
+        self.dropped = 0
+        emit(PythonEvent(self.call_id, "clear"))
 
     def keep(self, item: dict[str, Any]) -> None:
         if len(self.rich) < MAX_RICH_OUTPUTS:
@@ -236,7 +254,7 @@ def _publisher_class() -> type:
             self.capture.display(data, metadata)
 
         def clear_output(self, wait: bool = False) -> None:
-            self.capture.clear()
+            self.capture.clear(wait)
 
     return Publisher
 

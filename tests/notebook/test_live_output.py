@@ -187,6 +187,63 @@ def test_rich_outputs_beyond_the_limit_are_counted_not_sent(sent: Watched) -> No
     live.live.close()
 
 
+def panel_displays(ops: list[dict[str, Any]]) -> list[str]:
+    """What a panel shows of its rich outputs after ``ops``, as ``toolPanel.ts`` applies them."""
+    shown: list[str] = []
+    for op in ops:
+        if op["op"] == "tool_display":
+            shown.append(op["data"])
+        elif op["op"] == "tool_clear":
+            shown.clear()
+    return shown
+
+
+def test_clear_output_clears_the_panel_and_an_animation_loop_stays_bounded(sent: Watched) -> None:
+    # clear_output() then a frame, 30 times (more than MAX_DISPLAYS: the limit counts from the last clear): the
+    # panel ends with the last frame, whatever batches the flusher made, and the log holds no cleared frame.
+    live = Live()
+    live.live.expect("c1")
+    live.start("c1")
+    emit(PythonEvent("c1", "display", "before", {"text/plain": "before"}))
+    for i in range(MAX_DISPLAYS + 10):
+        emit(PythonEvent("c1", "clear"))
+        emit(PythonEvent("c1", "display", f"frame {i}", {"text/plain": f"frame {i}" + "." * 10_000}))
+    emit(PythonEvent("c1", "end", "ok"))
+    logged = live.ops()
+    last = f"frame {MAX_DISPLAYS + 9}" + "." * 10_000
+    assert panel_displays(logged) == [last]
+    assert [op["data"] for op in logged if op["op"] == "tool_display" and op["data"]] == [last]  # memory freed
+    assert panel_displays(ops_of(sent)) == [last]  # what the browser got, batch by batch
+    assert "not shown" not in "".join(op.get("text", "") for op in logged)
+    live.live.close()
+
+
+def test_the_operation_log_frees_cleared_displays(sent: Watched) -> None:
+    # Displays already sent when clear_output() comes stay in the log as empty ones (a snapshot still ends with the
+    # panel cleared), so a long animation loop's frames do not pile up in the kernel.
+    widget = TranscriptWidget()
+    widget.add({"op": "tool", "call": "a", "name": "python", "args": "{}"})
+    for frame in range(100):
+        widget.add({"op": "tool_clear", "call": "a"})
+        widget.add({"op": "tool_display", "call": "a", "mime": "image/png", "data": f"{frame:03d}" + "A" * 100_000})
+        widget.flush()
+    logged: list[dict[str, Any]] = [dict(op) for op in widget.ops]
+    assert panel_displays(logged) == ["099" + "A" * 100_000]
+    assert sum(len(op.get("data", "")) for op in logged) == 100_003
+    assert panel_displays(ops_of(sent)) == ["099" + "A" * 100_000]  # what was sent is unchanged
+
+
+def test_clear_output_before_any_display_sends_nothing(sent: Watched) -> None:
+    live = Live()
+    live.live.expect("c1")
+    live.start("c1")
+    emit(PythonEvent("c1", "clear"))
+    emit(PythonEvent("c1", "display", "one", {"text/plain": "one"}))
+    emit(PythonEvent("c1", "end", "ok"))
+    assert [op["op"] for op in live.ops() if op["op"] != "tool"] == ["tool_display"]
+    live.live.close()
+
+
 def test_output_goes_only_to_the_run_whose_task_runs_the_code(sent: Watched) -> None:
     """Two runs replaying one recording have the same call ids: the context decides."""
     mine, other = Live("run-a"), Live("run-b")

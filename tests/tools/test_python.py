@@ -234,6 +234,30 @@ async def test_in_ipython_rich_outputs_are_bounded(shell: Any) -> None:
     assert details["dropped_outputs"] == 5
 
 
+async def test_in_ipython_clear_output_takes_the_rich_outputs_away_now_or_at_the_next_output(
+    shell: Any, events: list[PythonEvent]
+) -> None:
+    # An animation loop: clear_output(wait=True) then a new frame, 30 times: only the last frame stays, and the
+    # limit of 20 kept outputs counts from the last clear. A wait=True with no output after it clears nothing.
+    code = (
+        "from IPython.display import Markdown, clear_output, display\n"
+        "display(Markdown('before'))\n"
+        "clear_output()\n"
+        "for i in range(30):\n"
+        "    clear_output(wait=True)\n"
+        "    display(Markdown(f'frame {i}'))\n"
+        "print('printed')\n"
+        "clear_output(wait=True)"
+    )
+    ok, text, details = await run(code, tool=python_tool())
+    assert ok, text
+    assert [shown["data"]["text/markdown"] for shown in details["outputs"]] == ["frame 29"]
+    assert "dropped_outputs" not in details or details["dropped_outputs"] == 0
+    assert text.count("<IPython.core.display.Markdown object>") == 31 and "printed" in text  # the model's text stays
+    kinds = [e.kind for e in events if e.kind in ("display", "clear")]
+    assert kinds == ["display", "clear", *["clear", "display"] * 30]  # the last wait=True: no output came after it
+
+
 # -- interrupts ---------------------------------------------------------------------------------------
 STOP = "import threading\nprint('working')\nthreading.Thread(target=__stop__).start()\n"
 """Code prefix: while the code runs, a thread stops it (``__stop__``, see ``stopper``)."""

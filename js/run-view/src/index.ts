@@ -120,6 +120,9 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
       case "tool_display":
         tools.get(op.call)?.addDisplay(op.mime, op.data);
         break;
+      case "tool_clear":
+        tools.get(op.call)?.clearDisplays();
+        break;
       case "tool_note":
         tools.get(op.call)?.setNote(op.text);
         showNote();

@@ -22,6 +22,7 @@ export type OpName =
   | "tool_output"
   | "tool_append"
   | "tool_display"
+  | "tool_clear"
   | "tool_note"
   | "tool_end"
   | "event";
@@ -71,6 +72,11 @@ export interface ToolDisplayOp {
   mime: string;
   data: string;
 }
+/** clear_output() in the tool's code: the rich outputs its panel shows so far go (its text stays). */
+export interface ToolClearOp {
+  op: "tool_clear";
+  call: string;
+}
 /** A note on the running call ("waiting for the code to return to Python"); empty: none. */
 export interface ToolNoteOp {
   op: "tool_note";
@@ -97,6 +103,7 @@ export type Op =
   | ToolOutputOp
   | ToolAppendOp
   | ToolDisplayOp
+  | ToolClearOp
   | ToolNoteOp
   | ToolEndOp
   | EventOp;

@@ -136,6 +136,11 @@ export class ToolPanel {
     this.displays.append(displayElement(mime, data, this.sanitize));
   }
 
+  /** clear_output() in the tool's code: the rich outputs shown so far go. */
+  clearDisplays(): void {
+    this.displays.replaceChildren();
+  }
+
   setNote(text: string): void {
     this.noteText = text;
     this.note.textContent = text;

@@ -92,6 +92,19 @@ describe("live output of a tool's code", () => {
     assert.equal(displays.children.length, 4, "rich outputs stay after the call ends");
   });
 
+  it("takes its rich outputs away on clear_output(), keeps its text", () => {
+    const panel = new ToolPanel("python", "{}", sanitize);
+    const { displays, output } = parts(panel);
+    panel.appendOutput("printed\n", 8);
+    panel.addDisplay("text/plain", "frame 1");
+    panel.addDisplay("image/png", "iVBORw0KGgo=");
+    panel.clearDisplays();
+    panel.addDisplay("text/plain", "frame 2");
+    panel.paint();
+    assert.deepEqual([...displays.children].map((child) => child.textContent), ["frame 2"]);
+    assert.equal(output.textContent, "printed\n");
+  });
+
   it("shows a note while the code is stuck, until the call ends", () => {
     const panel = new ToolPanel("python", "{}");
     const { note } = parts(panel);
