@@ -1,8 +1,9 @@
 """In real JupyterLab with Debian's Chromium, the agent's ``python`` tool as a person sees it: a click on **Run** in
 the approval box runs the call (the variable it makes is there in the next cell); its prints and rich outputs show
-in the tool's panel while the code still runs; code stuck in a C call after Stop is shown as such on the panel and
-the status line until it returns. Every wait is on the DOM (the agent's code itself waits for a file the test
-makes once the page shows what it must). Screenshots: test-artifacts/lab-python-*.png.
+in the tool's panel while the code still runs (``clear_output()`` takes the rich ones away); code stuck in a C call
+after Stop is shown as such on the panel and the status line until it returns. Every wait is on the DOM (the
+agent's code itself waits for a file the test makes once the page shows what it must). Screenshots:
+test-artifacts/lab-python-*.png.
 
 As in test_lab_python_stop.py, the server gets the working tree's bundle first on JUPYTER_PATH."""
 
@@ -83,7 +84,7 @@ def test_prints_and_rich_outputs_show_in_the_panel_while_the_code_runs(lab: Jupy
     flag = lab.root / "live-go-on"
     code = (
         "import base64, pathlib, time\n"
-        "from IPython.display import HTML, Image, display\n"
+        "from IPython.display import HTML, Image, clear_output, display\n"
         "print('live line')\n"
         "display(HTML('<table><tr><td>cell</td></tr></table>'"
         " '<img src=x onerror=\"document.body.dataset.pwned = 1\">'\n"
@@ -92,7 +93,9 @@ def test_prints_and_rich_outputs_show_in_the_panel_while_the_code_runs(lab: Jupy
         "display(Image(data=png, format='png'))\n"
         f"while not pathlib.Path({str(flag)!r}).exists():\n"
         "    time.sleep(0.01)\n"
-        "print('after the wait')"
+        "print('after the wait')\n"
+        "clear_output(wait=True)\n"
+        "display(HTML('<b>after the clear</b>'))"
     )
     page = start(lab, [setup(code), "%pi show me", "print('next', 6 * 7)"], "live")
     view = page.locator(".pi-run-view").first
@@ -109,7 +112,9 @@ def test_prints_and_rich_outputs_show_in_the_panel_while_the_code_runs(lab: Jupy
     flag.touch()
     expect(panel.locator(".pi-tool-result")).to_have_text("ok", timeout=WAIT)
     expect(panel.locator(".pi-tool-output")).to_contain_text("after the wait")
-    expect(panel.locator(".pi-tool-displays > *")).to_have_count(2)  # the rich outputs stay after the end
+    # clear_output() took the table and the image away; what came after it stays after the end
+    expect(panel.locator(".pi-tool-displays > *")).to_have_count(1)
+    expect(panel.locator(".pi-tool-displays")).to_have_text("after the clear")
     expect(view.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=false", timeout=WAIT)
     assert page.evaluate("document.body.dataset.pwned") is None  # the HTML was sanitised
     next_cell_prints(lab, page, 2, "next 42")
