@@ -50,6 +50,8 @@ export interface IRunState {
   retry_deadline: number;
   /** Whole seconds the run has waited for data from the model (0: not silent long enough to say). */
   silent_s?: number;
+  /** "waiting for the code to return to Python" while the agent's code ignores a Stop; "" otherwise. */
+  note?: string;
   /** Kernel clock (epoch ms) when the message was made. */
   now?: number;
   /** Set on replies: the action answered. */
@@ -83,6 +85,9 @@ export function statusText(state: IRunState | null, retryAt: number, now: number
     case 'error':
       return 'pi: settled (error)';
     default:
+      if (state.note) {
+        return `pi: ${state.state}, ${state.note}`;
+      }
       return state.silent_s ? `pi: ${state.state}, no data for ${state.silent_s} s` : `pi: ${state.state}`;
   }
 }

@@ -17,7 +17,9 @@ Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted"
 ``idle`` (no run yet), ``starting``, ``streaming``, ``running tool``, ``retrying`` (``retry_deadline`` is the
 epoch time in ms of the next attempt), ``compacting``, then ``settled``, ``aborted`` or ``error``.
 ``silent_s`` > 0: the run has waited that many whole seconds for data from the model (pushed each second once
-it reaches ``SILENCE_NOTICE_S``; 0 again when data comes). ``now`` is
+it reaches ``SILENCE_NOTICE_S``; 0 again when data comes). ``note``: "waiting for the code to return to Python"
+while the agent's ``python`` code does not return after a Stop (pushed from the thread that noticed, since that
+code blocks the event loop; ``""`` again when it returns). ``now`` is
 the kernel's clock when the message was made, so a frontend can count a retry down without trusting that the
 two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``. The names are defined once, in
 ``_protocol``.
@@ -202,7 +204,15 @@ def current_state() -> dict[str, Any]:
     Asking never creates a session."""
     run = _source.current_run() if _source is not None else None
     if run is None:
-        return _state_message({"state": "idle", "run": None, "aborted": False, "retry_deadline": 0, "silent_s": 0})
+        idle: RunState = {
+            "state": "idle",
+            "run": None,
+            "aborted": False,
+            "retry_deadline": 0,
+            "silent_s": 0,
+            "note": "",
+        }
+        return _state_message(idle)
     return _state_message(run.state())
 
 

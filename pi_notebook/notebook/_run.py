@@ -30,6 +30,7 @@ from ..agent import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
@@ -46,6 +47,7 @@ from ..session import (
     CompactionStartEvent,
     SessionEvent,
 )
+from ..tools import PythonEvent, add_python_listener
 from ._describe import describe_event, render_markdown, usage_line
 from ._display import RunDisplay
 from ._live import current_run
@@ -67,6 +69,10 @@ class RunState(TypedDict):
     silent_s: int
     """While ``starting`` or ``streaming``: whole seconds without any event from the model, once there have been
     :data:`SILENCE_NOTICE_S` of them (0 otherwise). The widget shows it as "no data for N s"."""
+    note: str
+    """While the ``python`` tool's code does not return after a Stop (a C call that ignores the interrupt): "waiting
+    for the code to return to Python"; ``""`` otherwise. The event loop is blocked meanwhile, so this change reaches
+    the state listeners from the thread that noticed it (the widget shows the note through its panel)."""
 
 
 SILENCE_NOTICE_S = 5.0
@@ -145,7 +151,10 @@ class Run:
             widget=self._widget_bundle,
             markdown=lambda: self.report().markdown,
         )
+        self._note_text = ""
+        self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
         self._unsubscribe = session.subscribe(self._on_event)
+        self._unlisten = add_python_listener(self._on_python)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
 
@@ -182,6 +191,7 @@ class Run:
             "aborted": self.aborted,
             "retry_deadline": self._retry_deadline,
             "silent_s": self._silent_s,
+            "note": self._note_text,
         }
 
     def on_state(self, listener: StateListener) -> None:
@@ -339,7 +349,9 @@ class Run:
         self.aborted = aborted
         self._silence_check.cancel()
         self._silent_s = 0
+        self._note_text = ""
         self._unsubscribe()
+        self._unlisten()
         failed = self.error is not None or _ended_on_error(self.messages)
         self._set_state("aborted" if aborted else ("error" if failed else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
@@ -379,6 +391,10 @@ class Run:
         if line is not None:
             self._note(*line)
         match event:
+            case ToolExecutionStartEvent(tool_call_id=call):
+                self._tool_calls.add(call)
+            case ToolExecutionEndEvent(tool_call_id=call):
+                self._tool_calls.discard(call)
             case MessageEndEvent(message=message):
                 self.messages.append(message)
             case CompactionEndEvent(result=summary) if summary is not None:
@@ -415,6 +431,20 @@ class Run:
             return
         self._status = status
         self._publish_state()
+
+    def _on_python(self, event: PythonEvent) -> None:
+        """The ``python`` tool's events (any thread): its code stuck after a Stop, and back."""
+        if event.call_id not in self._tool_calls:
+            return
+        if event.kind == "stuck":
+            self._note_text = event.text
+        elif event.kind == "end" and self._note_text:
+            self._note_text = ""
+        else:
+            return
+        state = self.state()  # the loop is blocked by the code: the listeners hear of it from this thread
+        for listener in self._state_listeners:
+            listener(state)
 
     def _publish_state(self) -> None:
         if self._presenter is not None:

@@ -1,9 +1,9 @@
 """In real JupyterLab with Debian's Chromium, the agent's ``python`` tool as a person sees it: a click on **Run** in
 the approval box runs the call (the variable it makes is there in the next cell); its prints and rich outputs show
 in the tool's panel while the code still runs (``clear_output()`` takes the rich ones away); code stuck in a C call
-after Stop is shown as such on the panel and the status line until it returns. Every wait is on the DOM (the
-agent's code itself waits for a file the test makes once the page shows what it must). Screenshots:
-test-artifacts/lab-python-*.png.
+after Stop is shown as such on the panel, the widget's status line and JupyterLab's status bar until it returns.
+Every wait is on the DOM (the agent's code itself waits for a file the test makes once the page shows what it
+must). Screenshots: test-artifacts/lab-python-*.png.
 
 As in test_lab_python_stop.py, the server gets the working tree's bundle first on JUPYTER_PATH."""
 
@@ -143,11 +143,14 @@ def test_code_stuck_after_stop_is_shown_until_it_returns(lab: JupyterLab) -> Non
     stop.click()
     expect(panel.locator(".pi-tool-note")).to_have_text(STUCK, timeout=WAIT)
     expect(view.locator(".pi-run-state")).to_have_text(f"running tool · {STUCK}")
+    status = page.locator(".jp-StatusBar-Widget .pi-StatusItem")
+    expect(status).to_have_text(f"pi: running tool, {STUCK}", timeout=WAIT)  # pushed while the loop is blocked
     assert view.locator(".pi-log-agent_settled").count() == 0  # not settled while the code runs
     lab.screenshot(page, "lab-python-stuck.png")
     flag.touch()
     expect(view.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=true", timeout=WAIT)
     expect(panel.locator(".pi-tool-note")).to_be_hidden()
     expect(view.locator(".pi-run-state")).to_have_text("aborted")
+    expect(status).to_have_text("pi: settled (aborted)", timeout=WAIT)
     expect(panel.locator(".pi-tool-output")).to_contain_text("Interrupted: Stopped by the user")
     next_cell_prints(lab, page, 2, "next 42")

@@ -306,11 +306,15 @@ def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_re
     noted = wait_for_op(
         frontend, lambda op: op["op"] == "tool_note" and op["text"] == STUCK_TEXT, "the widget's stuck note"
     )
+    frontend.state(comm_id, note=STUCK_TEXT, state="running tool")  # the status bar's too, while the loop is blocked
+    status_noted = time.monotonic()
     cleared = wait_for_op(frontend, lambda op: op["op"] == "tool_note" and op["text"] == "", "the note cleared")
+    frontend.state(comm_id, note="", state="aborted")
     report = finish(frontend)
     returned = float(frontend.run("print(returned)"))
     marks = report["marks"]
     assert noted < returned < cleared  # the widget showed it while the C call still ran, until it returned
+    assert status_noted < returned
     assert marks["stuck"] < returned  # reported while the C call still ran
     assert marks["settled"] > returned  # never settled while the code ran
     assert "Interrupted: Stopped by the user" in tool_text(report)
