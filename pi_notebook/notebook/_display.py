@@ -13,10 +13,12 @@ display of it in the cell that last showed it shows nothing (``run = %pi ...`` t
 
 Where an update goes: ``await run`` sends it from the awaiting cell, which is the cell an executing client
 (nbclient, nbconvert) is listening to, so an executed notebook saves each run's final transcript; a run whose view
-closes (``Run.close_view``) sends its static copy alone. A run does not update its displays when it settles: an
-updated output is rendered again, and a live view would redraw the whole reply (measured with
-``bench/bench_widget_browser.py``: a 2.1 s main-thread task at 600k characters). A run never awaited is saved with
-the static copy as of its display.
+closes (``Run.close_view``) sends its static copy alone. When the cell that shows the run also awaits it and shows
+the report (``run = %pi ...`` then ``await run`` as its last line), the update waits for the cell's end and the
+static copy becomes a line pointing to the report below it, so a saved notebook does not hold the transcript
+twice. A run does not update its displays when it settles: an updated output is rendered again, and a live view
+would redraw the whole reply (measured with ``bench/bench_widget_browser.py``: a 2.1 s main-thread task at 600k
+characters). A run never awaited is saved with the static copy as of its display.
 """
 
 from __future__ import annotations
@@ -60,12 +62,13 @@ class RunDisplay:
         self._shown_in: int | None = None
         self.shown = False
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self, static: str | None = None) -> dict[str, Any]:
+        """The display's bundle; ``static`` replaces the transcript as its static copy."""
         bundle: dict[str, Any] = {}
         widget = self._widget()
         if widget is not None:
             bundle[WIDGET_MIMETYPE] = widget
-        bundle["text/markdown"] = f"{STATIC_MARKER}\n{self._markdown()}"
+        bundle["text/markdown"] = f"{STATIC_MARKER}\n{self._markdown() if static is None else static}"
         bundle["text/plain"] = self._plain
         return bundle
 
@@ -81,7 +84,26 @@ class RunDisplay:
             return
         self.show()
 
-    def refresh(self) -> None:
-        """Send every display of the run its current bundle (when the run settles, and from ``await run``)."""
+    def shown_here(self) -> bool:
+        """The run was displayed in the cell running now."""
+        return self.shown and self._shown_in == _current_cell()
+
+    def refresh(self, static: str | None = None) -> None:
+        """Send every display of the run its current bundle (from ``await run``, and when its view closes);
+        ``static`` replaces the transcript as its static copy."""
         if self.shown:
-            update_display(self.bundle(), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
+            update_display(self.bundle(static), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
+
+    def refresh_at_cell_end(self, static: Callable[[], str | None]) -> None:
+        """:meth:`refresh` when the running cell has finished running its code (IPython's ``post_run_cell``, still
+        before the cell's reply, so executing clients keep the update), with ``static()``'s static copy."""
+        shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]
+        if shell is None:
+            self.refresh(static())
+            return
+
+        def at_end(*_: Any) -> None:
+            shell.events.unregister("post_run_cell", at_end)
+            self.refresh(static())
+
+        shell.events.register("post_run_cell", at_end)

@@ -92,8 +92,11 @@ class RunReport:
         self.markdown = markdown
         self.aborted = aborted
         self.error = error
+        self.shown = False
+        """A notebook displayed it (its markdown was asked for)."""
 
     def _repr_markdown_(self) -> str:
+        self.shown = True
         return self.markdown
 
     def __repr__(self) -> str:
@@ -142,6 +145,7 @@ class Run:
             else None
         )
         self._close_view_when_settled = False
+        self._refresh_pending = False
         self._last_event = time.monotonic()
         self._silent_s = 0
         self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
@@ -271,8 +275,21 @@ class Run:
             # The awaiting cell was interrupted: stop the run, then let the interruption through.
             self.abort()
             raise
-        self._display.refresh()  # from the awaiting cell, the one an executing client listens to
-        return self.report()
+        report = self.report()
+        if not self._display.shown_here():
+            self._display.refresh()  # from the awaiting cell, the one an executing client listens to
+        elif not self._refresh_pending:  # shown and awaited in this cell: the report may show right below
+            self._refresh_pending = True
+            self._display.refresh_at_cell_end(lambda: self._pointer(report))
+        return report
+
+    def _pointer(self, report: RunReport) -> str | None:
+        """At the end of the cell that showed and awaited the run: a line pointing to the report, if the cell
+        showed it (its static copy is then not a second transcript), else ``None`` (the transcript)."""
+        self._refresh_pending = False
+        if not report.shown:
+            return None
+        return f"**Run {self.number}** — {self._status}: its transcript and event log are in the report below."
 
     def close_view(self) -> None:
         """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is

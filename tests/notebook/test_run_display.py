@@ -127,3 +127,32 @@ def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(
         assert reply in cell and "<strong>transcript</strong>" in cell  # the reply, as rendered markdown
         assert "agent_settled" in cell and "aborted=false" in cell  # the event log
         assert "(running)" not in cell and "— running" not in cell
+
+
+def test_a_saved_run_awaited_in_its_own_cell_shows_its_transcript_once(tmp_path: Path) -> None:
+    # The cell that shows a run and awaits it: when the report is the cell's result, the display's static copy
+    # points to it instead of repeating the transcript; when it is not shown, the static copy holds the transcript.
+    cells = [
+        "%load_ext pi_notebook" + SETUP,
+        "run = %pi Shown with its report\nawait run",
+        "run = %pi Awaited, report not shown\nawait run\nprint('after')",
+        "run = %pi Awaited into a name\n_ = await run",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=False).execute()
+    shown = notebook.cells[1].outputs
+    assert [output.output_type for output in shown] == ["display_data", "execute_result"]
+    assert shown[0].data["text/markdown"] == (
+        f"{STATIC_MARKER}\n**Run 1** — settled: its transcript and event log are in the report below."
+    )
+    html, _ = HTMLExporter().from_notebook_node(notebook)  # type: ignore[no-untyped-call]
+    for marker, reply in [
+        ("Shown with its report", "Reply 1: the"),
+        ("Awaited, report not shown", "Reply 2: the"),
+        ("Awaited into a name", "Reply 3: the"),
+    ]:
+        cell = cell_html(html, marker)
+        assert cell.count(reply) == 1, cell  # the transcript once
+        assert cell.count("agent_settled") == 1, cell  # the event log once
+        assert "— running" not in cell
