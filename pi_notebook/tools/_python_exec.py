@@ -277,14 +277,13 @@ def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Captu
         source = shell.transform_cell(code) if shell is not None else code
         module, expression = _compile(source, filename, shell)
         exec(module, namespace)
-        if expression is None:
-            return
-        value = eval(expression, namespace)
-        if value is None:
-            return
-        result.has_value = True
-        result.bundle = _format(value, shell)
-        _remember(value, namespace, shell)
+        if expression is not None:
+            value = eval(expression, namespace)
+            if value is not None:
+                result.has_value = True
+                result.bundle = _format(value, shell)
+                _remember(value, namespace, shell)
+        _show_figures()
 
     with capture.installed(shell):
         try:
@@ -295,6 +294,19 @@ def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Captu
             if isinstance(error, SyntaxError) and "'await' outside" in str(error.msg):
                 result.traceback += "\n" + AWAIT_HINT
     return result
+
+
+def _show_figures() -> None:
+    """What matplotlib's inline backend does when a cell ends: the figures the code drew and did not show are
+    displayed (into the capture: the tool's panel and result) and closed. Without this they would show under the
+    user's next cell. Only after code that ran to its end: a stopped run should not wait for figures to render."""
+    inline = sys.modules.get("matplotlib_inline.backend_inline")
+    matplotlib = sys.modules.get("matplotlib")
+    if inline is None or matplotlib is None or "matplotlib.pyplot" not in sys.modules:
+        return
+    if "inline" not in str(matplotlib.get_backend()):  # another backend (ipympl, say) shows its own figures
+        return
+    inline.flush_figures()
 
 
 def _compile(source: str, filename: str, shell: Any) -> tuple[Any, Any]:

@@ -344,3 +344,35 @@ def test_the_kernel_interrupt_while_a_cell_awaits_the_run_ends_the_code_the_cell
     report = finish(frontend)
     assert "Interrupted by the kernel's interrupt; the run is aborted" in tool_text(report)
     assert report["aborted"] is True
+
+
+FIGURES = """
+%matplotlib inline
+from pi_notebook.notebook import configure
+from pi_notebook.tools import python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+drawn = "import matplotlib.pyplot as plt\\nplt.figure()\\nplt.plot([3, 2, 1])\\nplt.title('drawn, not shown')"
+shown = "import matplotlib.pyplot as plt\\nplt.plot([1, 2, 3])\\nplt.show()"
+calls = [faux_tool_call("python", {"code": code}, id=f"fig-{i}") for i, code in enumerate([drawn, shown])]
+faux = FauxProvider(token_size=(1, 1))
+faux.set_responses([faux_assistant_message([call], "toolUse") for call in calls] + [faux_assistant_message("done")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings=SETTINGS)
+"""
+FIGURES_SEEN = """
+import json, matplotlib.pyplot as plt
+results = [m for m in run.messages if m.role == "toolResult"]
+print("FIGURES " + json.dumps({"outputs": [[sorted(o["data"]) for o in m.details["outputs"]] for m in results],
+                               "texts": [m.content[0].text for m in results], "open": plt.get_fignums()}))
+"""
+
+
+def test_figures_the_agents_code_draws_show_in_its_panel_as_a_cells_would(kernel: Kernel) -> None:
+    # With the inline backend a cell's figures show when it ends, shown or not; the agent's code is run as a cell
+    # would be, so a figure it only draws shows in its tool call (panel and result), not under the user's cell.
+    kernel.run(FIGURES.replace("SETTINGS", repr(NO_RETRY)))
+    awaited = kernel.run("run = %pi plot\nawait run")
+    assert not [o for o in awaited.outputs if "image/png" in o["content"].get("data", {})], awaited.outputs
+    seen = json.loads(kernel.run(FIGURES_SEEN).text.split("FIGURES ", 1)[1])
+    assert seen["outputs"] == [[["image/png", "text/plain"]], [["image/png", "text/plain"]]]
+    assert all(text.startswith("<Figure size") for text in seen["texts"]), seen["texts"]
+    assert seen["open"] == []  # closed, as the inline backend closes a cell's figures
