@@ -270,5 +270,9 @@ def last_session_line(settings: Settings) -> str | None:
         return None
     info = infos[0]
     more = f" ({len(infos)} saved, %pi sessions lists them)" if len(infos) > 1 else ""
-    cut = "; its last reply was cut off" if info.last_role in ("user", "toolResult") else ""
+    cut = ""
+    if info.last_role in ("user", "toolResult"):
+        cut = "; its last reply was cut off"
+    elif info.last_role == "assistant" and info.last_stop_reason == "toolUse":
+        cut = "; its last tool call was cut off"
     return f"pi: last session {ago(info.modified)}, {info.message_count} messages{cut} — `%pi resume` to continue{more}"

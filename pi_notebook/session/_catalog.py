@@ -53,6 +53,9 @@ class SessionInfo:
     """The notebook the session was written from, if the kernel knew it."""
     last_role: str = ""
     """Role of the last message (``user`` or ``toolResult`` means a reply was cut off before it ended)."""
+    last_stop_reason: str = ""
+    """``stopReason`` of the last message if it is an assistant reply (``toolUse``: its tool calls have no results,
+    the kernel stopped while they ran)."""
 
 
 def list_sessions(folder: str | Path) -> list[SessionInfo]:
@@ -97,6 +100,7 @@ def read_session_info(path: str | Path) -> SessionInfo | None:
         model=f"{reply.get('provider', '')}:{reply.get('model', '')}" if reply else "",
         notebook=str(header.get("notebook", "") or ""),
         last_role=str(_message_of(last_message).get("role", "")) if last_message else "",
+        last_stop_reason=str(_message_of(last_message).get("stopReason", "") or "") if last_message else "",
     )
 
 

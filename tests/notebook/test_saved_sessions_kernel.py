@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,60 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
     texts = [getattr(block, "text", "") for m in loaded.messages for block in m.content]  # type: ignore[union-attr]
     assert len(loaded.messages) == 8 and not loaded.problems
     assert texts[-3:] == ["the cut-off answer, again", "and now?", "a new answer"]
+
+
+PYTHON_LOOP = """
+import sys
+from pi_notebook.notebook import configure
+from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+real_stdout = sys.stdout
+add_python_listener(lambda event: event.kind == "start" and print("python start", file=real_stdout, flush=True))
+faux = FauxProvider()
+faux.set_responses([faux_assistant_message([faux_tool_call("python", {"code": "while True:\\n    pass"})], "toolUse")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={"tools": {"approval": "auto"}})
+"""
+
+
+def wait_for_stream(kernel: Kernel, needle: str, timeout: float = 60) -> None:
+    """Wait for a stream output containing ``needle``, from any cell (the run's task prints it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            message = kernel.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            continue
+        if message["msg_type"] == "stream" and needle in message["content"]["text"]:
+            return
+    raise TimeoutError(f"no output containing {needle!r} within {timeout} s")
+
+
+def test_a_kernel_killed_while_the_agents_code_runs_resumes_with_the_call_answered(sessions_dir: Path) -> None:
+    # The reply asking for the tool call is on disk, its result is not: the greeting says so, the resumed
+    # transcript gives the call an error result, and the next prompt goes on from there.
+    first = Kernel()
+    try:
+        first.run("%load_ext pi_notebook")
+        first.run(PYTHON_LOOP)
+        first.start("run = %pi loop forever")
+        wait_for_stream(first, "python start")
+        os.kill(first.manager.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
+    finally:
+        first.shutdown()
+    [saved] = list_sessions(sessions_dir)
+    assert (saved.message_count, saved.last_role, saved.last_stop_reason) == (2, "assistant", "toolUse")
+    second = Kernel()
+    try:
+        greeting = second.run("%load_ext pi_notebook").text
+        assert "2 messages; its last tool call was cut off — `%pi resume` to continue" in greeting
+        faux(second, ["going on"])
+        resumed = second.run("r = %pi resume\nr").text
+        assert "1 tool call(s) were interrupted by the kernel's stop (given error results)" in resumed
+        second.run("run = %pi what happened?\nawait run")
+        roles = second.run("print([m.role for m in get_session().messages])").text
+        assert "['user', 'assistant', 'toolResult', 'user', 'assistant']" in roles
+    finally:
+        second.shutdown()
 
 
 def test_sessions_lists_newest_first_and_new_and_use_keep_separate_files(sessions_dir: Path) -> None:

@@ -57,7 +57,7 @@ async def test_list_sessions_newest_first_with_prompt_count_and_model(tmp_path: 
     newer, older = list_sessions(tmp_path)
     assert (newer.first_prompt, older.first_prompt) == ("newer question", "older question")
     assert newer.message_count == 2 and newer.model == f"{faux.model.provider}:{faux.model.id}"
-    assert newer.modified >= older.modified and newer.last_role == "assistant"
+    assert newer.modified >= older.modified and newer.last_role == "assistant" and newer.last_stop_reason == "stop"
     assert list_sessions(tmp_path / "missing") == []
 
 
