@@ -4,7 +4,7 @@
 // (markdown/stream.ts), tool output and thinking are appended, and the event log keeps its last rows.
 import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
-import { MessageView, sanitizeNodes } from "./message";
+import { MessageView, sanitize } from "./message";
 import { isBatch, retryAt, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
 import { warmUp } from "./warmUp";
@@ -192,7 +192,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   showQueue();
   showRetry();
   model.send({ type: "hello" });
-  warmUp(sanitizeNodes);
+  warmUp(sanitize);
   return () => {
     if (timer) window.clearInterval(timer);
     if (frame) cancelAnimationFrame(frame);

@@ -4,9 +4,9 @@ import DOMPurify from "dompurify";
 
 import { el } from "./dom";
 import { MarkdownStream } from "./markdown/stream";
-import { nodeSanitizer } from "./markdown/sanitize";
+import { sanitizer } from "./markdown/sanitize";
 
-export const sanitizeNodes = nodeSanitizer(DOMPurify, document);
+export const sanitize = sanitizer(DOMPurify);
 
 export class MessageView {
   readonly element: HTMLDivElement;
@@ -21,7 +21,7 @@ export class MessageView {
     this.element = el("div", `pi-msg pi-msg-${role}`);
     this.element.append(el("div", "pi-msg-role", role), this.thinking, this.body, this.status);
     this.thinking.style.display = "none";
-    this.markdown = role === "user" ? null : new MarkdownStream(this.body, sanitizeNodes);
+    this.markdown = role === "user" ? null : new MarkdownStream(this.body, sanitize);
     this.appendText(text);
   }
 

@@ -2,7 +2,7 @@
 // functions and regular expressions there, a 100 ms task on a busy machine. A new view compiles them
 // beforehand, while the page is idle (a model takes a while to answer), one kind of block per idle callback
 // so that no step is a long task of its own; once per page.
-import { MarkdownStream, type SanitizeNodes } from "./markdown/stream";
+import { MarkdownStream, type Sanitize } from "./markdown/stream";
 
 // small texts, one or two kinds of block each: the first compiles the lexer's block rules, the next ones the
 // inline rules and the renderer's paths for each kind of block
@@ -18,7 +18,7 @@ const SAMPLES = [
 
 let started = false;
 
-export function warmUp(sanitize: SanitizeNodes): void {
+export function warmUp(sanitize: Sanitize): void {
   if (started || typeof requestIdleCallback !== "function") return;
   started = true;
   const steps = [

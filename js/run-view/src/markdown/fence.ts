@@ -13,7 +13,7 @@
 import { Lexer, Parser } from "marked";
 
 import { options } from "./markedOptions";
-import type { SanitizeNodes } from "./sanitize";
+import type { Sanitize } from "./sanitize";
 
 export const PART_LINES = 100;
 export const MERGE_LINES = 300;
@@ -38,10 +38,10 @@ export class OpenFence {
   constructor(
     opener: RegExpExecArray,
     readonly element: HTMLElement,
-    sanitize: SanitizeNodes,
+    sanitize: Sanitize,
   ) {
     this.closer = new RegExp(`^ {0,3}${opener[1]}${opener[1][0]}* *$`);
-    element.append(...sanitize(Parser.parse(Lexer.lex(opener[0], options), options)));
+    element.innerHTML = sanitize(Parser.parse(Lexer.lex(opener[0], options), options));
     const code = element.querySelector("pre > code");
     if (code === null) throw new Error("the sanitiser dropped a fenced code block");
     this.parts = [code as HTMLElement];

@@ -12,9 +12,9 @@ import { Lexer, Parser, walkTokens, type Links, type Token } from "marked";
 import { finishedPrefix } from "./boundary";
 import { OpenFence, opensFence } from "./fence";
 import { options } from "./markedOptions";
-import type { SanitizeNodes } from "./sanitize";
+import type { Sanitize } from "./sanitize";
 
-export type { SanitizeNodes };
+export type { Sanitize };
 
 /** Most characters lexed per paint while catching up (a snapshot of a long reply arrives in one piece). */
 export const WINDOW = 32_768;
@@ -45,11 +45,13 @@ export class MarkdownStream {
   private group: HTMLElement | null = null;
   private grouped = 0;
   private readonly tail: HTMLElement;
+  /** where the tail's HTML is parsed before its new nodes move to the page (see showTail) */
+  private parser: HTMLElement | null = null;
   private carriageReturn = false;
 
   constructor(
     private readonly root: HTMLElement,
-    private readonly sanitize: SanitizeNodes,
+    private readonly sanitize: Sanitize,
     private readonly window = WINDOW,
   ) {
     this.tail = this.element("pi-md-tail");
@@ -106,14 +108,19 @@ export class MarkdownStream {
     return true;
   }
 
-  /** Show `next` as the open tail, keeping the tail's leading nodes that equal the new ones: the blocks
+  /** Show `html` as the open tail, keeping the tail's leading nodes that it renders the same: the blocks
    * before the one still growing keep their layout and paint instead of being rebuilt on every paint. */
-  private showTail(next: ChildNode[]): void {
+  private showTail(html: string): void {
+    // parsed as `tail.innerHTML = html` would (a div's children), in a document that loads and runs nothing
+    this.parser ??= this.root.ownerDocument.implementation.createHTMLDocument("").createElement("div");
+    this.parser.innerHTML = html;
+    const next = this.parser.childNodes;
     const shown = this.tail.childNodes;
     let same = 0;
     while (same < next.length && same < shown.length && shown[same].isEqualNode(next[same])) same++;
     while (shown.length > same) this.tail.lastChild!.remove();
-    this.tail.append(...next.slice(same));
+    this.tail.append(...[...next].slice(same));
+    this.parser.replaceChildren();
   }
 
   private done(more: boolean): boolean {
@@ -145,7 +152,7 @@ export class MarkdownStream {
       }
     });
     const element = this.block();
-    element.append(...this.sanitize(Parser.parse(tokens, options)));
+    element.innerHTML = this.sanitize(Parser.parse(tokens, options));
     this.blocks.push({ raw, element, references: raw.includes("]") });
     this.text = this.text.slice(raw.length);
   }
@@ -162,7 +169,7 @@ export class MarkdownStream {
       if (!changed.some((name) => labels.includes(name))) continue;
       const lexer = new Lexer(options);
       Object.assign(lexer.tokens.links, links);
-      block.element.replaceChildren(...this.sanitize(Parser.parse(lexer.lex(block.raw), options)));
+      block.element.innerHTML = this.sanitize(Parser.parse(lexer.lex(block.raw), options));
     }
   }
 }
