@@ -114,3 +114,48 @@ describe("long fenced code blocks", () => {
     assert.equal(root.textContent, expected.textContent);
   });
 });
+
+describe("the open tail", () => {
+  const tail = (root: HTMLElement): HTMLElement => root.querySelector<HTMLElement>(":scope > .pi-md-tail")!;
+
+  it("keeps the nodes of its blocks that render the same, and replaces the block that grows", () => {
+    const root = document.createElement("div");
+    const md = new MarkdownStream(root, sanitize);
+    md.append("First *paragraph*.\n\nSecond"); // the first line of the second block is not complete: no cut
+    md.render();
+    const [first, , second] = [...tail(root).childNodes];
+    assert.equal((first as HTMLElement).outerHTML, "<p>First <em>paragraph</em>.</p>");
+    md.append(" grows");
+    md.render();
+    const nodes = [...tail(root).childNodes];
+    assert.equal(nodes[0], first, "the unchanged block is the same node");
+    assert.notEqual(nodes[2], second, "the growing block is drawn anew");
+    assert.equal(tail(root).innerHTML, oneShot("First *paragraph*.\n\nSecond grows"));
+  });
+
+  it("replaces a block that a later addition changes", () => {
+    const root = document.createElement("div");
+    const md = new MarkdownStream(root, sanitize);
+    md.append("[x] is a link\n\n[x]:"); // not a definition yet: two paragraphs, both open
+    md.render();
+    const first = tail(root).firstChild as HTMLElement;
+    assert.equal(first.outerHTML, "<p>[x] is a link</p>");
+    md.append(" https://example.com/x"); // now a definition: the paragraph above shows a link
+    md.render();
+    assert.ok(!root.contains(first), "the changed block is not kept");
+    assert.equal(shown(root), oneShot("[x] is a link\n\n[x]: https://example.com/x"));
+    assert.equal(tail(root).querySelector("a")?.getAttribute("href"), "https://example.com/x");
+  });
+
+  it("shows the sanitised text, and what it drops never reaches the page", () => {
+    const root = document.createElement("div");
+    const md = new MarkdownStream(root, sanitize);
+    md.append("<img src=x onerror=alert(1)> and <script>alert(2)</script>\n\nmore");
+    md.render();
+    md.append(" text");
+    md.render();
+    assert.equal(root.querySelector("script"), null);
+    assert.equal(root.querySelector("[onerror]"), null);
+    assert.equal(shown(root), oneShot("<img src=x onerror=alert(1)> and <script>alert(2)</script>\n\nmore text"));
+  });
+});

@@ -1,11 +1,12 @@
 // Markdown that grows at its end, rendered at a cost that does not grow with its length.
 //
 // The text is split into finished blocks, rendered and sanitised once (see boundary.ts for when a block is
-// finished), and the open tail, re-rendered on each paint. A fenced code block that is still open is
-// appended line by line (fence.ts). Reference definitions can change how earlier text renders (`[x]` above
-// `[x]: /url`), so every block is rendered with the definitions known so far, and a block whose text
-// mentions a definition that appears or changes is rendered again. The result equals one render of the whole
-// text (tests/markdown.test.ts checks this, cutting tricky texts at every position).
+// finished), and the open tail, re-rendered on each paint (its leading nodes that render the same stay on the
+// page). A fenced code block that is still open is appended line by line (fence.ts). Reference definitions can
+// change how earlier text renders (`[x]` above `[x]: /url`), so every block is rendered with the definitions
+// known so far, and a block whose text mentions a definition that appears or changes is rendered again. The
+// result equals one render of the whole text (tests/markdown.test.ts checks this, cutting tricky texts at
+// every position).
 import { Lexer, Parser, walkTokens, type Links, type Token } from "marked";
 
 import { finishedPrefix } from "./boundary";
@@ -44,6 +45,8 @@ export class MarkdownStream {
   private group: HTMLElement | null = null;
   private grouped = 0;
   private readonly tail: HTMLElement;
+  /** where the tail's HTML is parsed before its new nodes move to the page (see showTail) */
+  private parser: HTMLElement | null = null;
   private carriageReturn = false;
 
   constructor(
@@ -90,7 +93,7 @@ export class MarkdownStream {
         continue;
       }
       if (cut.count > 0 && opensFence(this.text)) continue;
-      this.tail.innerHTML = this.sanitize(Parser.parse(tokens.slice(cut.count), options));
+      this.showTail(this.sanitize(Parser.parse(tokens.slice(cut.count), options)));
       return this.done(more);
     }
   }
@@ -103,6 +106,21 @@ export class MarkdownStream {
     this.text = this.text.slice(fence[0].length);
     this.tail.replaceChildren();
     return true;
+  }
+
+  /** Show `html` as the open tail, keeping the tail's leading nodes that it renders the same: the blocks
+   * before the one still growing keep their layout and paint instead of being rebuilt on every paint. */
+  private showTail(html: string): void {
+    // parsed as `tail.innerHTML = html` would (a div's children), in a document that loads and runs nothing
+    this.parser ??= this.root.ownerDocument.implementation.createHTMLDocument("").createElement("div");
+    this.parser.innerHTML = html;
+    const next = this.parser.childNodes;
+    const shown = this.tail.childNodes;
+    let same = 0;
+    while (same < next.length && same < shown.length && shown[same].isEqualNode(next[same])) same++;
+    while (shown.length > same) this.tail.lastChild!.remove();
+    this.tail.append(...[...next].slice(same));
+    this.parser.replaceChildren();
   }
 
   private done(more: boolean): boolean {
