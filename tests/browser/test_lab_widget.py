@@ -109,7 +109,11 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 section = ("## Step {n}\\n\\nThe agent read **{n} files**; see `parse()` and [the docs][docs].\\n\\n- one\\n- two\\n\\n"
            "```python\\ndef step_{n}(values):\\n    return [v * {n} for v in values]\\n```\\n\\n"
            "| file | lines |\\n|---|---:|\\n| a_{n}.py | {n} |\\n\\n")
-report = "# Report\\n\\n" + "".join(section.format(n=n) for n in range(1, 301)) + "[docs]: https://example.com/docs\\n"
+wide = "| " + " | ".join(f"column {i} value" for i in range(30)) + " |\\n|" + "---|" * 30 + "\\n"
+wide += "| x " * 30 + "|\\n\\n"
+url = "See https://example.com/" + "a" * 400 + " for more.\\n\\n"
+report = ("# Report\\n\\n" + wide + url + "".join(section.format(n=n) for n in range(1, 301))
+          + "[docs]: https://example.com/docs\\n")
 faux = FauxProvider(tokens_per_second=6000, token_size=(4, 4))
 faux.set_responses([faux_assistant_message(report)])
 configure(model=faux.model, stream_fn=faux.stream)
@@ -141,12 +145,23 @@ def test_a_long_reply_renders_every_block_and_the_log_keeps_its_last_rows(lab: J
         links: [...body.querySelectorAll('a')].filter(a => a.href === 'https://example.com/docs').length})"""
     )
     # the reference definition comes last: every finished block that uses it was drawn again
-    assert counts == {"h2": 300, "tables": 300, "code": 300, "items": 600, "links": 300}
+    assert counts == {"h2": 300, "tables": 301, "code": 300, "items": 600, "links": 300}
     transcript = view.locator(".pi-run-transcript")
     height, top, client = transcript.evaluate("t => [t.scrollHeight, t.scrollTop, t.clientHeight]")
     assert client <= 480 < height  # bounded, with its own scroll
     assert height - top - client < 30  # it followed the stream to the end
     lab.screenshot(page, "widget-long-reply.png")
+    # finished blocks are clipped to their group: a wide table scrolls on its own, a long URL wraps (measured once
+    # the first group is in view again: the browser skips laying out groups far from it)
+    transcript.evaluate("t => { t.scrollTop = 0; }")
+    page.wait_for_function("() => document.querySelector('.pi-msg-assistant .pi-msg-body table').scrollWidth > 0")
+    wide, url, width = body.evaluate(
+        """body => {const table = body.querySelector('table'), p = [...body.querySelectorAll('p')]
+        .find(p => p.textContent.includes('aaaa'));
+        return [[table.scrollWidth, table.clientWidth], [p.scrollWidth, p.clientWidth], body.clientWidth]}"""
+    )
+    assert wide[0] > wide[1] and wide[1] <= width, (wide, width)  # wider than the body: its own scroll
+    assert url[0] <= url[1], url
     lab.run_cell(page, 2)
     lab.wait_idle(page, 2)
     total = int(page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea-output").inner_text().strip())
