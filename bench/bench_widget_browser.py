@@ -148,6 +148,7 @@ def one_run(lab: JupyterLab, index: int, chars: int, rate: int, trace_dir: Path 
     bench = page.evaluate("window.__bench")
     data = lab.browser.stop_tracing()
     if trace_dir is not None:  # to open in Chromium's DevTools (Performance, Load profile)
+        trace_dir.mkdir(parents=True, exist_ok=True)
         (trace_dir / f"trace-{index + 1}.json").write_bytes(data)
     trace = Trace(data)
     marks = [(t, n) for t, n in json.loads((lab.root / "marks.json").read_text())]
