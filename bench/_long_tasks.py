@@ -13,6 +13,9 @@ A task is one ``RunTask`` on the page's renderer main thread. Its time is split 
                else changed on the page), else the page's;
 ``other``      the rest (HTML parsing outside script, input dispatch, idle gaps between samples).
 
+Each task also has its CPU time (the trace's thread duration, ``tdur``): on a shared machine the rest of its wall
+time is the main thread waiting for a core, which no change to the widget can remove.
+
 A task is *caused by the widget* when the widget's share (its script, plus the rendering of a frame it painted
 in) is the largest of the four: widget, JupyterLab, GC, the page's own rendering.
 """
@@ -46,6 +49,7 @@ class Task:
     duration: float  # ms
     shares: Counter[str] = field(default_factory=Counter)  # ms per share (see the module docstring)
     widget_painted: bool = False
+    cpu: float = 0.0  # ms the thread ran (the trace's thread duration): the rest of ``duration`` it waited for a core
 
     @property
     def widget_ms(self) -> float:
@@ -64,7 +68,7 @@ class Task:
     def describe(self) -> str:
         parts = [f"{name} {self.shares[name]:.0f}" for name in ("widget", "lab", "gc", "rendering", "other")]
         painted = ", widget painted" if self.widget_painted else ""
-        return f"{self.duration:.0f} ms = {' + '.join(parts)}{painted} -> {self.cause}"
+        return f"{self.duration:.0f} ms (cpu {self.cpu:.0f}) = {' + '.join(parts)}{painted} -> {self.cause}"
 
 
 class Trace:
@@ -138,9 +142,23 @@ class Trace:
                 tasks.append(task)
         return tasks
 
+    def frame_cpu(self, start: float, end: float, paints: list[float]) -> list[float]:
+        """CPU ms (thread duration) of each main-thread task between ``start`` and ``end`` (page ms) in which one of
+        the widget's animation-frame callbacks (``paints``, page ms) ran: what its frames cost, waiting aside."""
+        paints = sorted(paints)
+        costs = []
+        for event in self.events:
+            if event["name"] != "RunTask":
+                continue
+            page_start = event["ts"] / 1000 - self.offset
+            first = bisect.bisect_left(paints, page_start)
+            if start <= page_start <= end and first < len(paints) and paints[first] <= page_start + event["dur"] / 1000:
+                costs.append(event.get("tdur", 0) / 1000)
+        return costs
+
     def _attribute(self, task: dict[str, Any], page_start: float) -> Task:
         begin, end = task["ts"], task["ts"] + task["dur"]
-        result = Task(page_start, task["dur"] / 1000)
+        result = Task(page_start, task["dur"] / 1000, cpu=task.get("tdur", 0) / 1000)
         low, high = bisect.bisect_left(self.sample_times, begin), bisect.bisect_right(self.sample_times, end)
         for index in range(low, high):
             following = self.samples[index + 1][0] if index + 1 < len(self.samples) else end
