@@ -137,8 +137,7 @@ class Trace:
             page_start = event["ts"] / 1000 - self.offset
             if start <= page_start <= end:
                 task = self._attribute(event, page_start)
-                first = bisect.bisect_left(paints, page_start)
-                task.widget_painted = first < len(paints) and paints[first] <= page_start + task.duration
+                task.widget_painted = _painted_in(paints, page_start, task.duration)
                 tasks.append(task)
         return tasks
 
@@ -151,8 +150,7 @@ class Trace:
             if event["name"] != "RunTask":
                 continue
             page_start = event["ts"] / 1000 - self.offset
-            first = bisect.bisect_left(paints, page_start)
-            if start <= page_start <= end and first < len(paints) and paints[first] <= page_start + event["dur"] / 1000:
+            if start <= page_start <= end and _painted_in(paints, page_start, event["dur"] / 1000):
                 costs.append(event.get("tdur", 0) / 1000)
         return costs
 
@@ -178,3 +176,9 @@ class Trace:
                 script_until = stop  # skip the phases nested in this one
         result.shares["other"] = max(0.0, result.duration - sum(result.shares.values()))
         return result
+
+
+def _painted_in(paints: list[float], start: float, duration: float) -> bool:
+    """One of the widget's animation-frame callbacks (``paints``, sorted page ms) started within the task."""
+    first = bisect.bisect_left(paints, start)
+    return first < len(paints) and paints[first] <= start + duration

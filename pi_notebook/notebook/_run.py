@@ -459,13 +459,14 @@ class Run:
             self._note_text = ""
         else:
             return
-        state = self.state()  # the loop is blocked by the code: the listeners hear of it from this thread
-        for listener in self._state_listeners:
-            listener(state)
+        self._tell_listeners()  # the loop is blocked by the code: the listeners hear of it from this thread
 
     def _publish_state(self) -> None:
         if self._presenter is not None:
             self._presenter.state(self._status, self._retry_deadline, self._silent_s)
+        self._tell_listeners()
+
+    def _tell_listeners(self) -> None:
         state = self.state()
         for listener in self._state_listeners:
             listener(state)

@@ -102,6 +102,15 @@ def cell_html(html: str, marker: str) -> str:
     return html[start : end if end != -1 else len(html)]
 
 
+def executed(cells: list[str]) -> Any:
+    """A notebook of ``cells``, executed as the teaching notebooks are produced: by nbclient in a fresh kernel,
+    without widget state in the saved file."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=False).execute()
+    return notebook
+
+
 def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(tmp_path: Path) -> None:
     cells = [
         "%load_ext pi_notebook" + SETUP,
@@ -109,10 +118,7 @@ def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(
         "second = %pi And a static copy?",
         "_ = await first\n_ = await second",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    # as the teaching notebooks are produced: executed, without widget state in the saved file
-    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=False).execute()
+    notebook = executed(cells)
     path = tmp_path / "saved.ipynb"
     nbformat.write(notebook, path)
     saved: Any = nbformat.read(path, as_version=4)
@@ -138,9 +144,7 @@ def test_a_saved_run_awaited_in_its_own_cell_shows_its_transcript_once(tmp_path:
         "run = %pi Awaited, report not shown\nawait run\nprint('after')",
         "run = %pi Awaited into a name\n_ = await run",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=False).execute()
+    notebook = executed(cells)
     shown = notebook.cells[1].outputs
     assert [output.output_type for output in shown] == ["display_data", "execute_result"]
     assert shown[0].data["text/markdown"] == (

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -96,19 +94,6 @@ configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settin
 """
 
 
-def wait_for_stream(kernel: Kernel, needle: str, timeout: float = 60) -> None:
-    """Wait for a stream output containing ``needle``, from any cell (the run's task prints it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            message = kernel.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
-        except queue.Empty:
-            continue
-        if message["msg_type"] == "stream" and needle in message["content"]["text"]:
-            return
-    raise TimeoutError(f"no output containing {needle!r} within {timeout} s")
-
-
 def test_a_kernel_killed_while_the_agents_code_runs_resumes_with_the_call_answered(sessions_dir: Path) -> None:
     # The reply asking for the tool call is on disk, its result is not: the greeting says so, the resumed
     # transcript gives the call an error result, and the next prompt goes on from there.
@@ -117,7 +102,7 @@ def test_a_kernel_killed_while_the_agents_code_runs_resumes_with_the_call_answer
         first.run("%load_ext pi_notebook")
         first.run(PYTHON_LOOP)
         first.start("run = %pi loop forever")
-        wait_for_stream(first, "python start")
+        first.wait_for_output(None, "python start")  # printed by the run's task
         os.kill(first.manager.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
     finally:
         first.shutdown()

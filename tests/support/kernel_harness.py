@@ -85,8 +85,9 @@ class Kernel:
             if kind in ("stream", "execute_result", "display_data", "update_display_data", "error"):
                 outcome.outputs.append({"msg_type": kind, "content": message["content"]})
 
-    def wait_for_output(self, msg_id: str, needle: str, timeout: float = 60) -> Outcome:
-        """Collect a running cell's outputs until one contains ``needle`` (the cell keeps running)."""
+    def wait_for_output(self, msg_id: str | None, needle: str, timeout: float = 60) -> Outcome:
+        """Collect a running cell's outputs until one contains ``needle`` (the cell keeps running); ``msg_id``
+        ``None``: any cell's (output of a run's task, say)."""
         outcome = Outcome()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -94,7 +95,7 @@ class Kernel:
                 message = self.client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
                 continue
-            if message["parent_header"].get("msg_id") != msg_id:
+            if msg_id is not None and message["parent_header"].get("msg_id") != msg_id:
                 continue
             if message["msg_type"] in ("stream", "execute_result", "display_data", "error"):
                 outcome.outputs.append({"msg_type": message["msg_type"], "content": message["content"]})

@@ -20,7 +20,7 @@ from .._request import Context
 from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
-__all__ = ["PromptMeter", "estimate_tokens", "output_chars", "output_text", "serialize_context"]
+__all__ = ["PromptMeter", "block_body", "estimate_tokens", "output_chars", "output_text", "serialize_context"]
 
 _SEPARATOR = "\n\n"
 
@@ -44,29 +44,34 @@ def _content_text(content: str | Sequence[Any]) -> str:
     )
 
 
-def output_text(content: Sequence[Any]) -> str:
-    """An assistant message's content as Pi's faux provider counts it."""
+def block_body(block: Any) -> str:
+    """What a block of a reply streams: a text or thinking block's text, a tool call's arguments as JSON."""
+    if isinstance(block, ToolCall):
+        return compact_json(block.arguments)
+    if isinstance(block, ThinkingContent):
+        return block.thinking
+    return block.text if isinstance(block, TextContent) else ""
+
+
+def _output_text(content: Sequence[Any], bodies: Sequence[str]) -> str:
     parts = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ThinkingContent):
-            parts.append(block.thinking)
-        elif isinstance(block, ToolCall):
-            parts.append(f"{block.name}:{compact_json(block.arguments)}")
+    for block, body in zip(content, bodies, strict=True):
+        if isinstance(block, ToolCall):
+            parts.append(f"{block.name}:{body}")
+        elif isinstance(block, TextContent | ThinkingContent):
+            parts.append(body)
     return "\n".join(parts)
 
 
+def output_text(content: Sequence[Any]) -> str:
+    """An assistant message's content as Pi's faux provider counts it."""
+    return _output_text(content, [block_body(block) for block in content])
+
+
 def output_chars(content: Sequence[Any], bodies: Sequence[str]) -> int:
-    """``len(output_text(content))`` from each block's streamed text (``bodies``, a tool call's JSON arguments)
-    already at hand: the arguments are not serialised a second time."""
-    sizes = []
-    for block, body in zip(content, bodies, strict=True):
-        if isinstance(block, ToolCall):
-            sizes.append(len(block.name) + 1 + len(body))
-        elif isinstance(block, TextContent | ThinkingContent):
-            sizes.append(len(body))
-    return sum(sizes) + max(0, len(sizes) - 1)
+    """``len(output_text(content))`` from each block's :func:`block_body` already at hand (a tool call's
+    arguments are not serialised a second time)."""
+    return len(_output_text(content, bodies))
 
 
 def _message_part(message: Any) -> str:

@@ -34,7 +34,7 @@ from ..messages import (
     ToolCall,
     Usage,
 )
-from ._faux_usage import PromptMeter, compact_json, estimate_tokens, output_chars, usage_estimate
+from ._faux_usage import PromptMeter, block_body, estimate_tokens, output_chars, usage_estimate
 
 __all__ = [
     "FauxProvider",
@@ -205,7 +205,7 @@ class FauxProvider:
             script = step(context, options, self.state, model) if callable(step) else step
             if inspect.isawaitable(script):
                 script = await script
-            bodies = [_body(block) for block in script.content]  # a tool call's JSON is made once per reply
+            bodies = [block_body(block) for block in script.content]  # a tool call's JSON: once per reply
             output = output_chars(script.content, bodies)
             builder.message.usage = self._usage(context, options, output, model)
             if signal is not None and signal.aborted:
@@ -282,13 +282,6 @@ class _Pacer:
         if delay > 0:
             return await abortable_sleep(delay, signal)
         return signal is None or not signal.aborted
-
-
-def _body(block: Any) -> str:
-    """The text a scripted block streams: a tool call's arguments as JSON, a thinking or text block's text."""
-    if isinstance(block, ToolCall):
-        return compact_json(block.arguments)
-    return block.thinking if isinstance(block, ThinkingContent) else block.text
 
 
 def _streamer(builder: MessageBuilder, block: Any) -> tuple[Any, Callable[[int, str], Any], Callable[[int], Any]]:
