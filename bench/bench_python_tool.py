@@ -38,7 +38,7 @@ TARGET_MS = 100.0
 SETUP = """
 import json, sys, time
 from pi_notebook.notebook import configure, get_session
-from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.kernel import add_python_listener, python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 real_stdout = sys.stdout
 marks = {}

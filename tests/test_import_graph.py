@@ -8,8 +8,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
-LAYERS = ["ai", "agent", "session", "tools", "notebook"]
-"""In import order: a layer may import the ones before it (``testing`` may use any of them)."""
+FLOORS: list[set[str]] = [{"ai"}, {"agent"}, {"session", "tools"}, {"kernel"}, {"notebook"}]
+"""In import order (DESIGN §6b): a floor may import the floors below it; rooms on one floor (``session`` and
+``tools``) do not import each other. ``testing`` may use any of them."""
+LAYERS = [name for floor in FLOORS for name in sorted(floor)]
 
 
 def module_name(path: Path) -> str:
@@ -90,13 +92,29 @@ def test_pi_notebook_has_no_import_cycle() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
-def test_each_layer_imports_only_the_layers_before_it() -> None:
+def floor_of(layer: str) -> int:
+    return next(index for index, floor in enumerate(FLOORS) if layer in floor)
+
+
+def allowed_targets(layer: str) -> set[str]:
+    """``layer`` itself and every layer on a lower floor."""
+    return {layer}.union(*FLOORS[: floor_of(layer)])
+
+
+def test_the_floors_are_ai_agent_session_and_tools_kernel_notebook() -> None:
+    assert allowed_targets("tools") == {"ai", "agent", "tools"}
+    assert allowed_targets("session") == {"ai", "agent", "session"}
+    assert allowed_targets("kernel") == {"ai", "agent", "session", "tools", "kernel"}
+    assert "kernel" in allowed_targets("notebook")
+
+
+def test_each_layer_imports_only_the_floors_below_it() -> None:
     wrong = []
     for source, targets in graph().items():
         source_layer = source.split(".")[1] if source.count(".") else None
         if source_layer not in LAYERS:
             continue
-        allowed = set(LAYERS[: LAYERS.index(source_layer) + 1])
+        allowed = allowed_targets(source_layer)
         for target in targets:
             target_layer = target.split(".")[1] if target.count(".") else None
             if target_layer is not None and target_layer not in allowed:

@@ -35,8 +35,11 @@ PINNED = {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
         "Truncation", "bash_tool",
         "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
-        "find_tool", "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener",
-        "PythonEvent", "PythonError", "preview_edit",
+        "find_tool", "preview_edit",
+    },
+    "pi_notebook.kernel": {
+        "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
+        "PythonError", "InterruptHook",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",
@@ -69,7 +72,7 @@ ALSO_REQUIRED = {
     "pi_notebook.tools.ls": {"ls_tool"},
     "pi_notebook.tools.grep": {"grep_tool"},
     "pi_notebook.tools.find": {"find_tool"},
-    "pi_notebook.tools.python": {
+    "pi_notebook.kernel.python_tool": {
         "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
     },
 }  # fmt: skip

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, get_args
 
-from ..tools import hold_interrupt
+from ..kernel import hold_interrupt
 from ._protocol import ControlAction
 from ._run import Run, RunState
 

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..agent import AgentTool
-from ..tools import TOOL_PROMPTS, ToolPrompt, coding_tools, python_tool
+from ..kernel import python_tool
+from ..tools import TOOL_PROMPTS, ToolPrompt, coding_tools
 
 __all__ = [
     "MAX_VARIABLES",

@@ -1,6 +1,6 @@
 """The ``python`` tool's live output in a run's widget: prints, ``display()`` outputs and the stuck notice.
 
-The agent's code runs on the kernel's main thread and blocks the event loop (see ``pi_notebook.tools.python``), so
+The agent's code runs on the kernel's main thread and blocks the event loop (see ``pi_notebook.kernel.python_tool``), so
 the widget's usual path — ``tool_execution_update`` events, operations queued with
 :meth:`~._view.TranscriptWidget.add` and sent by a loop timer at most every ``FLUSH_INTERVAL`` — cannot carry
 anything until the code returns. :class:`LiveOutput` listens to the tool's :class:`~pi_notebook.tools.PythonEvent`
@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..agent import AgentToolResult
-from ..tools import PythonEvent, add_python_listener
-from ..tools.python import MAX_RICH_OUTPUTS
+from ..kernel import PythonEvent, add_python_listener
+from ..kernel.python_tool import MAX_RICH_OUTPUTS
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 

@@ -25,7 +25,7 @@ from ..session import AgentSession, Settings
 from ._approval import NotebookApprover
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
-from ._interrupt import InterruptHook
+from ..kernel import InterruptHook
 from ._recent import RecentRuns
 from ._run import Run, StateListener
 from ._saved import default_store

@@ -47,7 +47,7 @@ from ..session import (
     CompactionStartEvent,
     SessionEvent,
 )
-from ..tools import PythonEvent, add_python_listener
+from ..kernel import PythonEvent, add_python_listener
 from ._describe import describe_event, render_markdown, usage_line
 from ._display import RunDisplay
 from ._live import current_run

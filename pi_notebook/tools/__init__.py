@@ -7,9 +7,9 @@
 - ``ls``: a directory's entries (:mod:`.ls`);
 - ``grep``: matching lines, honouring ``.gitignore``, pure Python (:mod:`.grep`);
 - ``find``: paths matching a glob, honouring ``.gitignore``, pure Python (:mod:`.find`);
-- ``bash``: a shell command with process-tree kill on abort and timeout, output tail (:mod:`.bash`);
-- ``python``: the agent's code on the kernel's namespace, stoppable by every stop path (:mod:`.python`; not
-  part of :func:`coding_tools`, which are Pi's).
+- ``bash``: a shell command with process-tree kill on abort and timeout, output tail (:mod:`.bash`).
+
+The ``python`` tool (the agent's code in the kernel) is on the floor above, :mod:`pi_notebook.kernel`.
 
 Each ``*_tool(cwd)`` returns an :class:`~pi_notebook.agent.AgentTool` whose relative paths resolve against
 ``cwd``; :func:`coding_tools` gives all seven, :func:`read_only_tools` the four that change nothing, and
@@ -27,14 +27,6 @@ from .edit import edit_tool, preview_edit
 from .find import find_tool
 from .grep import grep_tool
 from .ls import ls_tool
-from .python import (
-    PythonError,
-    PythonEvent,
-    add_python_listener,
-    hold_interrupt,
-    interrupt_running_code,
-    python_tool,
-)
 from .read import read_tool
 from .write import write_tool
 
@@ -44,21 +36,15 @@ __all__ = [
     "TOOL_PROMPTS",
     "BashError",
     "FileToolError",
-    "PythonError",
-    "PythonEvent",
     "ToolPrompt",
     "Truncation",
-    "add_python_listener",
     "bash_tool",
     "coding_tools",
     "edit_tool",
     "find_tool",
     "grep_tool",
-    "hold_interrupt",
-    "interrupt_running_code",
     "ls_tool",
     "preview_edit",
-    "python_tool",
     "read_only_tools",
     "read_tool",
     "write_tool",

@@ -20,7 +20,7 @@ WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 SETUP = """\
 %load_ext pi_notebook
 from pi_notebook.notebook import configure
-from pi_notebook.tools import python_tool
+from pi_notebook.kernel import python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 busy = "print('working')\\nn = 0\\nwhile True:\\n    n += 1"
 call = faux_tool_call("python", {"code": busy, "timeout": 120}, id="busy-1")

@@ -29,7 +29,7 @@ def setup(code: str, approval: str = "auto") -> str:
     return (
         "%load_ext pi_notebook\n"
         "from pi_notebook.notebook import configure\n"
-        "from pi_notebook.tools import python_tool\n"
+        "from pi_notebook.kernel import python_tool\n"
         "from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call\n"
         f"call = faux_tool_call('python', {{'code': {code!r}, 'timeout': 120}}, id='py-1')\n"
         "faux = FauxProvider(token_size=(1, 1))\n"

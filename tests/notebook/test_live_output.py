@@ -18,8 +18,8 @@ from pi_notebook.notebook._live import MAX_DISPLAYS, LiveOutput, current_run
 from pi_notebook.notebook._protocol import TOOL_TAIL_CHARS
 from pi_notebook.notebook._view import TranscriptWidget
 from pi_notebook.session import AgentSession
-from pi_notebook.tools import PythonEvent, python_tool
-from pi_notebook.tools._python_exec import emit
+from pi_notebook.kernel import PythonEvent, python_tool
+from pi_notebook.kernel._exec import emit
 
 pytestmark = pytest.mark.timeout(60)
 

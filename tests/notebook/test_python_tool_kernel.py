@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(180)
 SETUP = """
 import json, sys, time
 from pi_notebook.notebook import configure, get_session
-from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.kernel import add_python_listener, python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 globals().get("remove_listener", lambda: None)()
 real_stdout = sys.stdout
@@ -349,7 +349,7 @@ def test_the_kernel_interrupt_while_a_cell_awaits_the_run_ends_the_code_the_cell
 FIGURES = """
 %matplotlib inline
 from pi_notebook.notebook import configure
-from pi_notebook.tools import python_tool
+from pi_notebook.kernel import python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 drawn = "import matplotlib.pyplot as plt\\nplt.figure()\\nplt.plot([3, 2, 1])\\nplt.title('drawn, not shown')"
 shown = "import matplotlib.pyplot as plt\\nplt.plot([1, 2, 3])\\nplt.show()"

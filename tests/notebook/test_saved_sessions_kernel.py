@@ -84,7 +84,7 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
 PYTHON_LOOP = """
 import sys
 from pi_notebook.notebook import configure
-from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.kernel import add_python_listener, python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 real_stdout = sys.stdout
 add_python_listener(lambda event: event.kind == "start" and print("python start", file=real_stdout, flush=True))

@@ -2,7 +2,7 @@
 path can stop it.
 
 ``python_tool()`` returns an :class:`~pi_notebook.agent.AgentTool` named ``python`` taking ``code`` and an
-optional ``timeout`` in seconds. The code runs as a cell would (``_python_exec``): magics, the last
+optional ``timeout`` in seconds. The code runs as a cell would (``_exec``): magics, the last
 expression's value (which becomes ``_``), prints, ``display()``; the variables it makes are the user's
 afterwards. The model gets stdout, stderr, displays' text, the value (``Out: ...``) and the traceback, as
 text tail-truncated like ``bash`` (2000 lines / 50 KB, the full output in ``<tempdir>/pi-python-*.log``).
@@ -46,7 +46,7 @@ returns. So every stop path reaches the code without the loop:
 - While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
 
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
-handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
+handled when it returns. If it has not ended :data:`~pi_notebook.kernel._interrupt.STUCK_AFTER_S` after the
 interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"; the run widget shows it
 on the tool's panel and its status line, see ``pi_notebook.notebook._live``). The run is never reported settled
 meanwhile: the event loop, which would settle it, is blocked by the same code.
@@ -81,10 +81,10 @@ from typing import Any
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, Deadline, abortable_sleep
 from ..session import AbortRun
-from ._common import js_number
-from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
-from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
-from ._python_exec import (
+from ..tools._common import js_number
+from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
+from ..tools.bash import resolve_timeout
+from ._exec import (
     MAX_RICH_OUTPUTS,
     Capture,
     CodeResult,
@@ -94,7 +94,7 @@ from ._python_exec import (
     emit,
     run_code,
 )
-from .bash import resolve_timeout
+from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
 
 __all__ = [
     "ABORT_WAIT_S",

@@ -17,7 +17,7 @@ from unittest.mock import ANY
 import pytest
 
 from pi_notebook.ai import AbortController, AbortSignal, Deadline
-from pi_notebook.tools import (
+from pi_notebook.kernel import (
     PythonError,
     PythonEvent,
     add_python_listener,
@@ -25,8 +25,8 @@ from pi_notebook.tools import (
     interrupt_running_code,
     python_tool,
 )
-from pi_notebook.tools._interrupt import Execution, Interruption
-from pi_notebook.tools.python import ABORT_WAIT_S
+from pi_notebook.kernel._interrupt import Execution, Interruption
+from pi_notebook.kernel.python_tool import ABORT_WAIT_S
 
 pytestmark = pytest.mark.timeout(30)
 

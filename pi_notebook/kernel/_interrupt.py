@@ -34,10 +34,14 @@ thread). While it is active:
 Off the main thread (an event loop run in another thread) no signal handler can be installed; the interrupt
 is then delivered with ``PyThreadState_SetAsyncExc``, which ends pure-Python code but not a blocking call, and
 the kernel's interrupt does not reach the code.
+
+While no agent code runs, the opt-in :class:`InterruptHook` (``%pi interrupt on``) maps the kernel's SIGINT, which
+ipykernel ignores while idle, to stopping the active runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import itertools
@@ -59,6 +63,7 @@ __all__ = [
     "SWITCH_INTERVAL_S",
     "WAKE_SIGNAL",
     "Execution",
+    "InterruptHook",
     "Interruption",
     "hold_interrupt",
     "interrupt_running_code",
@@ -314,6 +319,39 @@ class Execution:
                     self._stuck_reported = True
                     return True
         return False
+
+
+class InterruptHook:
+    """Maps SIGINT, while the kernel is idle, to ``abort_active()`` on the kernel's loop.
+
+    ipykernel ignores SIGINT while idle; around each request it installs its own handler and then restores the
+    one it saved (``kernel.saved_sigint_handler``), so the hook is installed there as well as now. While a cell
+    runs, ipykernel's handler wins: an awaiting cell is cancelled, which aborts its run too.
+    """
+
+    def __init__(self, abort_active: Callable[[], None]) -> None:
+        self._abort_active = abort_active
+        self._previous: Any = None
+        self.on = False
+
+    def set(self, on: bool, kernel: Any = None) -> None:
+        if on == self.on:
+            return
+        if on:
+            loop = asyncio.get_running_loop()
+            abort_active = self._abort_active
+
+            def handler(signum: int, frame: FrameType | None) -> None:
+                loop.call_soon_threadsafe(abort_active)
+
+            self._previous = getattr(kernel, "saved_sigint_handler", None) or signal.getsignal(signal.SIGINT)
+            installed: Any = handler
+        else:
+            installed = self._previous or signal.SIG_IGN
+        signal.signal(signal.SIGINT, installed)
+        if kernel is not None:
+            kernel.saved_sigint_handler = installed
+        self.on = on
 
 
 class _Critical:

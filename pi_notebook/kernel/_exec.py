@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..tools._output import OutputAccumulator
 from ._interrupt import Execution
-from ._output import OutputAccumulator
 
 __all__ = ["Capture", "CodeResult", "PythonEvent", "add_python_listener", "current_shell", "emit", "run_code"]
 
