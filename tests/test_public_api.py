@@ -8,7 +8,8 @@ import pytest
 
 PINNED = {
     "pi_notebook.agent": {
-        "Agent", "AgentTool", "AgentToolResult", "AgentContext", "AgentEvent", "AgentMessage", "AgentState",
+        "Agent", "AgentTool", "AgentToolResult", "ApprovalDefault", "ToolPrompt",
+        "AgentContext", "AgentEvent", "AgentMessage", "AgentState",
         "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
         "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
         "ToolExecutionEndEvent", "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext",
@@ -28,11 +29,11 @@ PINNED = {
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
-        "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED", "NEVER_ASK",
+        "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
     },
     "pi_notebook.tools": {
-        "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",
+        "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError",
         "Truncation", "bash_tool",
         "coding_tools", "read_only_tools", "read_tool", "write_tool", "edit_tool", "ls_tool", "grep_tool",
         "find_tool", "preview_edit",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,6 +39,7 @@ __all__ = [
     "AgentStartEvent",
     "AgentTool",
     "AgentToolResult",
+    "ApprovalDefault",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "CustomMessage",
@@ -52,6 +53,7 @@ __all__ = [
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
+    "ToolPrompt",
     "TurnContext",
     "TurnEndEvent",
     "TurnStartEvent",
@@ -104,6 +106,19 @@ class AgentToolResult:
             self.content = list(self.content)
 
 
+class ToolPrompt(NamedTuple):
+    """What the system prompt says about a tool, in Pi's shape: a one-line snippet for the tool list, and
+    guidelines (Pi's ``promptSnippet`` / ``promptGuidelines``)."""
+
+    snippet: str
+    guidelines: tuple[str, ...] = ()
+
+
+ApprovalDefault: TypeAlias = Literal["never", "ask", "auto"]
+"""Whether a tool's calls ask the user before they run, when the setting ``tools.approval`` does not name the
+tool: ``"ask"`` (it runs code or changes files), ``"auto"`` (it runs without asking unless the setting says
+``ask``) or ``"never"`` (it only looks: it never asks, whatever the setting says)."""
+
 OnUpdate: TypeAlias = Callable[[AgentToolResult], None]
 Execute: TypeAlias = Callable[[str, Any, AbortSignal, OnUpdate], Awaitable[AgentToolResult]]
 
@@ -118,6 +133,9 @@ class AgentTool:
     when it aborts) and may raise: an exception becomes an error tool result carrying its message.
     ``execution_mode="sequential"`` forces the whole batch containing this tool to run one call at a time.
     ``prepare_arguments`` may rewrite raw arguments (e.g. a legacy shape) before validation.
+
+    What a host needs to know of the tool lives on it too: :attr:`approval` (whether a call asks first),
+    :attr:`preview` (what the question shows) and :attr:`prompt` (the system prompt's lines about it).
     """
 
     name: str
@@ -129,6 +147,14 @@ class AgentTool:
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     timeout_ms: int | None = None
     """Per-tool execution timeout, enforced by ``AgentSession`` (overrides its ``timeouts.tool_ms``)."""
+    approval: ApprovalDefault = "auto"
+    """Whether a call asks before it runs, unless the setting ``tools.approval`` names this tool (see
+    :data:`ApprovalDefault`; enforced by an ``AgentSession`` that has an approver)."""
+    preview: Callable[[Mapping[str, Any]], str] | None = None
+    """What an approval question shows of a call, from its validated arguments: the code, the command line, the
+    edit's diff. ``None``, or a preview that raises: the arguments as JSON."""
+    prompt: ToolPrompt | None = None
+    """The system prompt's snippet and guidelines for this tool; ``None``: the prompt does not list it."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

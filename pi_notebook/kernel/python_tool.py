@@ -78,7 +78,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline, abortable_sleep
 from ..session import AbortRun
 from ..tools._common import js_number
@@ -110,6 +110,14 @@ __all__ = [
 ABORT_WAIT_S = 1.0
 """After an interrupt other than its own timeout, how long the tool waits for its signal to abort."""
 STUCK_TEXT = "waiting for the code to return to Python"
+PROMPT = ToolPrompt(
+    "Run Python code in the user's Jupyter kernel, on the notebook's namespace (their variables)",
+    (
+        "Use python to look at the user's data and variables, compute and plot; variables you make stay for the user",
+        "Use python for short steps the user can follow; prefer several small calls to one long script",
+    ),
+)
+"""The system prompt's lines about the tool."""
 
 
 class PythonError(RuntimeError):
@@ -292,4 +300,15 @@ def python_tool(
         parameters=_schema(timeout_s),
         execute=python.execute,
         execution_mode="sequential",
+        approval="ask",
+        preview=_preview,
+        prompt=PROMPT,
     )
+
+
+def _preview(args: Mapping[str, Any]) -> str:
+    """What an approval question shows of a call: the code."""
+    code = args["code"]
+    if not isinstance(code, str):
+        raise TypeError("code is not text")
+    return code

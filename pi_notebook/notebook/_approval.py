@@ -22,14 +22,12 @@ approval``) and the event log records the question and the answer.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..ai import AbortSignal
-from ..session import NEVER_ASK, AgentSession, Approval, ApprovalRequest
-from ..tools import preview_edit
+from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
 
 __all__ = ["FRONTEND_WAIT_S", "MAX_PREVIEW", "NO_FRONTEND", "NotebookApprover", "describe_tools", "preview_call"]
@@ -52,9 +50,6 @@ class _Entry(Protocol):
     @property
     def active_run(self) -> Run | None: ...
 
-    @property
-    def cwd(self) -> str | None: ...
-
 
 class NotebookApprover:
     """The :data:`~pi_notebook.session.Approver` of one notebook session (see the module docstring)."""
@@ -71,25 +66,20 @@ class NotebookApprover:
         wait = run.started_at + FRONTEND_WAIT_S - time.monotonic()
         if not await view.transcript.wait_rendered(wait, signal):
             return refused
-        cwd = self._entry.cwd or os.getcwd()
-        return await run.ask_approval(request, preview_call(request, cwd), signal)
+        return await run.ask_approval(request, preview_call(request), signal)
 
 
-def preview_call(request: ApprovalRequest, cwd: str) -> str:
-    """What the question shows: the code, the command, the edit's diff, the file to write, else the arguments."""
-    args = request.args if isinstance(request.args, Mapping) else {}
-    name = request.tool_name
-    text: str
-    if name == "python" and isinstance(args.get("code"), str):
-        text = args["code"]
-    elif name == "bash" and isinstance(args.get("command"), str):
-        text = "$ " + args["command"]
-    elif name == "edit":
-        text = f"{args.get('path')}\n\n{preview_edit(args, cwd)}"
-    elif name == "write" and isinstance(args.get("content"), str):
-        content = args["content"]
-        text = f"{args.get('path')} ({len(content)} characters)\n\n{content}"
-    else:
+def preview_call(request: ApprovalRequest) -> str:
+    """What the question shows: the tool's preview of the call (the code, the command, the edit's diff, the file
+    to write), else the arguments as JSON."""
+    preview = request.tool.preview if request.tool is not None else None
+    text: str | None = None
+    if preview is not None and isinstance(request.args, Mapping):
+        try:
+            text = preview(request.args)
+        except Exception:  # a preview of arguments it did not expect: show them as they are
+            text = None
+    if text is None:
         text = json.dumps(_plain(request.args), ensure_ascii=False, indent=1, default=str)
     return text if len(text) <= MAX_PREVIEW else text[:MAX_PREVIEW] + f"\n… ({len(text) - MAX_PREVIEW} more characters)"
 
@@ -104,7 +94,7 @@ def describe_tools(session: AgentSession) -> str:
     lines = []
     for tool in tools:
         mode: str = session.approval_mode(tool.name)
-        if tool.name in NEVER_ASK:
+        if tool.approval == "never":
             mode = "auto (only looks)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"

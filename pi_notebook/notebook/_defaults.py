@@ -22,11 +22,10 @@ from typing import Any
 
 from ..agent import AgentTool
 from ..kernel import python_tool
-from ..tools import TOOL_PROMPTS, ToolPrompt, coding_tools
+from ..tools import coding_tools
 
 __all__ = [
     "MAX_VARIABLES",
-    "PYTHON_PROMPT",
     "default_tools",
     "system_prompt",
     "variables_summary",
@@ -36,14 +35,6 @@ MAX_VARIABLES = 40
 """At most this many variables are listed; the rest are counted."""
 MAX_LINE = 160
 """Each variable's line is cut to this many characters."""
-
-PYTHON_PROMPT = ToolPrompt(
-    "Run Python code in the user's Jupyter kernel, on the notebook's namespace (their variables)",
-    (
-        "Use python to look at the user's data and variables, compute and plot; variables you make stay for the user",
-        "Use python for short steps the user can follow; prefer several small calls to one long script",
-    ),
-)
 
 _INTRO = (
     "You are an expert coding and data assistant operating inside a Jupyter notebook: you run in the "
@@ -62,15 +53,13 @@ def default_tools(cwd: str | os.PathLike[str] | None = None) -> list[AgentTool]:
 def system_prompt(tools: Sequence[AgentTool], *, cwd: str | None, namespace: Mapping[str, Any] | None) -> str:
     """The notebook's system prompt for ``tools`` (see the module docstring). ``cwd=None``: the reproducible
     form (for cassettes), without the working directory, the Python version and the variables."""
-    prompts = dict(TOOL_PROMPTS)
-    prompts["python"] = PYTHON_PROMPT
     names = [tool.name for tool in tools]
-    listed = [f"- {name}: {prompts[name].snippet}" for name in names if name in prompts]
+    listed = [f"- {tool.name}: {tool.prompt.snippet}" for tool in tools if tool.prompt is not None]
     guidelines: list[str] = []
     if "bash" in names and not {"grep", "find", "ls"} & set(names):
         guidelines.append("Use bash for file operations like ls, rg, find")
-    for name in names:
-        for line in prompts[name].guidelines if name in prompts else ():
+    for tool in tools:
+        for line in tool.prompt.guidelines if tool.prompt is not None else ():
             if line.strip() and line.strip() not in guidelines:
                 guidelines.append(line.strip())
     guidelines += ["Be concise in your responses", "Show file paths clearly when working with files"]

@@ -21,11 +21,11 @@ from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
 from ..ai.providers.faux import FauxProvider
+from ..kernel import InterruptHook
 from ..session import AgentSession, Settings
 from ._approval import NotebookApprover
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
-from ..kernel import InterruptHook
 from ._recent import RecentRuns
 from ._run import Run, StateListener
 from ._saved import default_store

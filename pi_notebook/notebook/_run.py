@@ -35,6 +35,7 @@ from ..agent import (
     ToolExecutionUpdateEvent,
 )
 from ..ai import AbortSignal, AssistantMessage
+from ..kernel import PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -47,7 +48,6 @@ from ..session import (
     CompactionStartEvent,
     SessionEvent,
 )
-from ..kernel import PythonEvent, add_python_listener
 from ._describe import describe_event, render_markdown, usage_line
 from ._display import RunDisplay
 from ._live import current_run

@@ -1,7 +1,7 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
 overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
 
-from ._approval import DECLINED, NEVER_ASK, Approval, ApprovalRequest, Approver, approval_mode
+from ._approval import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
 from ._catalog import SessionInfo, list_sessions, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
@@ -39,7 +39,6 @@ from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
     "DECLINED",
-    "NEVER_ASK",
     "AbortRun",
     "AgentEndEvent",
     "AgentSession",

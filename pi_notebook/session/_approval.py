@@ -1,7 +1,9 @@
 """Approval before a tool runs: the setting ``tools.approval``, and the seam a host plugs its question into.
 
 The session puts :class:`ApprovalGate` in the agent's ``before_tool_call`` hook (after the user's own
-``before_tool_call``, which may still block first). For each call whose tool asks (:func:`approval_mode`), the
+``before_tool_call``, which may still block first). Whether a tool asks is the setting for it, else the tool's own
+default (``AgentTool.approval``: ``ask`` for tools that run code or change files, ``never`` for those that only
+look). For each call whose tool asks (:func:`approval_mode`), the
 gate calls the session's ``approver(request, signal)`` — the host's question to the user — and reads its
 :class:`Approval`:
 
@@ -24,14 +26,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from ..agent import BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, call_hook
+from ..agent import AgentTool, BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, call_hook
 from ..agent._hooks import before_result
 from ..ai import AbortSignal, ToolCall, maybe_await
-from ._settings import DEFAULT_APPROVAL, ApprovalMode
+from ._settings import ApprovalMode
 
 __all__ = [
     "DECLINED",
-    "NEVER_ASK",
     "Approval",
     "ApprovalGate",
     "ApprovalRequest",
@@ -39,17 +40,17 @@ __all__ = [
     "approval_mode",
 ]
 
-NEVER_ASK = frozenset({"read", "ls", "grep", "find"})
-"""Tools that only look: they never ask, whatever ``tools.approval`` says."""
 DECLINED = "The user declined to run this {name} call; it was not run. Ask the user or try something else."
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """One tool call waiting for approval: the call as the model made it and its validated arguments."""
+    """One tool call waiting for approval: the call as the model made it, its validated arguments and the tool
+    (whose ``preview`` says what to show of the call)."""
 
     tool_call: ToolCall
     args: Any
+    tool: AgentTool | None = None
 
     @property
     def tool_name(self) -> str:
@@ -69,13 +70,14 @@ Approver: TypeAlias = Callable[[ApprovalRequest, AbortSignal], Awaitable[Approva
 then; the call ends as aborted). Must not raise (an exception becomes the call's error result)."""
 
 
-def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool_name: str) -> ApprovalMode:
-    """Whether ``tool_name`` asks under ``setting`` (the value of ``tools.approval``)."""
-    if tool_name in NEVER_ASK:
+def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool: AgentTool) -> ApprovalMode:
+    """Whether ``tool`` asks under ``setting`` (the value of ``tools.approval``): a tool that only looks never
+    does; otherwise the setting for it, else its ``"*"`` entry, else the tool's own default."""
+    if tool.approval == "never":
         return "auto"
     if isinstance(setting, str):
         return setting
-    return setting.get(tool_name) or setting.get("*") or DEFAULT_APPROVAL.get(tool_name, "auto")
+    return setting.get(tool.name) or setting.get("*") or ("ask" if tool.approval == "ask" else "auto")
 
 
 class ApprovalGate:
@@ -92,9 +94,9 @@ class ApprovalGate:
         self.always: set[str] = set()
         """Tools the user allowed "always for this session"."""
 
-    def mode(self, tool_name: str) -> ApprovalMode:
+    def mode(self, tool: AgentTool) -> ApprovalMode:
         """What this tool does now: ``auto`` when allowed for the session, else what the setting says."""
-        return "auto" if tool_name in self.always else approval_mode(self._setting(), tool_name)
+        return "auto" if tool.name in self.always else approval_mode(self._setting(), tool)
 
     async def __call__(self, context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult | None:
         if self._user_hook is not None:
@@ -103,9 +105,10 @@ class ApprovalGate:
                 return verdict
         approver = self.approver
         name = context.tool_call.name
-        if approver is None or self.mode(name) == "auto" or signal.aborted:
+        tool = next((tool for tool in context.context.tools if tool.name == name), None)
+        if approver is None or tool is None or self.mode(tool) == "auto" or signal.aborted:
             return None
-        answer = await approver(ApprovalRequest(context.tool_call, context.args), signal)
+        answer = await approver(ApprovalRequest(context.tool_call, context.args, tool), signal)
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
         if answer.action == "always":

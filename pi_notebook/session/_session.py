@@ -227,8 +227,12 @@ class AgentSession:
         return frozenset(self._approval.always)
 
     def approval_mode(self, tool_name: str) -> ApprovalMode:
-        """``"ask"`` or ``"auto"``: what a call of ``tool_name`` does now (the setting, and "always" answers)."""
-        return self._approval.mode(tool_name)
+        """``"ask"`` or ``"auto"``: what a call of the session's tool ``tool_name`` does now (the setting, the
+        tool's default and "always" answers). Raises ``KeyError`` for a tool the session does not have."""
+        tool = next((tool for tool in self.tools if tool.name == tool_name), None)
+        if tool is None:
+            raise KeyError(f"the session has no tool {tool_name!r}")
+        return self._approval.mode(tool)
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:

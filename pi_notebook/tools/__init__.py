@@ -13,15 +13,16 @@ The ``python`` tool (the agent's code in the kernel) is on the floor above, :mod
 
 Each ``*_tool(cwd)`` returns an :class:`~pi_notebook.agent.AgentTool` whose relative paths resolve against
 ``cwd``; :func:`coding_tools` gives all seven, :func:`read_only_tools` the four that change nothing, and
-:data:`TOOL_PROMPTS` Pi's system-prompt snippet and guidelines for each. Every tool
+each tool carries its approval default, approval preview and Pi's system-prompt snippet and guidelines
+(``AgentTool.approval``, ``.preview``, ``.prompt``). Every tool
 stops between files or chunks when its abort signal fires; file work runs in a worker thread so the event loop
 stays free. Failures raise :class:`FileToolError` (``BashError`` for ``bash``) with Pi's texts, which the agent
 loop turns into error tool results.
 """
 
-from ._common import FileToolError, ToolPrompt
+from ._common import FileToolError
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
-from ._sets import TOOL_PROMPTS, coding_tools, read_only_tools
+from ._sets import coding_tools, read_only_tools
 from .bash import BashError, bash_tool
 from .edit import edit_tool, preview_edit
 from .find import find_tool
@@ -33,10 +34,8 @@ from .write import write_tool
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
-    "TOOL_PROMPTS",
     "BashError",
     "FileToolError",
-    "ToolPrompt",
     "Truncation",
     "bash_tool",
     "coding_tools",

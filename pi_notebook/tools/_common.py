@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from ..ai import AbortSignal
 
@@ -22,7 +22,6 @@ __all__ = [
     "ABORTED",
     "FileToolError",
     "Stop",
-    "ToolPrompt",
     "in_thread",
     "js_number",
     "js_to_fixed",
@@ -34,13 +33,6 @@ __all__ = [
 ABORTED = "Operation aborted"
 
 T = TypeVar("T")
-
-
-class ToolPrompt(NamedTuple):
-    """What Pi's system prompt says about a tool: a one-line snippet for the tool list, and guidelines."""
-
-    snippet: str
-    guidelines: tuple[str, ...] = ()
 
 
 class FileToolError(RuntimeError):

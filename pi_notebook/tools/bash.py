@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal
 from ..ai._keys import PROVIDER_KEY_VARIABLES
 from ._common import js_number
@@ -306,4 +306,16 @@ def bash_tool(
         description=_description(max_lines, max_bytes, timeout_s),
         parameters=_schema(timeout_s),
         execute=bash.execute,
+        approval="ask",
+        preview=_preview,
+        # Pi adds "Inspect PI_* environment variables..." when it exposes them; our bash does not.
+        prompt=ToolPrompt("Execute bash commands (ls, grep, find, etc.)"),
     )
+
+
+def _preview(args: Mapping[str, Any]) -> str:
+    """What an approval question shows of a call: the command line."""
+    command = args["command"]
+    if not isinstance(command, str):
+        raise TypeError("command is not text")
+    return "$ " + command

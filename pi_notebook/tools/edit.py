@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._atomic import write_atomic
-from ._common import FileToolError, Stop, ToolPrompt, in_thread, not_regular, required_string
+from ._common import FileToolError, Stop, in_thread, not_regular, required_string
 from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
 from ._mutation import file_mutation_lock
@@ -204,6 +204,9 @@ def edit_tool(cwd: str | Path | None = None) -> AgentTool:
         parameters=PARAMETERS,
         execute=execute,
         prepare_arguments=prepare_edit_arguments,
+        approval="ask",
+        preview=lambda args: f"{args.get('path')}\n\n{preview_edit(args, cwd)}",
+        prompt=PROMPT,
     )
 
 

@@ -25,12 +25,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._common import (
     FileToolError,
     Stop,
-    ToolPrompt,
     in_thread,
     js_number,
     optional_number,
@@ -140,4 +139,12 @@ def find_tool(cwd: str | Path | None = None) -> AgentTool:
         effective = DEFAULT_LIMIT if limit is None else limit
         return await in_thread(lambda stop: _find(base, pattern, path, effective, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(name="find", label="find", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    return AgentTool(
+        name="find",
+        label="find",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        approval="never",
+        prompt=PROMPT,
+    )

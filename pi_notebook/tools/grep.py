@@ -40,12 +40,11 @@ from typing import Any
 
 import regex
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._common import (
     FileToolError,
     Stop,
-    ToolPrompt,
     in_thread,
     js_number,
     not_regular,
@@ -266,4 +265,12 @@ def grep_tool(cwd: str | Path | None = None) -> AgentTool:
         )
         return await in_thread(lambda stop: _grep(query, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(name="grep", label="grep", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    return AgentTool(
+        name="grep",
+        label="grep",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        approval="never",
+        prompt=PROMPT,
+    )

@@ -27,9 +27,9 @@ import stat as stats
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, ImageContent, TextContent
-from ._common import FileToolError, Stop, ToolPrompt, in_thread, not_regular, optional_number, required_string
+from ._common import FileToolError, Stop, in_thread, not_regular, optional_number, required_string
 from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
@@ -143,4 +143,12 @@ def read_tool(cwd: str | Path | None = None) -> AgentTool:
         base = root if root is not None else os.getcwd()
         return await in_thread(lambda stop: _read(base, path, offset, limit, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(name="read", label="read", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    return AgentTool(
+        name="read",
+        label="read",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        approval="never",
+        prompt=PROMPT,
+    )

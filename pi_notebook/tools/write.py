@@ -16,13 +16,14 @@ socket at ``path`` is refused, never replaced (``Cannot write <path>: not a regu
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult
+from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._atomic import encode_text, js_length, make_directories, write_atomic
-from ._common import Stop, ToolPrompt, in_thread, required_string
+from ._common import Stop, in_thread, required_string
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
@@ -67,4 +68,21 @@ def write_tool(cwd: str | Path | None = None) -> AgentTool:
         text = f"Successfully wrote {js_length(content)} bytes to {path}"
         return AgentToolResult(content=[TextContent(text=text)], details=None)
 
-    return AgentTool(name="write", label="write", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    return AgentTool(
+        name="write",
+        label="write",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        approval="ask",
+        preview=preview_write,
+        prompt=PROMPT,
+    )
+
+
+def preview_write(args: Mapping[str, Any]) -> str:
+    """What an approval question shows of a ``write`` call: the path, the size and the content."""
+    content = args["content"]
+    if not isinstance(content, str):
+        raise TypeError("content is not text")
+    return f"{args.get('path')} ({len(content)} characters)\n\n{content}"

@@ -101,13 +101,18 @@ def test_percent_pi_tools_lists_each_tool_with_its_approval_mode() -> None:
 def test_the_question_shows_the_code_the_command_and_the_edits_diff(tmp_path: Any) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     call = faux_tool_call("edit", {"path": "a.txt", "edits": [{"oldText": "two", "newText": "TWO"}]}, id="e")
-    shown = preview_call(ApprovalRequest(call, call.arguments), str(tmp_path))
+    tools = {tool.name: tool for tool in default_tools(tmp_path)}
+    shown = preview_call(ApprovalRequest(call, call.arguments, tools["edit"]))
     assert "-2 two" in shown and "+2 TWO" in shown
     missing = faux_tool_call("edit", {"path": "a.txt", "edits": [{"oldText": "nope", "newText": "x"}]}, id="m")
-    failing = preview_call(ApprovalRequest(missing, missing.arguments), str(tmp_path))
+    failing = preview_call(ApprovalRequest(missing, missing.arguments, tools["edit"]))
     assert "this edit would fail: Could not find" in failing
     bash = faux_tool_call("bash", {"command": "rm -rf build"}, id="b")
-    assert preview_call(ApprovalRequest(bash, bash.arguments), ".") == "$ rm -rf build"
+    assert preview_call(ApprovalRequest(bash, bash.arguments, tools["bash"])) == "$ rm -rf build"
+    code = faux_tool_call("python", {"code": "print(1)"}, id="p")
+    assert preview_call(ApprovalRequest(code, code.arguments, tools["python"])) == "print(1)"
+    odd = faux_tool_call("bash", {"command": 3}, id="o")  # a preview that does not fit the arguments: JSON
+    assert preview_call(ApprovalRequest(odd, odd.arguments, tools["bash"])) == '{\n "command": 3\n}'
 
 
 def entry_calling_bash(log: ToolLog, calls: int = 1) -> NotebookSession:
@@ -116,7 +121,7 @@ def entry_calling_bash(log: ToolLog, calls: int = 1) -> NotebookSession:
                for i in range(calls)]  # fmt: skip
     faux.set_responses([*replies, faux_assistant_message("done")])
     settings = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
-    return SessionRegistry().configure(faux.model, faux.stream, [recording_tool("bash", log)], settings)
+    return SessionRegistry().configure(faux.model, faux.stream, [recording_tool("bash", log, approval="ask")], settings)
 
 
 def tool_results(entry: NotebookSession) -> list[tuple[str, bool]]:

@@ -13,13 +13,13 @@ import pytest
 
 from pi_notebook.agent import AgentToolResult
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_notebook.kernel import PythonEvent, python_tool
+from pi_notebook.kernel._exec import emit
 from pi_notebook.notebook import Run
 from pi_notebook.notebook._live import MAX_DISPLAYS, LiveOutput, current_run
 from pi_notebook.notebook._protocol import TOOL_TAIL_CHARS
 from pi_notebook.notebook._view import TranscriptWidget
 from pi_notebook.session import AgentSession
-from pi_notebook.kernel import PythonEvent, python_tool
-from pi_notebook.kernel._exec import emit
 
 pytestmark = pytest.mark.timeout(60)
 

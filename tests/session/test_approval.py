@@ -4,16 +4,18 @@ what Run / Skip / Always / unavailable do to the call and the transcript, and th
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from agent_helpers import ToolLog, recording_tool
 from session_helpers import make_session
 
-from pi_notebook.agent import Hooks
+from pi_notebook.agent import AgentTool, AgentToolResult, Hooks
 from pi_notebook.ai import AbortSignal, AssistantMessage, ToolResultMessage
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import faux_assistant_message, faux_tool_call
+from pi_notebook.kernel import python_tool
 from pi_notebook.session import (
     DECLINED,
     AgentSession,
@@ -23,28 +25,56 @@ from pi_notebook.session import (
     SettingsError,
     approval_mode,
 )
+from pi_notebook.tools import coding_tools
+
+
+async def run_ok(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
+    return AgentToolResult("ok")
+
+
+TOOLS = {tool.name: tool for tool in [*coding_tools("/tmp"), python_tool(), AgentTool("mine", "", {}, run_ok)]}
+"""The notebook's tools, and a tool of one's own (which runs without asking by default)."""
+
+
+def mode(setting: Any, name: str) -> str:
+    return approval_mode(setting, TOOLS[name])
 
 
 def test_which_tools_ask_by_default_under_ask_auto_and_a_map() -> None:
     default = Settings().tools.approval
-    assert [approval_mode(default, n) for n in ("python", "bash", "write", "edit")] == ["ask"] * 4
-    assert [approval_mode(default, n) for n in ("read", "ls", "grep", "find", "mine")] == ["auto"] * 5
-    assert approval_mode("ask", "mine") == "ask"
-    assert approval_mode("ask", "read") == "auto"  # read, ls, grep and find never ask
-    assert approval_mode("auto", "bash") == "auto"
-    assert approval_mode({"bash": "auto"}, "bash") == "auto"
-    assert approval_mode({"bash": "auto"}, "python") == "ask"  # a tool the map leaves out keeps its default
-    assert approval_mode({"read": "ask"}, "read") == "auto"
+    assert [mode(default, n) for n in ("python", "bash", "write", "edit")] == ["ask"] * 4
+    assert [mode(default, n) for n in ("read", "ls", "grep", "find", "mine")] == ["auto"] * 5
+    assert mode("ask", "mine") == "ask"
+    assert mode("ask", "read") == "auto"  # read, ls, grep and find never ask
+    assert mode("auto", "bash") == "auto"
+    assert mode({"bash": "auto"}, "bash") == "auto"
+    assert mode({"bash": "auto"}, "python") == "ask"  # a tool the map leaves out keeps its default
+    assert mode({"read": "ask"}, "read") == "auto"
+
+
+def test_whether_a_tool_asks_is_a_fact_of_the_tool_not_of_its_name() -> None:
+    renamed = replace(TOOLS["bash"], name="shell")
+    assert mode(Settings().tools.approval, "bash") == approval_mode(Settings().tools.approval, renamed) == "ask"
+    looks = replace(TOOLS["mine"], approval="never")
+    assert approval_mode("ask", looks) == "auto"
+    assert [tool.name for tool in TOOLS.values() if tool.approval == "never"] == ["read", "grep", "find", "ls"]
 
 
 def test_the_setting_merges_like_other_settings_and_rejects_bad_values() -> None:
     assert Settings().updated(tools={"approval": "auto"}).tools.approval == "auto"
     merged = Settings().updated(tools={"approval": {"bash": "auto"}}).tools.approval
-    assert merged == {"python": "ask", "bash": "auto", "write": "ask", "edit": "ask"}
+    assert merged == {"bash": "auto"}
+    assert [mode(merged, n) for n in ("bash", "python", "write", "edit", "mine")] == [
+        "auto",
+        "ask",
+        "ask",
+        "ask",
+        "auto",
+    ]
     # "auto" then one tool changed: the others stay auto (the plain value becomes the map's "*")
     changed = Settings().updated(tools={"approval": "auto"}).updated(tools={"approval": {"bash": "ask"}})
     assert changed.tools.approval == {"*": "auto", "bash": "ask"}
-    assert [approval_mode(changed.tools.approval, n) for n in ("bash", "python", "mine")] == ["ask", "auto", "auto"]
+    assert [mode(changed.tools.approval, n) for n in ("bash", "python", "mine")] == ["ask", "auto", "auto"]
     with pytest.raises(SettingsError, match=r"settings\.tools\.approval"):
         Settings(tools={"approval": "sometimes"})
 
@@ -81,7 +111,7 @@ def bash_calls(count: int) -> list[Any]:
 
 def session_with(approver: Any, log: ToolLog, calls: int = 1, **options: Any) -> AgentSession:
     session, _, _ = make_session(bash_calls(calls), approver=approver, **options)
-    session.tools = [recording_tool("bash", log)]
+    session.tools = [recording_tool("bash", log, approval="ask")]  # a tool that asks, as bash does
     return session
 
 
@@ -144,7 +174,7 @@ async def test_auto_and_looking_tools_never_ask() -> None:
         approver=approver,
         settings={"tools": {"approval": "ask"}},
     )
-    session2.tools = [recording_tool("read", log)]
+    session2.tools = [recording_tool("read", log, approval="never")]  # a tool that only looks
     await session2.prompt("go")
     assert log.started == ["call-0", "r"] and approver.requests == []
 

@@ -18,7 +18,7 @@ import pytest
 from file_tools_fixture import Outcome, build, load, run, split_notice
 from PIL import Image
 
-from pi_notebook.tools import TOOL_PROMPTS, coding_tools
+from pi_notebook.tools import coding_tools
 
 SCENARIOS, RECORDED = load()
 PI = {record["name"]: record for record in RECORDED["results"]}
@@ -150,6 +150,7 @@ def test_definitions_are_pis(name: str) -> None:
     recorded = RECORDED["definitions"][name]
     assert (tool.name, tool.label, tool.description) == (recorded["name"], recorded["label"], recorded["description"])
     assert tool.json_schema() == recorded["parameters"]
-    prompt = TOOL_PROMPTS[name]
+    prompt = tool.prompt
+    assert prompt is not None
     expected = [g for g in recorded["promptGuidelines"] if not g.startswith("Inspect PI_*")]  # not exposed here
     assert (prompt.snippet, list(prompt.guidelines)) == (recorded["promptSnippet"], expected)
