@@ -1,7 +1,7 @@
 """One protocol source: the run states, widget operations and control-comm messages are defined once in Python
-(``pi_notebook/notebook/_protocol.py``); the TypeScript of the run widget (``js/run-view/src/protocol.ts``) and of
-the JupyterLab extension (``labextension/src/control.ts``) declares the same unions and operations. This test reads
-the TypeScript and fails when a name or a field is on one side only."""
+(``pi_notebook/notebook/widget/_protocol.py``); the TypeScript of the run widget (``js/run-view/src/protocol.ts``)
+and of the JupyterLab extension (``labextension/src/control.ts``) declares the same unions and operations. This test
+reads the TypeScript and fails when a name or a field is on one side only."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
-from pi_notebook.notebook import _protocol as protocol
 from pi_notebook.notebook._run import Run
-from pi_notebook.notebook._view import TranscriptWidget
+from pi_notebook.notebook.widget import _protocol as protocol
+from pi_notebook.notebook.widget._view import TranscriptWidget
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_VIEW = ROOT / "js" / "run-view" / "src" / "protocol.ts"

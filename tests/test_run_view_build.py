@@ -1,7 +1,7 @@
-"""The run widget's front end, checked in CI: ``js/run-view`` (TypeScript) type-checks under the strict
-settings the labextension uses, its tests pass (streamed markdown renders as the whole text would, cut at
-every position), and the committed bundle ``pi_notebook/notebook/static/run_view.js`` is byte for byte what
-it builds (``npm ci && npm run build``), so ``pip install`` needs no Node. See js/run-view/README.md."""
+"""The run widget's front end, checked in CI: ``js/run-view`` (TypeScript) type-checks under the strict settings the
+labextension uses, its tests pass (streamed markdown renders as the whole text would, cut at every position), and
+the committed bundle ``pi_notebook/notebook/widget/static/run_view.js`` (with ``run_view.css``) is byte for byte
+what it builds (``npm ci && npm run build``), so ``pip install`` needs no Node. See js/run-view/README.md."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "js" / "run-view"
-BUNDLE = ROOT / "pi_notebook" / "notebook" / "static" / "run_view.js"
+STATIC = ROOT / "pi_notebook" / "notebook" / "widget" / "static"
+BUNDLE = STATIC / "run_view.js"
 NOT_SOURCE = {"node_modules", "build"}
 
 
@@ -38,7 +39,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("run-view")
     work = root / "js" / "run-view"
     shutil.copytree(SOURCE, work, ignore=lambda folder, names: [n for n in names if n in NOT_SOURCE])
-    (root / "pi_notebook" / "notebook" / "static").mkdir(parents=True)
+    (root / "pi_notebook" / "notebook" / "widget" / "static").mkdir(parents=True)
     run(work, "ci", "--prefer-offline", timeout=500)
     return work
 
@@ -46,8 +47,10 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.timeout(600)
 def test_the_committed_bundle_is_what_the_source_builds(work: Path) -> None:
     run(work, "run", "build", timeout=120)
-    built = work.parents[1] / "pi_notebook" / "notebook" / "static" / "run_view.js"
-    assert built.read_bytes() == BUNDLE.read_bytes(), "rebuild the bundle: cd js/run-view && npm ci && npm run build"
+    built = work.parents[1] / "pi_notebook" / "notebook" / "widget" / "static"
+    for name in ("run_view.js", "run_view.css"):  # the stylesheet's source is js/run-view/src/run_view.css
+        rebuild = f"rebuild {name}: cd js/run-view && npm ci && npm run build"
+        assert (built / name).read_bytes() == (STATIC / name).read_bytes(), rebuild
 
 
 @pytest.mark.timeout(600)

@@ -10,7 +10,6 @@ A *stream function* ``stream_fn(model, context, options)`` returns an :class:`As
 from ._abort import AbortController, AbortSignal, Deadline, OnAbort, abort_scope, abortable_sleep
 from ._awaitable import MaybeAwaitable, maybe_await
 from ._builder import MessageBuilder
-from ._cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
 from ._compat import OpenAICompletionsCompat, ResolvedOpenAICompat, resolve_openai_compat
 from ._events import (
     AssistantMessageEvent,
@@ -31,6 +30,7 @@ from ._http import close_connections
 from ._registry import complete, register_api, registered_apis, stream
 from ._request import Context, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
 from ._stream import AssistantMessageEventStream
+from .cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
 from .messages import (
     AssistantMessage,
     Cost,

@@ -26,7 +26,6 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
-from ._cassette_route import CassetteError, route_through_cassettes
 from ._request import Model, StreamOptions
 from ._responses import (
     content_type,
@@ -39,6 +38,7 @@ from ._responses import (
 )
 from ._secret import is_sensitive_header, scrub_secrets
 from ._stream import AssistantMessageEventStream
+from .cassette._route import CassetteError, route_through_cassettes
 from .messages import RequestFailure
 from .retry import backoff_ms, is_retryable_failure
 

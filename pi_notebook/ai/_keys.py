@@ -11,26 +11,15 @@ from __future__ import annotations
 
 import os
 
-from ._cassette_route import active_cassette
 from ._http import ProviderError
 from ._request import StreamOptions
-from ._secret import api_key_problem
+from ._secret import ENV_KEYS, api_key_problem
+from .cassette._route import active_cassette
 
 __all__ = ["ENV_KEYS", "PROVIDER_KEY_VARIABLES", "REPLAY_KEY", "provider_key_values", "resolve_api_key"]
 
 REPLAY_KEY = "no-key-cassette-replay"
 
-ENV_KEYS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together": "TOGETHER_API_KEY",
-    "cerebras": "CEREBRAS_API_KEY",
-}
 
 PROVIDER_KEY_VARIABLES: tuple[str, ...] = (*ENV_KEYS.values(), "ANTHROPIC_AUTH_TOKEN", "OPENAI_ADMIN_KEY")
 """Environment variables that hold provider credentials: the keys above and other credentials the official

@@ -23,6 +23,7 @@ from urllib.parse import quote, quote_plus
 from pydantic import SecretStr
 
 __all__ = [
+    "ENV_KEYS",
     "MIN_SECRET_LEN",
     "REDACTED",
     "ApiKeyError",
@@ -34,6 +35,19 @@ __all__ = [
     "secret_value",
     "strip_api_key",
 ]
+
+ENV_KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+}
+"""The environment variable holding each provider's key (Pi's names)."""
 
 REDACTED = "***"
 MIN_SECRET_LEN = 8

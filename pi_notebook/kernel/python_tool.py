@@ -9,7 +9,7 @@ text tail-truncated like ``bash`` (2000 lines / 50 KB, the full output in ``<tem
 ``details`` carry the rich bundles for a widget: ``outputs`` (``display()`` bundles, at most 20),
 ``result`` (the value's bundle) and the truncation info. Live output goes to :func:`add_python_listener`
 listeners while the code runs (``on_update`` cannot: it needs the event loop, which the code blocks); the run
-widget's panel is one of them (``pi_notebook.notebook._live``). The listeners always get an ``end`` after a
+widget's panel is one of them (``pi_notebook.notebook.widget._live``). The listeners always get an ``end`` after a
 ``start``, even if making the result fails.
 
 Where the code runs, and why
@@ -48,7 +48,7 @@ returns. So every stop path reaches the code without the loop:
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.kernel._interrupt.STUCK_AFTER_S` after the
 interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"; the run widget shows it
-on the tool's panel and its status line, see ``pi_notebook.notebook._live``). The run is never reported settled
+on the tool's panel and its status line, see ``pi_notebook.notebook.widget._live``). The run is never reported settled
 meanwhile: the event loop, which would settle it, is blocked by the same code.
 
 Which stop paths work where

@@ -32,7 +32,7 @@ from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._saved import last_session_line, notebook_path
-from ._view import RunView, TranscriptWidget
+from .widget._view import RunView, TranscriptWidget
 
 __all__ = [
     "MAX_PROMPT_CHARS",

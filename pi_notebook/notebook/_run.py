@@ -49,11 +49,11 @@ from ..session import (
     SessionEvent,
 )
 from ._describe import describe_event, render_markdown, usage_line
-from ._display import RunDisplay
-from ._live import current_run
-from ._presenter import RunPresenter
-from ._protocol import RunStatus
-from ._view import RunView
+from .widget._display import RunDisplay
+from .widget._live import current_run
+from .widget._presenter import RunPresenter
+from .widget._protocol import RunStatus
+from .widget._view import RunView
 
 __all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
 

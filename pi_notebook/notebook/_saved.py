@@ -37,8 +37,8 @@ from ..session import (
     session_folder,
 )
 from ._describe import describe_event, render_markdown, result_text
-from ._presenter import RunPresenter
-from ._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
+from .widget._presenter import RunPresenter
+from .widget._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
 
 __all__ = [
     "CUT_OFF_NOTE",

@@ -27,8 +27,8 @@ from pi_notebook.ai import (
     complete,
     stream,
 )
-from pi_notebook.ai._cassette_format import Chunk, decode_bytes, encode_bytes
-from pi_notebook.ai._cassette_match import Redactor, first_difference, without_fields
+from pi_notebook.ai.cassette._format import Chunk, decode_bytes, encode_bytes
+from pi_notebook.ai.cassette._match import Redactor, first_difference, without_fields
 from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 

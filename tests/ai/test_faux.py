@@ -753,7 +753,7 @@ async def test_a_reply_sent_back_is_measured_as_pi_serialises_it() -> None:
     # The provider remembers the size of the reply it produced instead of serialising it again in the next
     # request: that size must be the one Pi's serializeContext gives it (thinking, text, non-ASCII arguments).
     from pi_notebook.agent import Agent, AgentTool, AgentToolResult
-    from pi_notebook.ai.providers._faux_usage import estimate_tokens, serialize_context
+    from pi_notebook.ai.providers._usage_estimate import estimate_tokens, serialize_context
 
     async def echo(call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
         return AgentToolResult(content=str(args))

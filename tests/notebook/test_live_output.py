@@ -16,9 +16,9 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, 
 from pi_notebook.kernel import PythonEvent, python_tool
 from pi_notebook.kernel._exec import emit
 from pi_notebook.notebook import Run
-from pi_notebook.notebook._live import MAX_DISPLAYS, LiveOutput, current_run
-from pi_notebook.notebook._protocol import TOOL_TAIL_CHARS
-from pi_notebook.notebook._view import TranscriptWidget
+from pi_notebook.notebook.widget._live import MAX_DISPLAYS, LiveOutput, current_run
+from pi_notebook.notebook.widget._protocol import TOOL_TAIL_CHARS
+from pi_notebook.notebook.widget._view import TranscriptWidget
 from pi_notebook.session import AgentSession
 
 pytestmark = pytest.mark.timeout(60)

@@ -25,7 +25,7 @@ def test_two_hundred_runs_keep_widgets_bounded_and_memory_within_twice_the_trans
     before = workload.probe()
     per_view = int(
         kernel.run(
-            "from pi_notebook.notebook._view import _widget_tree\n"
+            "from pi_notebook.notebook.widget._view import _widget_tree\n"
             "print(len(_widget_tree(get_notebook_session().runs[-1].view)))"
         ).text
     )

@@ -15,7 +15,7 @@ from kernel_harness import Kernel, Outcome
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from pi_notebook.notebook._display import STATIC_MARKER, WIDGET_MIMETYPE
+from pi_notebook.notebook.widget._display import STATIC_MARKER, WIDGET_MIMETYPE
 
 pytestmark = pytest.mark.timeout(180)
 

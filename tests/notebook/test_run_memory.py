@@ -15,7 +15,7 @@ from ipywidgets.widgets import widget as widget_module
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
 from pi_notebook.notebook._registry import SessionRegistry
-from pi_notebook.notebook._view import RunView, _widget_tree
+from pi_notebook.notebook.widget._view import RunView, _widget_tree
 from pi_notebook.session import AgentSession, Settings
 
 

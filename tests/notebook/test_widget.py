@@ -16,7 +16,7 @@ from session_helpers import DiskFull
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
-from pi_notebook.notebook._view import FLUSH_INTERVAL, TranscriptWidget
+from pi_notebook.notebook.widget._view import FLUSH_INTERVAL, TranscriptWidget
 from pi_notebook.session import AgentSession, SessionStore, Settings
 
 
@@ -232,7 +232,7 @@ async def test_a_stream_handing_a_new_partial_per_event_still_fills_the_live_rep
 
 
 async def test_the_stop_button_and_the_view_carry_the_classes_the_lab_extension_looks_for() -> None:
-    from pi_notebook.notebook._view import STOP_CLASS
+    from pi_notebook.notebook.widget._view import STOP_CLASS
 
     session = session_for("hi")
     run = Run(session, 7, lambda: session.prompt("go"), label="go")

@@ -2,6 +2,7 @@
 // snapshot (the operation log replayed). Operations only record what changed; the page is drawn once per
 // animation frame, at a cost that does not grow with the transcript: markdown is rendered block by block
 // (markdown/stream.ts), tool output and thinking are appended, and the event log keeps its last rows.
+import "./run_view.css";
 import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
 import { MessageView, sanitize } from "./message";

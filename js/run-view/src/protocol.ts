@@ -1,5 +1,5 @@
 // What the Python side sends: model traits and operation batches. The one definition is Python's
-// (pi_notebook/notebook/_protocol.py); tests/test_protocol.py checks that every union and operation below matches it.
+// (pi_notebook/notebook/widget/_protocol.py); tests/test_protocol.py checks that every union and operation below matches it.
 
 /** The run's state (the `state` trait). */
 export type RunStatus =

@@ -17,7 +17,7 @@ from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import resolve_api_key
 from .._request import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
-from ._faux_usage import estimate_tokens, serialize_context
+from ._usage_estimate import estimate_tokens, serialize_context
 
 __all__ = ["stream_sse_api"]
 

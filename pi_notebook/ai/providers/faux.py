@@ -34,7 +34,7 @@ from ..messages import (
     ToolCall,
     Usage,
 )
-from ._faux_usage import PromptMeter, block_body, estimate_tokens, output_chars, usage_estimate
+from ._usage_estimate import PromptMeter, block_body, estimate_tokens, output_chars, usage_estimate
 
 __all__ = [
     "FauxProvider",

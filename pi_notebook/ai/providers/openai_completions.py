@@ -21,9 +21,9 @@ from .._http import ProviderError, ProviderRun, iter_sse
 from .._request import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
-from ._faux_usage import estimate_tokens, output_text, serialize_context
 from ._openai_request import build_payload
 from ._sse_api import stream_sse_api
+from ._usage_estimate import estimate_tokens, output_text, serialize_context
 
 __all__ = ["build_payload", "stream_openai_completions"]
 

@@ -33,9 +33,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import AgentToolResult
-from ..kernel import PythonEvent, add_python_listener
-from ..kernel.python_tool import MAX_RICH_OUTPUTS
+from ...agent import AgentToolResult
+from ...kernel import PythonEvent, add_python_listener
+from ...kernel.python_tool import MAX_RICH_OUTPUTS
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 

@@ -29,7 +29,7 @@ import anywidget
 import ipywidgets as widgets
 import traitlets
 
-from ..ai import AbortSignal
+from ...ai import AbortSignal
 from ._protocol import TOOL_TAIL_CHARS, BatchType, Op, ToolAppendOp, ToolOutputOp, WidgetRequest
 
 __all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "ApprovalBox", "RunView", "TranscriptWidget"]

@@ -44,11 +44,11 @@ from typing import Literal, TypeAlias, get_args
 
 import httpx
 
-from ._cassette_format import Exchange, FormatError, TapeRequest, header_line, parse_lines
-from ._cassette_match import Redactor, first_difference, match_key, without_fields
-from ._cassette_route import CassetteError, activate, deactivate
-from ._cassette_transport import Timing, record, replay, tape_request
-from ._keys import ENV_KEYS
+from .._secret import ENV_KEYS
+from ._format import Exchange, FormatError, TapeRequest, header_line, parse_lines
+from ._match import Redactor, first_difference, match_key, without_fields
+from ._route import CassetteError, activate, deactivate
+from ._transport import Timing, record, replay, tape_request
 
 __all__ = ["DEFAULT_IGNORED_FIELDS", "MODE_VARIABLE", "Cassette", "CassetteError", "CassetteMode", "CassetteTiming"]
 

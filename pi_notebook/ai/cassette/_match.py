@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ._cassette_format import Chunk
+from ._format import Chunk
 
 __all__ = [
     "MIN_SECRET_LENGTH",

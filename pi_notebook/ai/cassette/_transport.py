@@ -22,8 +22,8 @@ from typing import Literal, TypeAlias
 import anyio
 import httpx
 
-from ._cassette_format import BodyEnd, Chunk, Exchange, Failure, RecordedResponse, TapeRequest
-from ._cassette_match import Redactor
+from ._format import BodyEnd, Chunk, Exchange, Failure, RecordedResponse, TapeRequest
+from ._match import Redactor
 
 __all__ = ["CANCELLED", "Timing", "record", "replay", "tape_request"]
 

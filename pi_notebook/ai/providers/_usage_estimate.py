@@ -1,4 +1,5 @@
-"""The faux provider's token estimate: ceil(characters / 4) of Pi's serialisation of the request.
+"""The token estimate, ceil(characters / 4) of Pi's serialisation of the request: the faux provider's usage, and
+the HTTP providers' usage when a server streams none (llama-cpp-python) or a reply ends before its usage came.
 
 Pi serialises the whole context on every request, so a turn costs O(transcript). :class:`PromptMeter` keeps
 the size of each message's part and only measures messages added since the previous request: the agent

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from ..agent import (
+from ...agent import (
     AgentStartEvent,
     MessageEndEvent,
     MessageStartEvent,
@@ -26,9 +26,9 @@ from ..agent import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from ..ai import AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
-from ..ai.messages import message_key, text_of
-from ..session import (
+from ...ai import AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
+from ...ai.messages import message_key, text_of
+from ...session import (
     AgentEndEvent,
     AgentSession,
     AgentSettledEvent,
@@ -43,7 +43,7 @@ from ..session import (
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
-from ._describe import result_text, usage_line
+from .._describe import result_text, usage_line
 from ._live import LiveOutput
 from ._view import RunView
 
