@@ -1,14 +1,21 @@
 """pi_notebook: run LLM agents inside notebooks with run control you can trust.
 
-Layers (each imports only the ones before it): :mod:`pi_notebook.ai` (messages, streams, providers),
-:mod:`pi_notebook.agent` (the loop and ``Agent``), :mod:`pi_notebook.session` (``AgentSession``: settling,
-retry, compaction, budgets, session files), :mod:`pi_notebook.tools` (Pi's coding tools), :mod:`pi_notebook.notebook`
-(``%pi`` magics and the run widget). ``%load_ext pi_notebook`` loads the notebook extension.
+Floors (each imports only the ones below it): :mod:`pi_notebook.ai` (messages, streams, providers),
+:mod:`pi_notebook.agent` (the loop and ``Agent``), then side by side :mod:`pi_notebook.session` (``AgentSession``:
+settling, retry, compaction, budgets, session files) and :mod:`pi_notebook.tools` (Pi's coding tools), then
+:mod:`pi_notebook.kernel` (the ``python`` tool and what interrupts the kernel's main thread), then
+:mod:`pi_notebook.notebook` (``%pi`` magics and the run widget). ``%load_ext pi_notebook`` loads the notebook
+extension. Every exception the package raises derives from :class:`PiNotebookError` (its tree is drawn in
+``pi_notebook/ai/_errors.py``). See ``docs/ARCHITECTURE.md``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from .ai._errors import PiNotebookError
+
+__all__ = ["PiNotebookError", "load_ipython_extension", "unload_ipython_extension"]
 
 __version__ = "0.1.0"
 

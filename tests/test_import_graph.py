@@ -82,7 +82,7 @@ def test_the_cycle_finder_finds_a_cycle_hidden_in_a_function() -> None:
 
 def test_the_scan_sees_every_kind_of_import() -> None:
     edges = graph()
-    assert "pi_notebook.ai.providers.anthropic_messages" in edges["pi_notebook.ai._registry"]  # in a function
+    assert "pi_notebook.ai.providers.anthropic_messages" in edges["pi_notebook.ai._api_registry"]  # in a function
     assert "pi_notebook.notebook" in edges["pi_notebook"]  # in a function
     assert "pi_notebook.session._summary" in edges["pi_notebook.session._events"]
 
@@ -120,3 +120,12 @@ def test_each_layer_imports_only_the_floors_below_it() -> None:
             if target_layer is not None and target_layer not in allowed:
                 wrong.append(f"{source} imports {target}")
     assert wrong == []
+
+
+def test_no_two_modules_share_a_name_on_different_floors() -> None:
+    """A name says where a module lives: ``_approval`` on two floors made readers open the wrong one."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(module_name(path))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import typing
 
 import pytest
 
 PINNED = {
     "pi_notebook.agent": {
-        "Agent", "AgentTool", "AgentToolResult", "ApprovalDefault", "ToolPrompt",
+        "Agent", "AgentBusyError", "AgentTool", "AgentToolResult", "ApprovalDefault", "ToolPrompt",
         "AgentContext", "AgentEvent", "AgentMessage", "AgentState",
         "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
         "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
@@ -20,14 +21,16 @@ PINNED = {
         "PrepareNextTurnHook", "ShouldStopAfterTurnHook",
     },
     "pi_notebook.session": {
-        "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetrySettings",
+        "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetryPolicy",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
         "SessionListener", "AbortRun",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
-        "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
+        "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent", "AgentStartEvent", "TurnStartEvent",
+        "TurnEndEvent", "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent",
+        "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
@@ -55,7 +58,7 @@ ALSO_REQUIRED = {
         "StreamOptions", "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "ToolResultMessage",
         "UserMessage", "Usage", "stream", "complete", "abort_scope", "Cassette", "CassetteError", "CassetteMode",
         "CassetteTiming", "OpenAICompletionsCompat", "resolve_openai_compat", "maybe_await", "MaybeAwaitable",
-        "Message", "Deadline",
+        "Message", "Deadline", "PiNotebookError", "UserError", "BusyError", "ToolError",
     },
     "pi_notebook.ai.messages": {"AssistantMessage", "UserMessage", "ToolResultMessage", "message_from_dict"},
     "pi_notebook.ai.providers.faux": {
@@ -95,3 +98,36 @@ def test_every_exported_name_exists() -> None:
         module = importlib.import_module(module_name)
         missing = [name for name in module.__all__ if not hasattr(module, name)]
         assert missing == [], module_name
+
+
+def test_every_session_event_is_importable_from_the_session() -> None:
+    """One import point for a consumer of session events: every class of the ``SessionEvent`` union."""
+    session = importlib.import_module("pi_notebook.session")
+    union = {event.__name__ for event in typing.get_args(session.SessionEvent)}
+    assert union <= set(session.__all__)
+    assert all(getattr(session, name) in typing.get_args(session.SessionEvent) for name in union)
+
+
+def test_every_exception_of_the_package_derives_from_one_base() -> None:
+    """One exception tree (``pi_notebook/ai/_errors.py``): a caller can catch everything the package raises on
+    purpose with ``PiNotebookError``, and busy is one condition on every floor."""
+    import pkgutil
+
+    import pi_notebook
+    from pi_notebook import PiNotebookError
+    from pi_notebook.agent import AgentBusyError
+    from pi_notebook.ai import BusyError
+    from pi_notebook.session import SessionBusyError
+
+    strays = []
+    for info in pkgutil.walk_packages(pi_notebook.__path__, "pi_notebook."):
+        if info.name.startswith("pi_notebook.testing"):
+            continue  # the fault server's private signal between its own threads
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            ours = isinstance(value, type) and issubclass(value, BaseException) and value.__module__ == info.name
+            if ours and not issubclass(value, PiNotebookError):
+                strays.append(f"{info.name}.{value.__name__}")
+    assert strays == []
+    assert issubclass(AgentBusyError, BusyError) and issubclass(SessionBusyError, BusyError)
+    assert issubclass(SessionBusyError, RuntimeError)  # callers that caught RuntimeError still do

@@ -1,6 +1,6 @@
 """The agent loop (Pi's ``pi-agent-core``): tools, events, the stateless loop and the stateful ``Agent``."""
 
-from ._agent import Agent, AgentListener, AgentState, QueueMode, set_default_stream_fn
+from ._agent import Agent, AgentBusyError, AgentListener, AgentState, QueueMode, set_default_stream_fn
 from ._config import LoopConfig
 from ._hooks import (
     AfterToolCallHook,
@@ -51,6 +51,7 @@ __all__ = [
     "AfterToolCallHook",
     "AfterToolCallResult",
     "Agent",
+    "AgentBusyError",
     "AgentContext",
     "AgentEndEvent",
     "AgentEvent",

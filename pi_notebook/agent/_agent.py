@@ -37,6 +37,7 @@ from ..ai import (
     ToolResultMessage,
     UserMessage,
 )
+from ..ai._errors import BusyError
 from ..ai._secret import clean_api_key
 from ._config import LoopConfig
 from ._hooks import Hooks
@@ -53,9 +54,15 @@ from ._types import (
     TurnEndEvent,
 )
 
-__all__ = ["Agent", "AgentListener", "AgentState", "QueueMode", "set_default_stream_fn"]
+__all__ = ["Agent", "AgentBusyError", "AgentListener", "AgentState", "QueueMode", "set_default_stream_fn"]
 
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+
+
+class AgentBusyError(BusyError):
+    """``prompt()`` / ``continue_()`` / ``reset()`` while the agent runs: queue with ``steer`` / ``follow_up``."""
+
+
 AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
 """``listener(event, signal)``, sync or async: awaited in subscription order before the loop goes on."""
 
@@ -280,7 +287,7 @@ class Agent:
     ) -> None:
         """Run from new message(s). Text becomes one user message (with ``images`` after the text)."""
         if self._run is not None:
-            raise RuntimeError(
+            raise AgentBusyError(
                 "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
                 "or wait for completion."
             )
@@ -293,7 +300,7 @@ class Agent:
         else follow-up) messages are run as the prompt; with nothing queued this raises.
         """
         if self._run is not None:
-            raise RuntimeError("Agent is already processing. Wait for completion before continuing.")
+            raise AgentBusyError("Agent is already processing. Wait for completion before continuing.")
         stream_fn = self._stream()
         messages = self._state.messages
         if not messages:
@@ -342,7 +349,7 @@ class Agent:
     def reset(self) -> None:
         """Clear the transcript, runtime state and both queues."""
         if self._run is not None:
-            raise RuntimeError("Agent is already processing. Wait for completion before resetting.")
+            raise AgentBusyError("Agent is already processing. Wait for completion before resetting.")
         state = self._state
         state.messages = []
         state.is_streaming = False
@@ -395,7 +402,7 @@ class Agent:
 
     async def _lifecycle(self, executor: Callable[[AbortSignal], Awaitable[None]]) -> None:
         if self._run is not None:
-            raise RuntimeError("Agent is already processing.")
+            raise AgentBusyError("Agent is already processing.")
         run = _Run(AbortController(), asyncio.get_running_loop().create_future())
         self._run = run
         state = self._state

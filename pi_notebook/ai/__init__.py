@@ -8,10 +8,15 @@ A *stream function* ``stream_fn(model, context, options)`` returns an :class:`As
 """
 
 from ._abort import AbortController, AbortSignal, Deadline, OnAbort, abort_scope, abortable_sleep
+from ._api_registry import complete, register_api, registered_apis, stream
 from ._awaitable import MaybeAwaitable, maybe_await
 from ._builder import MessageBuilder
 from ._compat import OpenAICompletionsCompat, ResolvedOpenAICompat, resolve_openai_compat
-from ._events import (
+from ._errors import BusyError, PiNotebookError, ToolError, UserError
+from ._http import close_connections
+from ._request import Context, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
+from ._stream import AssistantMessageEventStream
+from ._stream_events import (
     AssistantMessageEvent,
     DoneEvent,
     ErrorEvent,
@@ -26,10 +31,6 @@ from ._events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from ._http import close_connections
-from ._registry import complete, register_api, registered_apis, stream
-from ._request import Context, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
-from ._stream import AssistantMessageEventStream
 from .cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
 from .messages import (
     AssistantMessage,
@@ -51,6 +52,7 @@ __all__ = [
     "AssistantMessage",
     "AssistantMessageEvent",
     "AssistantMessageEventStream",
+    "BusyError",
     "Cassette",
     "CassetteError",
     "CassetteMode",
@@ -68,6 +70,7 @@ __all__ = [
     "ModelCost",
     "OnAbort",
     "OpenAICompletionsCompat",
+    "PiNotebookError",
     "ResolvedOpenAICompat",
     "StartEvent",
     "StopReason",
@@ -87,8 +90,10 @@ __all__ = [
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
     "ToolCallStartEvent",
+    "ToolError",
     "ToolResultMessage",
     "Usage",
+    "UserError",
     "UserMessage",
     "abort_scope",
     "abortable_sleep",

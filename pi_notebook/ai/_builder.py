@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pydantic_core
 
-from ._events import (
+from ._stream_events import (
     DoneEvent,
     ErrorEvent,
     StartEvent,

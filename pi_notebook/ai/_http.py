@@ -26,6 +26,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ._abort import AbortSignal, abort_scope
 from ._builder import MessageBuilder
+from ._errors import PiNotebookError
 from ._request import Model, StreamOptions
 from ._responses import (
     content_type,
@@ -59,7 +60,7 @@ _MAX_WHOLE_BODY = 16 * 1024 * 1024  # a whole JSON completion sent instead of a 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
 
 
-class ProviderError(Exception):
+class ProviderError(PiNotebookError):
     """A request failed before streaming began: an error status, or no response at all (``status is None``).
 
     ``headers`` and ``body`` are the response's, when there was one. Raised inside providers only; it becomes

@@ -22,6 +22,8 @@ from urllib.parse import quote, quote_plus
 
 from pydantic import SecretStr
 
+from ._errors import UserError
+
 __all__ = [
     "ENV_KEYS",
     "MIN_SECRET_LEN",
@@ -54,7 +56,7 @@ MIN_SECRET_LEN = 8
 _SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
 
 
-class ApiKeyError(ValueError):
+class ApiKeyError(UserError, ValueError):
     """A key that cannot be sent (a control or non-ASCII character inside it). The text never holds the key."""
 
 

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
-from ._events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from ._stream_events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from .messages import AssistantMessage
 
 __all__ = ["AssistantMessageEventStream"]

@@ -79,7 +79,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, Deadline, abortable_sleep
+from ..ai import AbortSignal, Deadline, ToolError, abortable_sleep
 from ..session import AbortRun
 from ..tools._common import js_number
 from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
@@ -120,7 +120,7 @@ PROMPT = ToolPrompt(
 """The system prompt's lines about the tool."""
 
 
-class PythonError(RuntimeError):
+class PythonError(ToolError):
     """Raised by the python tool's ``execute``; the agent loop turns its text into an error tool result.
 
     ``reason``: ``"error"`` (the code raised), ``"interrupted"`` (a stop), ``"timeout"`` (the call's own

@@ -1,5 +1,5 @@
 """The notebook's approver: a tool call that asks (setting ``tools.approval``) is shown in the run's widget
-with **Run**, **Skip** and **Always for this session**; the session does the rest (``session._approval``).
+with **Run**, **Skip** and **Always for this session**; the session does the rest (``session._approval_gate``).
 
 Who can answer. A question nobody can see must not hang the run, and a kernel cannot ask its clients whether
 a person is watching. What it can know is whether a frontend *rendered* the run's widget: the widget's

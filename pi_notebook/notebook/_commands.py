@@ -23,6 +23,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Literal, NoReturn, TypeAlias, get_args
 
+from ..ai import UserError
 from ..ai.models import SPEC_HELP
 
 __all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "parse_cell_line", "parse_line"]
@@ -96,7 +97,7 @@ CommandName: TypeAlias = Literal[
 ]
 
 
-class UsageError(Exception):
+class UsageError(UserError):
     """Bad ``%pi`` arguments; the message is one line, meant to be printed with :data:`USAGE`."""
 
 

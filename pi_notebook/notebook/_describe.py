@@ -5,38 +5,34 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..agent import (
-    AgentMessage,
-    AgentStartEvent,
-    AgentToolResult,
-    CustomMessage,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-)
+from ..agent import AgentMessage, AgentToolResult, CustomMessage
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from ..ai.messages import text_of
 from ..session import (
     AgentEndEvent,
     AgentSession,
     AgentSettledEvent,
+    AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
     CompactionSummaryMessage,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
     SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
 )
 
 __all__ = ["describe_event", "render_markdown", "result_text", "usage_line"]

@@ -31,7 +31,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError, Model
-from ..session import SettingsError
+from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._registry import REGISTRY, NotebookSession
@@ -144,7 +144,7 @@ class PiMagics(Magics):
     def _continue(self, command: PiCommand) -> Run | None:
         entry = REGISTRY.get()
         if entry.busy:
-            raise RuntimeError("a run is active; it continues on its own")
+            raise SessionBusyError("a run is active; it continues on its own")
         session = entry.session
         messages, queue = session.messages, session.queue
         if not messages or (messages[-1].role == "assistant" and not queue.steering and not queue.follow_up):
@@ -156,7 +156,7 @@ class PiMagics(Magics):
     def _compact(self, command: PiCommand) -> Run | None:
         entry = REGISTRY.get()
         if entry.busy:
-            raise RuntimeError("a run is active; %pi abort it (or %pi wait) before compacting")
+            raise SessionBusyError("a run is active; %pi abort it (or %pi wait) before compacting")
         session = entry.session
         if session.compaction_plan() is None:
             _, keep = session.settings.compaction.for_window(session.model.context_window)
@@ -262,7 +262,7 @@ class PiMagics(Magics):
             print(f"pi: model {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
             return
         if entry.busy:
-            raise RuntimeError("a run is active; wait for it (or abort) before switching models")
+            raise SessionBusyError("a run is active; wait for it (or abort) before switching models")
         flags = command.flags
         entry.set_model(
             command.text,
@@ -280,7 +280,7 @@ class PiMagics(Magics):
             return
         changes = _assignments(command.text)
         if entry.busy:
-            raise RuntimeError("a run is active; change settings once it has settled")
+            raise SessionBusyError("a run is active; change settings once it has settled")
         entry.session.settings = entry.session.settings.updated(**changes)
         entry.settings_changed()  # sessions.dir
         print(f"pi: settings updated: {command.text}")  # noqa: T201
@@ -297,7 +297,7 @@ class PiMagics(Magics):
             print(f"pi: {entry.cassette.describe()}" if entry.cassette else "pi: no cassette (runs call out)")  # noqa: T201
             return
         if entry.busy:
-            raise RuntimeError("a run is active; wait for it (or abort) before changing the cassette")
+            raise SessionBusyError("a run is active; wait for it (or abort) before changing the cassette")
         if command.text == "off":
             entry.cassette = None
             print("pi: cassette off (runs call out)")  # noqa: T201

@@ -22,7 +22,7 @@ from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
 from ..ai.providers.faux import FauxProvider
 from ..kernel import InterruptHook
-from ..session import AgentSession, Settings
+from ..session import AgentSession, SessionBusyError, Settings
 from ._approval import NotebookApprover
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
@@ -179,7 +179,7 @@ class NotebookSession:
 
     def _check_idle(self, what: str) -> None:
         if self.busy:
-            raise RuntimeError(f"a run is active; wait for it (or %pi abort) before {what}")
+            raise SessionBusyError(f"a run is active; wait for it (or %pi abort) before {what}")
 
     def dispose(self) -> None:
         """Abort its active runs, close the views of all its runs (each shows its static rendering from then on)

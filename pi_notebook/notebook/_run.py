@@ -24,21 +24,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeAlias, TypedDict
 
-from ..agent import (
-    AgentMessage,
-    AgentStartEvent,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-)
+from ..agent import AgentMessage
 from ..ai import AbortSignal, AssistantMessage
 from ..kernel import PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
+    AgentStartEvent,
     Approval,
     ApprovalRequest,
     AutoRetryEndEvent,
@@ -46,7 +38,13 @@ from ..session import (
     CompactionCancelled,
     CompactionEndEvent,
     CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
     SessionEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
 )
 from ._describe import describe_event, render_markdown, usage_line
 from .widget._display import RunDisplay

@@ -24,12 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentMessage, MessageEndEvent
+from ..agent import AgentMessage
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from ..ai.messages import message_key, text_of
 from ..session import (
     AgentSession,
     CompactionSummaryMessage,
+    MessageEndEvent,
     SessionInfo,
     SessionStore,
     Settings,

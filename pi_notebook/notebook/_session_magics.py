@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..session import SessionFileError, list_sessions
+from ..session import SessionBusyError, SessionFileError, list_sessions
 from ._commands import PiCommand, UsageError
 from ._registry import DEFAULT_NAME, SessionRegistry
 from ._saved import CUT_OFF_NOTE, Replayed, close_dangling_tool_calls, cut_off, describe_sessions, folder, pick_session
@@ -37,7 +37,7 @@ def show_sessions(registry: SessionRegistry, command: PiCommand) -> None:
 def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
     entry = registry.get()
     if entry.busy:
-        raise RuntimeError("a run is active; wait for it (or %pi abort) before resuming another session")
+        raise SessionBusyError("a run is active; wait for it (or %pi abort) before resuming another session")
     live = registry.live_files()
     where = folder(entry.session.settings)
     infos = list_sessions(where) if where is not None else []

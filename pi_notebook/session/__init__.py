@@ -1,17 +1,22 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
-overflow compaction, timeouts and budgets, settings, and the JSONL session file."""
+overflow compaction, timeouts and budgets, settings, and the JSONL session file. Every event a session emits is
+importable from here (the agent's events are re-exported), so a consumer imports its events from one place."""
 
-from ._approval import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
+from ._approval_gate import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
 from ._catalog import SessionInfo, list_sessions, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
+    AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
     SessionListener,
@@ -19,6 +24,11 @@ from ._events import (
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
@@ -26,7 +36,7 @@ from ._settings import (
     BudgetSettings,
     CompactionSettings,
     ProviderRetrySettings,
-    RetrySettings,
+    RetryPolicy,
     SessionsSettings,
     Settings,
     SettingsError,
@@ -43,6 +53,7 @@ __all__ = [
     "AgentEndEvent",
     "AgentSession",
     "AgentSettledEvent",
+    "AgentStartEvent",
     "Approval",
     "ApprovalRequest",
     "Approver",
@@ -58,10 +69,13 @@ __all__ = [
     "CompactionSummaryMessage",
     "LoadProblem",
     "LoadedSession",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
     "ProviderRetrySettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
-    "RetrySettings",
+    "RetryPolicy",
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
@@ -76,8 +90,13 @@ __all__ = [
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
     "TimeoutSettings",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
     "ToolSettings",
     "ToolTimeoutError",
+    "TurnEndEvent",
+    "TurnStartEvent",
     "approval_mode",
     "list_sessions",
     "load_session",

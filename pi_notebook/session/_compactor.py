@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ..agent import Agent, AgentMessage
-from ..ai import AbortController, AssistantMessage, TextContent, ToolCall, UserMessage
+from ..ai import AbortController, AssistantMessage, PiNotebookError, TextContent, ToolCall, UserMessage
 from ..ai import stream as default_stream
 from ..ai.messages import message_key
 from ..ai.overflow import is_context_overflow, is_recoverable_length
@@ -69,7 +69,7 @@ TRUNCATED_KEPT = " The truncated reply is kept."
 CompactionOutcome = Literal["done", "nothing", "aborted"]
 
 
-class CompactionCancelled(RuntimeError):
+class CompactionCancelled(PiNotebookError, RuntimeError):
     """A manual compaction was stopped by ``abort()``; the transcript is unchanged."""
 
     def __init__(self) -> None:

@@ -1,4 +1,5 @@
-"""Session events: every agent event (``agent_end`` gains ``will_retry``) plus the host-level ones.
+"""Session events: every agent event (``agent_end`` gains ``will_retry``) plus the host-level ones. This is the one
+import point for every event a session emits: the agent's own are re-exported here.
 
 ``agent_settled`` is the one to wait for: nothing will continue automatically after it (no retry,
 compaction or queued continuation), and it comes exactly once per session operation, after the session is
@@ -28,12 +29,16 @@ from ._summary import CompactionSummaryMessage
 __all__ = [
     "AgentEndEvent",
     "AgentSettledEvent",
+    "AgentStartEvent",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
     "BudgetExceededEvent",
     "CompactionEndEvent",
     "CompactionReason",
     "CompactionStartEvent",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
     "QueueUpdateEvent",
     "SessionEvent",
     "SessionListener",
@@ -41,6 +46,11 @@ __all__ = [
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
 ]
 
 CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import anyio
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline
+from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, PiNotebookError
 from ._events import BudgetExceededEvent
 from ._redact import redact_result, redact_text
 from ._settings import BudgetSettings, TimeoutSettings
@@ -23,7 +23,7 @@ from ._settings import BudgetSettings, TimeoutSettings
 __all__ = ["AbortRun", "RunBudget", "RunHooks", "ToolTimeoutError", "guard_tool"]
 
 
-class ToolTimeoutError(Exception):
+class ToolTimeoutError(PiNotebookError):
     """A tool ran longer than its timeout. Its text becomes the tool's error result: the tool's own error text
     (the output it had so far), if it raised one, then ``Tool <name> timed out after <n> seconds``."""
 
@@ -34,7 +34,7 @@ class ToolTimeoutError(Exception):
         self.seconds = seconds
 
 
-class AbortRun(Exception):
+class AbortRun(PiNotebookError):
     """Raised by a tool to abort the whole run, as Stop does (the ``python`` tool raises it when the kernel's
     interrupt ended the agent's code). Under ``AgentSession`` the run settles with ``aborted=True``; the text
     becomes the tool's error result. A bare ``Agent`` only records the error result."""

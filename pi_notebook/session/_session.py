@@ -55,6 +55,7 @@ from ..ai import (
     AbortController,
     AbortSignal,
     AssistantMessage,
+    BusyError,
     Deadline,
     ImageContent,
     Model,
@@ -68,7 +69,7 @@ from ..ai import stream as default_stream
 from ..ai.messages import text_of
 from ..ai.overflow import is_context_overflow
 from ..ai.retry import RetryDecision
-from ._approval import ApprovalGate, Approver
+from ._approval_gate import ApprovalGate, Approver
 from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
 from ._events import (
     AgentEndEvent,
@@ -93,7 +94,7 @@ __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 _log = logging.getLogger(__name__)
 
 
-class SessionBusyError(RuntimeError):
+class SessionBusyError(BusyError):
     """``prompt()``/``continue_()`` while an operation is active: queue with ``steer``/``follow_up`` instead."""
 
 

@@ -22,13 +22,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from ..ai import UserError
 from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
 
 __all__ = [
     "BudgetSettings",
     "CompactionSettings",
     "ProviderRetrySettings",
-    "RetrySettings",
+    "RetryPolicy",
     "SessionsSettings",
     "Settings",
     "SettingsError",
@@ -41,17 +42,12 @@ DEFAULT_SESSIONS_DIR = "~/.pi_notebook/sessions"
 SESSIONS_DIR_ENV = ENV_PREFIX + "SESSIONS__DIR"
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """Raised by ``Settings`` constructors when a value is invalid; the message names each bad field."""
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
-
-RetrySettings = RetryPolicy
-"""Layer 3 (the session retries a failed turn, PI-SPEC §4.3), layer 2 (compaction summaries) and, under
-``provider``, layer 1: the one retry policy of :mod:`pi_notebook.ai.retry`."""
 
 
 class CompactionSettings(_Section):
@@ -113,7 +109,7 @@ ApprovalMode = Literal["ask", "auto"]
 
 
 class ToolSettings(_Section):
-    """How tools are allowed to run (see :mod:`pi_notebook.session._approval`)."""
+    """How tools are allowed to run (see :mod:`pi_notebook.session._approval_gate`)."""
 
     approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=dict)
     """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
@@ -156,6 +152,8 @@ class SessionsSettings(_Section):
 
 class Settings(_Section):
     retry: RetryPolicy = RetryPolicy()
+    """Layer 3 (the session retries a failed turn, PI-SPEC §4.3), layer 2 (compaction summaries) and, under
+    ``provider``, layer 1: the one retry policy of :mod:`pi_notebook.ai.retry`."""
     compaction: CompactionSettings = CompactionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     budget: BudgetSettings = BudgetSettings()

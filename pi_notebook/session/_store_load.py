@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ..agent import AgentMessage, CustomMessage
+from ..ai import PiNotebookError
 from ..ai.messages import message_from_dict
 from ._summary import CompactionSummaryMessage
 
@@ -49,7 +50,7 @@ _ENTRY_START = '{"type"'
 _DECODER = json.JSONDecoder()
 
 
-class SessionFileError(ValueError):
+class SessionFileError(PiNotebookError, ValueError):
     """Raised by :func:`load_session` for a file that is not a session file, and by :class:`SessionStore`
     for a file it must not append to (no session header, or a newer format version)."""
 

@@ -32,6 +32,7 @@ from ..ai import (
     Context,
     ImageContent,
     Model,
+    PiNotebookError,
     StreamFn,
     StreamOptions,
     TextContent,
@@ -349,7 +350,7 @@ def _summary_body(summary: CompactionSummaryMessage) -> str:
     return summary.summary.removesuffix(format_file_lists(summary.read_files, summary.modified_files))
 
 
-class SummarizationFailed(Exception):
+class SummarizationFailed(PiNotebookError):
     """The model could not write the summary (after layer-2 retries); the message says why."""
 
 

@@ -16,7 +16,7 @@ from contextlib import suppress
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TypeVar
 
-from ..ai import AbortSignal
+from ..ai import AbortSignal, ToolError
 
 __all__ = [
     "ABORTED",
@@ -35,7 +35,7 @@ ABORTED = "Operation aborted"
 T = TypeVar("T")
 
 
-class FileToolError(RuntimeError):
+class FileToolError(ToolError):
     """Raised by the file tools' ``execute``; the agent loop turns its text into an error tool result.
 
     ``code`` is the file-system error's name (``"ENOENT"``, ``"EISDIR"``...) when one caused it, ``"ABORTED"``

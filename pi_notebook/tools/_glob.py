@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..ai import PiNotebookError
+
 __all__ = ["GlobError", "compile_glob"]
 
 
-class GlobError(ValueError):
+class GlobError(PiNotebookError, ValueError):
     """An invalid glob; the text is globset's (``unclosed character class; missing ']'``)."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from ..ai import PiNotebookError
 from ._common import Stop
 from ._truncate import HeadTruncation, keep_head, truncate_head, utf8_len
 
@@ -127,7 +128,7 @@ class _Window:
         )  # fmt: skip
 
 
-class OffsetBeyondEnd(Exception):
+class OffsetBeyondEnd(PiNotebookError):
     def __init__(self, total_lines: int) -> None:
         super().__init__(total_lines)
         self.total_lines = total_lines

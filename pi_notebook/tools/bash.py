@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal
+from ..ai import AbortSignal, ToolError
 from ..ai._keys import PROVIDER_KEY_VARIABLES
 from ._common import js_number
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text
@@ -62,7 +62,7 @@ __all__ = ["MAX_TIMEOUT_S", "BashError", "bash_tool"]
 MAX_TIMEOUT_S = 2_147_483.647
 
 
-class BashError(RuntimeError):
+class BashError(ToolError):
     """Raised by the bash tool's ``execute``; the agent loop turns its text into an error tool result.
 
     ``reason`` is ``"aborted"``, ``"timeout"``, ``"exit"`` (non-zero code or signal), or ``"invalid"``

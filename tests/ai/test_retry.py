@@ -27,7 +27,8 @@ from pi_notebook.ai.retry import (
     is_retryable_failure,
     retry_assistant_call,
 )
-from pi_notebook.session import RetrySettings, Settings
+from pi_notebook.session import RetryPolicy as SessionRetryPolicy
+from pi_notebook.session import Settings
 
 # Pi's example strings (packages/ai/test/retry.test.ts).
 OPENAI_EXPLICIT_RETRY = (
@@ -238,7 +239,7 @@ def test_retry_policy_is_frozen() -> None:
 
 
 def test_the_policy_is_the_sessions_retry_settings_and_reads_environment_strings() -> None:
-    assert RetrySettings is RetryPolicy
+    assert SessionRetryPolicy is RetryPolicy  # one name, one class: the session re-exports ai's policy
     settings = Settings.load(environ={"PI_NOTEBOOK_RETRY__MAX_RETRIES": "5", "PI_NOTEBOOK_RETRY__BASE_DELAY_MS": "7"})
     assert isinstance(settings.retry, RetryPolicy)
     assert (settings.retry.max_retries, settings.retry.base_delay_ms) == (5, 7)

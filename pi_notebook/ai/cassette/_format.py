@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from .._errors import PiNotebookError
+
 __all__ = [
     "FORMAT_VERSION",
     "BodyEnd",
@@ -49,7 +51,7 @@ BodyEnd: TypeAlias = Literal["complete", "closed", "error"]
 JsonValue: TypeAlias = Any  # what json.loads returns
 
 
-class FormatError(ValueError):
+class FormatError(PiNotebookError, ValueError):
     """A line of a cassette file is not what this module writes."""
 
 

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import httpx
 
+from .._errors import UserError
+
 __all__ = [
     "CassetteError",
     "CassetteHandler",
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 
-class CassetteError(Exception):
+class CassetteError(UserError):
     """A cassette cannot serve: its file is missing in replay-only mode or is not a cassette, the mode override
     is invalid (raised on entering it), or it has no recorded answer for a request (raised to the provider,
     which reports it as the stream's error message)."""

@@ -23,9 +23,9 @@ from typing import Any, TypeAlias
 
 from .._abort import AbortSignal, abortable_sleep
 from .._builder import MessageBuilder
-from .._events import AssistantMessageEvent
 from .._request import Context, Model, ModelCost, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
+from .._stream_events import AssistantMessageEvent
 from ..messages import (
     AssistantMessage,
     StopReason,

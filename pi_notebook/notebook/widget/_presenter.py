@@ -15,33 +15,31 @@ import json
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from ...agent import (
-    AgentStartEvent,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-)
 from ...ai import AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
 from ...ai.messages import message_key, text_of
 from ...session import (
     AgentEndEvent,
     AgentSession,
     AgentSettledEvent,
+    AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
 )
 from .._describe import result_text, usage_line
 from ._live import LiveOutput

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.ai import AssistantMessageEventStream, Context, Model, StreamOptions, _registry
+from pi_notebook.ai import AssistantMessageEventStream, Context, Model, StreamOptions
+from pi_notebook.ai import _api_registry as _registry
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 
 
