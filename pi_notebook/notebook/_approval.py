@@ -21,6 +21,7 @@ approval``) and the event log records the question and the answer.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 from ..ai import AbortSignal
 from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
+from .widget import RunPresenter
 
 __all__ = ["FRONTEND_WAIT_S", "MAX_PREVIEW", "NO_FRONTEND", "NotebookApprover", "describe_tools", "preview_call"]
 
@@ -59,14 +61,43 @@ class NotebookApprover:
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Approval:
         run = self._entry.active_run
-        view = run.view if run is not None else None
+        presenter = run.presenter if run is not None else None
         refused = Approval("unavailable", NO_FRONTEND.format(name=request.tool_name))
-        if run is None or view is None:
+        if run is None or presenter is None:
             return refused
         wait = run.started_at + FRONTEND_WAIT_S - time.monotonic()
-        if not await view.transcript.wait_rendered(wait, signal):
+        if not await presenter.wait_rendered(wait, signal):
             return refused
-        return await run.ask_approval(request, preview_call(request), signal)
+        return await ask_in_widget(run, presenter, request, signal)
+
+
+async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequest, signal: AbortSignal) -> Approval:
+    """Show ``request`` in the run's widget and wait for Run / Skip / Always, or for ``signal`` to abort (then
+    ``skip``; the loop ends the call as aborted). The run's state is ``awaiting approval`` meanwhile; its event
+    log records the question and the answer."""
+    name = request.tool_name
+    answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def on_answer(choice: str) -> None:
+        if not answer.done():
+            answer.set_result(choice)
+
+    status = run.status
+    previous = status.status
+    run.note("approval", f"{name}: waiting for Run / Skip / Always")
+    presenter.ask(name, preview_call(request), on_answer)
+    status.set("awaiting approval")
+    aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait([answer, aborted], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        aborted.cancel()
+        presenter.close_ask()
+        if status.status == "awaiting approval":
+            status.set(previous)
+    choice = answer.result() if answer.done() else "skip"
+    run.note("approval", f"{name}: " + (choice if answer.done() else "stopped while waiting"))
+    return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
 
 def preview_call(request: ApprovalRequest) -> str:

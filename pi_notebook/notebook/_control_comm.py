@@ -48,7 +48,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, get_args
 
 from ..kernel import hold_interrupt
-from ._run import Run, RunState
+from ._run import Run
+from ._run_state import RunState
 from .widget._protocol import ControlAction
 
 __all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "RunSource", "current_state", "publish", "register_control"]

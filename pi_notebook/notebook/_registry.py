@@ -27,7 +27,8 @@ from ._approval import NotebookApprover
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
 from ._recent import RecentRuns
-from ._run import Run, StateListener
+from ._run import Run
+from ._run_state import StateListener
 from ._saved import default_store
 
 __all__ = [

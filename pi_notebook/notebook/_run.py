@@ -5,8 +5,10 @@ waits for ``agent_settled`` and gives a :class:`RunReport` (the static markdown 
 keep); cancelling that await — a kernel interrupt does — aborts the run. ``run.abort()`` is the Stop button:
 queued messages go back to the input box, then the session aborts.
 
-The run records and reports. Drawing is the :class:`~._presenter.RunPresenter`'s (``run.view`` is its widget);
-whoever wants the run's state changes (the JupyterLab status bar) subscribes with :meth:`Run.on_state`.
+The run records and reports. Drawing is the :class:`~.widget.RunPresenter`'s (``run.view`` is its widget); its
+state (status, retry countdown, silence, note) is its :class:`~._run_state.StatusMachine`'s, whose changes whoever
+wants them (the JupyterLab status bar) hears with :meth:`Run.on_state`; asking before a tool runs is
+``_approval``'s, through :attr:`Run.presenter`.
 
 Memory: a settled run keeps a compact record — the messages it added (shared with the session's transcript), its
 event log, and its session events without the streaming steps (``message_update``, ``tool_execution_update``) —
@@ -22,24 +24,17 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, TypeAlias, TypedDict
+from typing import Any
 
 from ..agent import AgentMessage
-from ..ai import AbortSignal, AssistantMessage
+from ..ai import AssistantMessage
 from ..kernel import PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
-    AgentStartEvent,
-    Approval,
-    ApprovalRequest,
-    AutoRetryEndEvent,
-    AutoRetryStartEvent,
     CompactionCancelled,
     CompactionEndEvent,
-    CompactionStartEvent,
     MessageEndEvent,
-    MessageStartEvent,
     MessageUpdateEvent,
     SessionEvent,
     ToolExecutionEndEvent,
@@ -47,40 +42,14 @@ from ..session import (
     ToolExecutionUpdateEvent,
 )
 from ._describe import describe_event, render_markdown, usage_line
+from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay
 from .widget._live import current_run
 from .widget._presenter import RunPresenter
 from .widget._protocol import RunStatus
 from .widget._view import RunView
 
-__all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
-
-
-class RunState(TypedDict):
-    """What the JupyterLab status bar shows of a run (``run`` is its number; ``None`` before any run)."""
-
-    state: RunStatus
-    run: int | None
-    aborted: bool
-    retry_deadline: float
-    """Epoch milliseconds of the next automatic retry; 0 when none is pending."""
-    silent_s: int
-    """While ``starting`` or ``streaming``: whole seconds without any event from the model, once there have been
-    :data:`SILENCE_NOTICE_S` of them (0 otherwise). The widget shows it as "no data for N s"."""
-    note: str
-    """While the ``python`` tool's code does not return after a Stop (a C call that ignores the interrupt): "waiting
-    for the code to return to Python"; ``""`` otherwise. The event loop is blocked meanwhile, so this change reaches
-    the state listeners from the thread that noticed it (the widget shows the note through its panel)."""
-
-
-SILENCE_NOTICE_S = 5.0
-"""Seconds without an event, while waiting on the model, before the run reports ``silent_s``."""
-SILENCE_CHECK_S = 1.0
-"""How often an active run looks at how long it has been silent."""
-_WAITING_ON_MODEL = ("starting", "streaming")
-
-
-StateListener: TypeAlias = Callable[[RunState], object]
+__all__ = ["Run", "RunReport"]
 
 
 class RunReport:
@@ -126,45 +95,44 @@ class Run:
         self._loop = asyncio.get_running_loop()
         self._settled = self._loop.create_future()
         self._stop_requested = False
-        self._status: RunStatus = "starting"
-        self._retry_deadline = 0.0
         self._changed: asyncio.Future[None] | None = None
-        self._state_listeners: list[StateListener] = []
-        self._presenter = (
-            RunPresenter(
-                title=f"Run {number}: {_short(label)}",
-                session=session,
-                on_stop=self.abort,
-                loop=self._loop,
-                number=number,
-                key=self._key,
-            )
-            if with_view
-            else None
-        )
+        self._presenter = self._make_presenter() if with_view else None
+        self.status = StatusMachine(number, self._loop, self._draw_state if with_view else None)
+        """The run's state (``status.status``: ``starting``, ``streaming``, ... ``settled``) and its listeners."""
         self._close_view_when_settled = False
         self._refresh_pending = False
-        self._last_event = time.monotonic()
-        self._silent_s = 0
-        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
         self._display = RunDisplay(
             f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
             markdown=lambda: self.report().markdown,
         )
-        self._note_text = ""
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
         self._unsubscribe = session.subscribe(self._on_event)
         self._unlisten = add_python_listener(self._on_python)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._task = self._loop.create_task(self._main(start))
 
+    def _make_presenter(self) -> RunPresenter:
+        return RunPresenter(
+            title=f"Run {self.number}: {_short(self.label)}",
+            session=self.session,
+            on_stop=self.abort,
+            loop=self._loop,
+            number=self.number,
+            key=self._key,
+        )
+
     # -- public -----------------------------------------------------------------------------------------
     @property
     def view(self) -> RunView | None:
         """The run's widget (``None`` without a view)."""
         return self._presenter.view if self._presenter is not None else None
+
+    @property
+    def presenter(self) -> RunPresenter | None:
+        """What draws the run in its widget (``None`` without a view, or once the view was closed)."""
+        return self._presenter
 
     @property
     def started_at(self) -> float:
@@ -186,20 +154,12 @@ class Run:
         return [label for _, label, _ in self.log]
 
     def state(self) -> RunState:
-        """``{"state", "run", "aborted", "retry_deadline"}`` as the JupyterLab status bar shows it."""
-        return {
-            "state": self._status,
-            "run": self.number,
-            "aborted": self.aborted,
-            "retry_deadline": self._retry_deadline,
-            "silent_s": self._silent_s,
-            "note": self._note_text,
-        }
+        """``{"state", "run", "aborted", "retry_deadline", "silent_s", "note"}`` as the status bar shows it."""
+        return self.status.state()
 
     def on_state(self, listener: StateListener) -> None:
         """Call ``listener(run.state())`` now and whenever the state changes."""
-        self._state_listeners.append(listener)
-        listener(self.state())
+        self.status.on_state(listener)
 
     def usage_line(self) -> str:
         """Turns, tokens and cost so far, against the budget's limits."""
@@ -227,37 +187,15 @@ class Run:
             self._presenter.hand_back([*snapshot.steering, *snapshot.follow_up])
         self._spawn(self.session.abort())
 
-    async def ask_approval(self, request: ApprovalRequest, preview: str, signal: AbortSignal) -> Approval:
-        """Show ``request`` in the widget and wait for Run / Skip / Always, or for ``signal`` to abort (then
-        ``skip``; the loop ends the call as aborted). The state is ``awaiting approval`` meanwhile; the event
-        log records the question and the answer. Without a widget the answer is ``unavailable``."""
-        name = request.tool_name
-        if self._presenter is None:
-            return Approval("unavailable", f"{name} needs approval and this run has no widget to ask")
-        answer: asyncio.Future[Any] = self._loop.create_future()
-
-        def on_answer(choice: str) -> None:
-            if not answer.done():
-                answer.set_result(choice)
-
-        previous = self._status
-        self._note("approval", f"{name}: waiting for Run / Skip / Always")
-        self._presenter.ask(name, preview, on_answer)
-        self._set_state("awaiting approval")
-        aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
-        try:
-            await asyncio.wait([answer, aborted], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            aborted.cancel()
-            self._presenter.close_ask()
-            if self._status == "awaiting approval":
-                self._set_state(previous)
-        choice = answer.result() if answer.done() else "skip"
-        self._note("approval", f"{name}: " + (choice if answer.done() else "stopped while waiting"))
-        return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
+    def note(self, label: str, detail: str) -> None:
+        """Add a line to the run's event log (and its widget's), timed from the run's start."""
+        seconds = time.monotonic() - self._started
+        self.log.append((seconds, label, detail))
+        if self._presenter is not None:
+            self._presenter.log(seconds, label, detail)
 
     def report(self) -> RunReport:
-        status: str = self._status if self.done else "running"  # settled, aborted or error
+        status: str = self.status.status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
@@ -287,7 +225,7 @@ class Run:
         self._refresh_pending = False
         if not report.shown:
             return None
-        return f"**Run {self.number}** — {self._status}: its transcript and event log are in the report below."
+        return f"**Run {self.number}** — {self.status.status}: its transcript and event log are in the report below."
 
     def close_view(self) -> None:
         """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is
@@ -307,7 +245,7 @@ class Run:
     def show(self) -> None:
         """Display the run here: its live widget, with its transcript and event log as markdown beside it for
         readers without widgets (updated when the run settles). The ``%pi`` magics do this once per run; see
-        ``_display`` for why a second display in the same cell shows nothing."""
+        ``widget._display`` for why a second display in the same cell shows nothing."""
         self._display.show()
 
     def _ipython_display_(self) -> None:
@@ -327,7 +265,7 @@ class Run:
         return widget
 
     def __repr__(self) -> str:
-        state = self._status if self.done else "running"
+        state = self.status.status if self.done else "running"
         return f"<Run {self.number} ({state}): {_short(self.label)} — await it for the transcript and event log>"
 
     # -- internals --------------------------------------------------------------------------------------
@@ -344,31 +282,17 @@ class Run:
             self.aborted = True  # %pi compact stopped: reported by compaction_end(aborted)
         except Exception as exc:  # e.g. "Cannot continue from message role: assistant"
             self.error = str(exc) or type(exc).__name__
-            self._note("error", self.error)
+            self.note("error", self.error)
         finally:
             if not self._settled.done():  # no agent_settled reached the run (e.g. its session was disposed)
                 self._finish(aborted=self.aborted or self._stop_requested)
 
-    def _check_silence(self) -> None:
-        """Every :data:`SILENCE_CHECK_S` while active: report how long the model has sent nothing."""
-        if self.done:
-            return
-        silent = time.monotonic() - self._last_event
-        seconds = max(1, int(silent)) if self._status in _WAITING_ON_MODEL and silent >= SILENCE_NOTICE_S else 0
-        if seconds != self._silent_s:
-            self._silent_s = seconds
-            self._publish_state()
-        self._silence_check = self._loop.call_later(SILENCE_CHECK_S, self._check_silence)
-
     def _finish(self, *, aborted: bool) -> None:
         self.aborted = aborted
-        self._silence_check.cancel()
-        self._silent_s = 0
-        self._note_text = ""
         self._unsubscribe()
         self._unlisten()
         failed = self.error is not None or _ended_on_error(self.messages)
-        self._set_state("aborted" if aborted else ("error" if failed else "settled"), retry_deadline=0.0)
+        self.status.settle("aborted" if aborted else ("error" if failed else "settled"), aborted=aborted)
         if self._presenter is not None:
             self._presenter.settle(aborted)
         # No display update here: JupyterLab re-renders an updated output, so a live view would redraw the whole
@@ -380,11 +304,9 @@ class Run:
         if self._close_view_when_settled:
             self.close_view()
 
-    def _note(self, label: str, detail: str) -> None:
-        seconds = time.monotonic() - self._started
-        self.log.append((seconds, label, detail))
-        if self._presenter is not None:
-            self._presenter.log(seconds, label, detail)
+    def _draw_state(self, status: RunStatus, retry_deadline: float, silent_s: int) -> None:
+        if self._presenter is not None:  # (the presenter goes when the view is closed)
+            self._presenter.state(status, retry_deadline, silent_s)
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, None
@@ -393,10 +315,7 @@ class Run:
 
     def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
-        self._last_event = time.monotonic()
-        if self._silent_s:
-            self._silent_s = 0
-            self._publish_state()
+        self.status.heard()
         self._wake()
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
             if self._presenter is not None:
@@ -404,7 +323,7 @@ class Run:
             return
         line = describe_event(event)
         if line is not None:
-            self._note(*line)
+            self.note(*line)
         match event:
             case ToolExecutionStartEvent(tool_call_id=call):
                 self._tool_calls.add(call)
@@ -416,58 +335,20 @@ class Run:
                 self.messages.append(summary)
             case _:
                 pass
-        self._track_state(event)
+        self.status.track(event)
         if self._presenter is not None:
             self._presenter.show(event)
         if isinstance(event, AgentSettledEvent):
             self._finish(aborted=event.aborted)
-
-    def _track_state(self, event: SessionEvent) -> None:
-        match event:
-            case MessageStartEvent(message=AssistantMessage()):
-                self._set_state("streaming")
-            case ToolExecutionStartEvent():
-                self._set_state("running tool")
-            case AutoRetryStartEvent(delay_ms=delay_ms):
-                self._set_state("retrying", retry_deadline=time.time() * 1000 + delay_ms)
-            case AgentStartEvent() if self._retry_deadline:
-                self._set_state("streaming", retry_deadline=0.0)
-            case AutoRetryEndEvent() if self._retry_deadline:
-                self._set_state(self._status, retry_deadline=0.0)
-            case CompactionStartEvent():
-                self._set_state("compacting")
-            case _:
-                pass
-
-    def _set_state(self, status: RunStatus, *, retry_deadline: float | None = None) -> None:
-        if retry_deadline is not None:
-            self._retry_deadline = retry_deadline
-        if status == self._status and retry_deadline is None:
-            return
-        self._status = status
-        self._publish_state()
 
     def _on_python(self, event: PythonEvent) -> None:
         """The ``python`` tool's events (any thread): its code stuck after a Stop, and back."""
         if event.call_id not in self._tool_calls:
             return
         if event.kind == "stuck":
-            self._note_text = event.text
-        elif event.kind == "end" and self._note_text:
-            self._note_text = ""
-        else:
-            return
-        self._tell_listeners()  # the loop is blocked by the code: the listeners hear of it from this thread
-
-    def _publish_state(self) -> None:
-        if self._presenter is not None:
-            self._presenter.state(self._status, self._retry_deadline, self._silent_s)
-        self._tell_listeners()
-
-    def _tell_listeners(self) -> None:
-        state = self.state()
-        for listener in self._state_listeners:
-            listener(state)
+            self.status.note(event.text)
+        elif event.kind == "end":
+            self.status.note("")
 
 
 _STREAMING_STEPS = (MessageUpdateEvent, ToolExecutionUpdateEvent)

@@ -241,7 +241,7 @@ def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_
         frontend.state(comm_id, reply="abort")
         out = frontend.run("print(threads)")
     finally:
-        frontend.run("import pi_notebook.tools\n_control.hold_interrupt = pi_notebook.tools.hold_interrupt")
+        frontend.run("import pi_notebook.kernel\n_control.hold_interrupt = pi_notebook.kernel.hold_interrupt")
     assert out.startswith("['subshell-"), out  # the comm's thread, not MainThread
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook._registry import DEFAULT_NAME, SessionRegistry
-from pi_notebook.notebook._run import RunState
+from pi_notebook.notebook._run_state import RunState
 
 
 def faux_with(*texts: str, tps: float | None = None) -> FauxProvider:

@@ -12,8 +12,8 @@ import pytest
 
 from pi_notebook.ai import close_connections
 from pi_notebook.ai.models import model_from_spec
-from pi_notebook.notebook import Run, _run
-from pi_notebook.notebook._run import RunState
+from pi_notebook.notebook import Run, _run_state
+from pi_notebook.notebook._run_state import RunState
 from pi_notebook.session import AgentSession, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
 
@@ -32,8 +32,8 @@ def server() -> Iterator[FaultServer]:
 async def test_a_dripping_stream_shows_no_data_for_n_seconds_until_stopped(
     server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_run, "SILENCE_NOTICE_S", 0.3)
-    monkeypatch.setattr(_run, "SILENCE_CHECK_S", 0.05)
+    monkeypatch.setattr(_run_state, "SILENCE_NOTICE_S", 0.3)
+    monkeypatch.setattr(_run_state, "SILENCE_CHECK_S", 0.05)
     server.script([Reply.text("hello there", fault=Fault.drip(after_events=3, interval_s=0.02))])
     model = model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
     session = AgentSession(model=model, settings=Settings(retry={"enabled": False}, compaction={"enabled": False}))

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from ...ai import AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
+from ...ai import AbortSignal, AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
 from ...ai.messages import message_key, text_of
 from ...session import (
     AgentEndEvent,
@@ -112,6 +112,11 @@ class RunPresenter:
 
     def close_ask(self) -> None:
         self.view.approval.hide()
+
+    async def wait_rendered(self, seconds: float, signal: AbortSignal) -> bool:
+        """True once a frontend has rendered the run's widget (at once if one did); False after ``seconds``
+        without one, or when ``signal`` aborts first."""
+        return await self.view.transcript.wait_rendered(seconds, signal)
 
     def close(self) -> None:
         """Close the view's widgets (the run has settled and is shown statically from now on)."""
