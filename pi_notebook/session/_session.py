@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..agent import (
     Agent,
@@ -52,7 +51,6 @@ from ..agent import (
 )
 from ..agent import AgentEndEvent as AgentRunEndEvent
 from ..ai import (
-    AbortController,
     AbortSignal,
     AssistantMessage,
     BusyError,
@@ -62,32 +60,28 @@ from ..ai import (
     StreamFn,
     TextContent,
     UserMessage,
-    abortable_sleep,
     maybe_await,
 )
 from ..ai import stream as default_stream
-from ..ai.messages import text_of
-from ..ai.overflow import is_context_overflow
-from ..ai.retry import RetryDecision
 from ._approval_gate import ApprovalGate, Approver
 from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
 from ._events import (
     AgentEndEvent,
     AgentSettledEvent,
-    AutoRetryEndEvent,
-    AutoRetryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
-    QueueUpdateEvent,
     SessionEvent,
     SessionListener,
 )
 from ._guard import RunBudget, guard_tool
+from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
 from ._summary import CompactionPlan, CompactionSummaryMessage
+from ._timers import RunTimers
+from ._turn_retry import TurnRetry
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 
@@ -96,11 +90,6 @@ _log = logging.getLogger(__name__)
 
 class SessionBusyError(BusyError):
     """``prompt()``/``continue_()`` while an operation is active: queue with ``steer``/``follow_up`` instead."""
-
-
-class QueueSnapshot(NamedTuple):
-    steering: list[str]
-    follow_up: list[str]
 
 
 class AgentSession:
@@ -152,7 +141,7 @@ class AgentSession:
         self._keys = SessionKeys(self.agent)
         self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
         self._tools = list(tools)
-        self._timers: dict[str, _Timer] = {}
+        self._timers = RunTimers(self._stop)
         self._hooks = _Hooks(self)
         self._listeners: tuple[SessionListener, ...] = ()
         self._active = False
@@ -160,11 +149,9 @@ class AgentSession:
         self._idle: asyncio.Event | None = None
         self._aborted = False
         self._abort_reason: str | None = None
-        self._retry_attempt = 0
-        self._retry_controller: AbortController | None = None
+        self._retry = TurnRetry(self.agent, lambda: self._settings, self._emit)
         self._last_assistant: AssistantMessage | None = None
-        self._steering_texts: list[str] = []
-        self._follow_up_texts: list[str] = []
+        self._queue = QueueTexts(self.agent, self._emit)
         self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
         self._compactor = Compactor(self.agent, settings, store, self._emit)
         self._apply(settings)
@@ -199,8 +186,12 @@ class AgentSession:
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
             total_timeout_ms=settings.timeouts.http_total_ms or None,
         )
-        agent.state.tools = [guard_tool(tool, settings.timeouts, self._keys, self._hooks) for tool in self._tools]
         self.budget = RunBudget(settings.budget)
+        self._guard_tools()
+
+    def _guard_tools(self) -> None:
+        timeouts = self._settings.timeouts
+        self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._hooks) for tool in self._tools]
 
     @property
     def tools(self) -> list[AgentTool]:
@@ -210,8 +201,7 @@ class AgentSession:
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
         self._tools = list(tools)
-        timeouts = self._settings.timeouts
-        self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._hooks) for tool in self._tools]
+        self._guard_tools()
 
     @property
     def approver(self) -> Approver | None:
@@ -259,15 +249,15 @@ class AgentSession:
 
     @property
     def is_retrying(self) -> bool:
-        return self._retry_controller is not None
+        return self._retry.waiting
 
     @property
     def retry_attempt(self) -> int:
-        return self._retry_attempt
+        return self._retry.attempt
 
     @property
     def queue(self) -> QueueSnapshot:
-        return QueueSnapshot(list(self._steering_texts), list(self._follow_up_texts))
+        return self._queue.snapshot()
 
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(event)`` for every :data:`SessionEvent` (synchronously); returns an unsubscribe
@@ -322,12 +312,12 @@ class AgentSession:
         self._last_assistant = None
         try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
             self.budget.start()
-            self._arm_wall_timer()
+            self._timers.arm_wall(self._settings, self.budget)
             await start()
             while await self._after_run():
                 await self.agent.continue_()
         finally:
-            self._cancel_timers()
+            self._timers.cancel()
             last = self._last_transcript_assistant()
             aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
             self._active = False
@@ -341,12 +331,10 @@ class AgentSession:
             return False
         if self._aborted or message.stop_reason == "aborted":  # stop means stop: nothing continues
             return False
-        decision = self._retry_decision(message)
-        if decision.retry and await self._retry(message, decision.delay_ms):
+        decision = self._retry.decision(message)
+        if decision.retry and await self._retry.retry(message, decision.delay_ms):
             return True
-        if message.stop_reason == "error" and self._retry_attempt > 0:
-            self._emit(AutoRetryEndEvent(False, self._retry_attempt, message.error_message))
-            self._retry_attempt = 0
+        self._retry.gave_up(message)
         if await self._compactor.check(message):
             return True  # an overflow was compacted: retry the turn
         return not self._aborted and self.agent.has_queued_messages()
@@ -355,36 +343,15 @@ class AgentSession:
     async def steer(self, text: str) -> None:
         """Queue a message for the running operation, delivered after the current turn; when idle, it waits
         for the next ``prompt``/``continue_``."""
-        self._steering_texts.append(text)
-        self._emit_queue()
-        self.agent.steer(text)
+        self._queue.steer(text)
 
     async def follow_up(self, text: str) -> None:
         """Queue a message delivered once the agent would otherwise stop."""
-        self._follow_up_texts.append(text)
-        self._emit_queue()
-        self.agent.follow_up(text)
+        self._queue.follow_up(text)
 
     def clear_queue(self) -> QueueSnapshot:
         """Take every queued message back (their texts); nothing queued is delivered afterwards."""
-        snapshot = QueueSnapshot(self._steering_texts, self._follow_up_texts)
-        self._steering_texts, self._follow_up_texts = [], []
-        self.agent.clear_all_queues()
-        self._emit_queue()
-        return snapshot
-
-    def _emit_queue(self) -> None:
-        self._emit(QueueUpdateEvent(list(self._steering_texts), list(self._follow_up_texts)))
-
-    def _forget_delivered(self, message: AgentMessage) -> None:
-        text = text_of(message) if isinstance(message, UserMessage) else ""
-        if not text:
-            return
-        for queue in (self._steering_texts, self._follow_up_texts):
-            if text in queue:
-                queue.remove(text)
-                self._emit_queue()
-                return
+        return self._queue.clear()
 
     # -- stopping ---------------------------------------------------------------------------------------
     async def abort(self) -> None:
@@ -397,8 +364,7 @@ class AgentSession:
 
     def abort_retry(self) -> None:
         """Cancel a retry backoff in progress (the failed reply stays the last word)."""
-        if self._retry_controller is not None:
-            self._retry_controller.abort("retry cancelled")
+        self._retry.abort()
 
     def abort_compaction(self) -> None:
         """Stop a running compaction (its summary request and retry backoff)."""
@@ -431,7 +397,7 @@ class AgentSession:
         """Abort everything without waiting, detach from the agent, close the store (listeners still hear
         whether its last write failed), drop listeners."""
         self._abort_all()
-        self._cancel_timers()
+        self._timers.cancel()
         self._unsubscribe_agent()
         if self.store is not None:
             self.store.close()
@@ -507,18 +473,18 @@ class AgentSession:
         match event:
             case MessageStartEvent(message=UserMessage() as message):
                 self._compactor.user_message_started()
-                self._forget_delivered(message)
+                self._queue.delivered(message)
             case TurnStartEvent():
-                self._arm_turn_timer()
+                self._timers.arm_turn(self._settings)
             case MessageEndEvent(message=message):
                 self._record(message)
             case TurnEndEvent():
-                self._disarm("turn", fire_if_due=True)
+                self._timers.disarm("turn", fire_if_due=True)
             case _:
                 pass
         match event:
             case AgentRunEndEvent(messages=messages):
-                self._emit(AgentEndEvent(messages, will_retry=self._will_retry(messages)))
+                self._emit(AgentEndEvent(messages, will_retry=not self._aborted and self._retry.will_retry(messages)))
             case (
                 AgentStartEvent()
                 | TurnStartEvent()
@@ -554,10 +520,7 @@ class AgentSession:
     def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message
         self._compactor.reply_ended(message)
-        if self._retry_attempt > 0 and message.stop_reason != "error":
-            success = message.stop_reason != "aborted"
-            self._emit(AutoRetryEndEvent(success, self._retry_attempt, None if success else message.error_message))
-            self._retry_attempt = 0
+        self._retry.reply_ended(message)
 
     async def _before_request(
         self, request: RequestContext, signal: AbortSignal
@@ -570,80 +533,6 @@ class AgentSession:
         if self._user_prepare_request is not None:
             return await maybe_await(call_hook(self._user_prepare_request, request, signal))
         return None
-
-    # -- retry (layer 3) --------------------------------------------------------------------------------
-    def _retry_decision(self, message: AssistantMessage) -> RetryDecision:
-        """Pi's ``_isRetryableError`` (not a context overflow, and retryable) within the retry budget, with the
-        delay: the server's ``retry-after`` where the provider saw one (capped), else the backoff."""
-        if is_context_overflow(message, self.model.context_window or 0):
-            return RetryDecision(False)
-        return self.settings.retry.decide(message, self._retry_attempt + 1)
-
-    def _will_retry(self, messages: Sequence[AgentMessage]) -> bool:
-        if self._aborted:
-            return False
-        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
-        return last is not None and self._retry_decision(last).retry
-
-    async def _retry(self, message: AssistantMessage, delay_ms: int) -> bool:
-        """Report the retry, drop the failed reply from what the model sees next, wait ``delay_ms`` (abortable:
-        ``abort_retry()``); true when the turn should be run again."""
-        self._retry_attempt += 1
-        error_text = message.error_message or "Unknown error"
-        self._emit(AutoRetryStartEvent(self._retry_attempt, self.settings.retry.max_retries, delay_ms, error_text))
-        messages = self.agent.state.messages
-        if messages and messages[-1].role == "assistant":
-            messages.pop()  # the failed reply stays in the session file, not in what the model sees next
-        controller = self._retry_controller = AbortController()
-        try:
-            slept = await abortable_sleep(delay_ms / 1000, controller.signal)
-        finally:
-            self._retry_controller = None
-        if not slept:
-            attempt, self._retry_attempt = self._retry_attempt, 0
-            self._emit(AutoRetryEndEvent(False, attempt, "Retry cancelled"))
-            return False
-        return True
-
-    # -- timers -----------------------------------------------------------------------------------------
-    def _arm_wall_timer(self) -> None:
-        limit = self.settings.budget.wall_time_ms
-        if limit:
-            self._arm("wall", limit, lambda: BudgetExceededEvent("wall_time", limit, round(self.budget.elapsed_ms)))
-
-    def _arm_turn_timer(self) -> None:
-        limit = self.settings.timeouts.turn_ms
-        if limit:
-            started = time.monotonic()  # "used" is measured when the timer fires: later if a tool blocked the loop
-
-            def used_ms() -> int:
-                return max(limit, round((time.monotonic() - started) * 1000))
-
-            self._arm("turn", limit, lambda: BudgetExceededEvent("turn_time", limit, used_ms()))
-
-    def _arm(self, name: str, limit_ms: int, event: Callable[[], BudgetExceededEvent]) -> None:
-        self._disarm(name)
-
-        def fire() -> None:
-            self._stop(event())
-
-        handle = asyncio.get_running_loop().call_later(limit_ms / 1000, fire)
-        reason = BudgetExceededEvent(event().kind, limit_ms, limit_ms).reason  # as it will read then
-        self._timers[name] = _Timer(handle, Deadline(time.monotonic() + limit_ms / 1000, reason), fire)
-
-    def _disarm(self, name: str, *, fire_if_due: bool = False) -> None:
-        """Cancel a timer; with ``fire_if_due``, one whose time has passed fires now instead (it could not
-        fire while a tool blocked the event loop)."""
-        timer = self._timers.pop(name, None)
-        if timer is None:
-            return
-        timer.handle.cancel()
-        if fire_if_due and time.monotonic() >= timer.deadline.at:
-            timer.fire()
-
-    def _cancel_timers(self) -> None:
-        for name in list(self._timers):
-            self._disarm(name)
 
     def _abort_from_tool(self) -> None:
         """A tool raised ``AbortRun`` (the kernel's interrupt ended the agent's code): abort as Stop does."""
@@ -667,13 +556,7 @@ class _Hooks:
         self._session = session
 
     def deadlines(self) -> list[Deadline]:
-        return [timer.deadline for timer in self._session._timers.values()]
+        return self._session._timers.deadlines()
 
     def abort_run(self) -> None:
         self._session._abort_from_tool()
-
-
-class _Timer(NamedTuple):
-    handle: asyncio.TimerHandle
-    deadline: Deadline
-    fire: Callable[[], None]
