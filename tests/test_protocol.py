@@ -18,6 +18,7 @@ from pi_notebook.notebook.widget._view import TranscriptWidget
 ROOT = Path(__file__).resolve().parents[1]
 RUN_VIEW = ROOT / "js" / "run-view" / "src" / "protocol.ts"
 CONTROL = ROOT / "labextension" / "src" / "control.ts"
+LAB_INDEX = ROOT / "labextension" / "src" / "index.ts"
 
 
 def ts_union(source: str, name: str) -> set[str]:
@@ -107,3 +108,22 @@ def test_the_run_state_fields_are_what_the_toolbar_reads() -> None:
 def test_the_checker_sees_a_state_added_on_one_side_only() -> None:
     source = RUN_VIEW.read_text().replace('| "error";', '| "error"\n  | "paused";')
     assert ts_union(source, "RunStatus") != literals(protocol.RunStatus)
+
+
+def ts_constant(source: str, name: str) -> str:
+    """The value of ``const <name> = '...';`` or ``const <name> = /.../;`` (a regular expression's source)."""
+    match = re.search(rf"""const {name} = (?:(['"])(.*?)\1|/(.*?)/);""", source)
+    assert match is not None, f"no 'const {name}'"
+    return match[2] if match[2] is not None else match[3]
+
+
+def test_the_lab_extension_finds_the_run_widgets_stop_button_and_run_number_by_our_classes() -> None:
+    """The CSS-class handshake: the labextension catches clicks on the Stop button of a run view and reads the run
+    number from its class; the classes the kernel gives are defined once (``_protocol``)."""
+    source = LAB_INDEX.read_text()
+    assert ts_constant(source, "RUN_STOP_CLASS") == protocol.STOP_CLASS
+    assert ts_constant(source, "RUN_VIEW_CLASS") == protocol.VIEW_CLASS
+    number = re.compile(ts_constant(source, "RUN_NUMBER"))
+    match = number.match(protocol.run_class(42))
+    assert match is not None and match[1] == "42"
+    assert number.match(protocol.VIEW_CLASS) is None and number.match(protocol.STOP_CLASS) is None

@@ -43,7 +43,7 @@ PINNED = {
     },
     "pi_notebook.kernel": {
         "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
-        "PythonError", "InterruptHook",
+        "PythonError", "InterruptHook", "KERNEL", "Kernel",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",

@@ -12,10 +12,10 @@ raise an error instead of shutting the user's kernel down.
 Without an IPython shell (plain Python) the code runs in a plain dict namespace, without magics, and values
 are formatted with ``repr``.
 
-Live listeners (:func:`add_python_listener`) get a :class:`PythonEvent` per start, write, display, stuck code
-and end, synchronously, on the thread where it happens: the code's thread (the kernel's main thread, which is
-blocked, so asyncio callbacks cannot run there meanwhile) or, for ``stuck``, the watchdog thread. A listener
-must be quick, must not touch asyncio objects, and may send comm messages (ipykernel's iopub channel is
+Live listeners (:class:`PythonListeners`; ``add_python_listener``) get a :class:`PythonEvent` per start, write,
+display, stuck code and end, synchronously, on the thread where it happens: the code's thread (the kernel's main
+thread, which is blocked, so asyncio callbacks cannot run there meanwhile) or, for ``stuck``, the watchdog thread.
+A listener must be quick, must not touch asyncio objects, and may send comm messages (ipykernel's iopub channel is
 thread-safe); an exception from it is logged and does not reach the code.
 """
 
@@ -38,7 +38,7 @@ from typing import Any, Literal
 from ..tools._output import OutputAccumulator
 from ._interrupt import Execution
 
-__all__ = ["Capture", "CodeResult", "PythonEvent", "add_python_listener", "current_shell", "emit", "run_code"]
+__all__ = ["Capture", "CodeResult", "PythonEvent", "PythonListener", "PythonListeners", "current_shell", "run_code"]
 
 MAX_RICH_OUTPUTS = 20
 """Rich outputs (``display()`` bundles) kept in a result's details; later ones are counted, not kept."""
@@ -78,28 +78,31 @@ class PythonEvent:
 
 
 PythonListener = Callable[[PythonEvent], None]
-_listeners: tuple[PythonListener, ...] = ()
 
 
-def add_python_listener(listener: PythonListener) -> Callable[[], None]:
-    """Call ``listener(event)`` for every :class:`PythonEvent` (see the module docstring for the threads);
-    returns a function that removes it."""
-    global _listeners
-    _listeners = (*_listeners, listener)
+class PythonListeners:
+    """Who hears the agent's code's :class:`PythonEvent` (live views); a kernel process has one set
+    (``pi_notebook.kernel.KERNEL.listeners``). Adding and emitting may happen on any thread."""
 
-    def remove() -> None:
-        global _listeners
-        _listeners = tuple(item for item in _listeners if item is not listener)
+    def __init__(self) -> None:
+        self._listeners: tuple[PythonListener, ...] = ()
 
-    return remove
+    def add(self, listener: PythonListener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event (see the module docstring for the threads); returns a
+        function that removes it."""
+        self._listeners = (*self._listeners, listener)
 
+        def remove() -> None:
+            self._listeners = tuple(item for item in self._listeners if item is not listener)
 
-def emit(event: PythonEvent) -> None:
-    for listener in _listeners:
-        try:
-            listener(event)
-        except Exception:
-            _log.exception("python tool listener %r raised on %s", listener, event.kind)
+        return remove
+
+    def emit(self, event: PythonEvent) -> None:
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                _log.exception("python tool listener %r raised on %s", listener, event.kind)
 
 
 def current_shell() -> Any:
@@ -122,8 +125,11 @@ class CodeResult:
 class Capture:
     """Output of one call: text (bounded, for the model) and rich bundles (bounded, for the widget)."""
 
-    def __init__(self, call_id: str, execution: Execution, output: OutputAccumulator) -> None:
+    def __init__(
+        self, call_id: str, execution: Execution, output: OutputAccumulator, listeners: PythonListeners
+    ) -> None:
         self.call_id = call_id
+        self._emit = listeners.emit
         self.execution = execution
         self.output = output
         self.rich: list[dict[str, Any]] = []
@@ -139,7 +145,7 @@ class Capture:
             if self._clear_pending:
                 self._clear()
             self._append(text)
-            emit(PythonEvent(self.call_id, kind, text))
+            self._emit(PythonEvent(self.call_id, kind, text))
 
     def display(self, data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> None:
         with self.execution.critical():
@@ -149,7 +155,7 @@ class Capture:
             self.keep({"type": "display", **_bounded(data, metadata)})
             if plain:
                 self.line(plain)
-            emit(PythonEvent(self.call_id, "display", plain, data))
+            self._emit(PythonEvent(self.call_id, "display", plain, data))
 
     def clear(self, wait: bool = False) -> None:
         """``clear_output()``: the rich outputs shown so far go (the text the model gets stays); with ``wait``,
@@ -164,7 +170,7 @@ class Capture:
         self._clear_pending = False
         self.rich = []
         self.dropped = 0
-        emit(PythonEvent(self.call_id, "clear"))
+        self._emit(PythonEvent(self.call_id, "clear"))
 
     def keep(self, item: dict[str, Any]) -> None:
         if len(self.rich) < MAX_RICH_OUTPUTS:

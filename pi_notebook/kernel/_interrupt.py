@@ -8,7 +8,7 @@ thread). While it is active:
   code itself runs (inside :meth:`Execution.call`, outside :meth:`Execution.critical` sections); a signal that
   arrives at any other moment is remembered, and raised when the code resumes, or dropped once it has
   finished. So a late signal never escapes into the tool's own bookkeeping or into the next cell.
-- :func:`interrupt_running_code` (any thread) records why and sends SIGINT to that thread with
+- :meth:`Interrupts.interrupt_running_code` (any thread) records why and sends SIGINT to that thread with
   ``signal.pthread_kill``: Python runs the handler between two bytecodes, and a blocking call such as
   ``time.sleep`` or a socket read returns with EINTR, so both a busy loop and a sleep stop within
   milliseconds.
@@ -65,8 +65,7 @@ __all__ = [
     "Execution",
     "InterruptHook",
     "Interruption",
-    "hold_interrupt",
-    "interrupt_running_code",
+    "Interrupts",
 ]
 
 STUCK_AFTER_S = 0.15
@@ -78,10 +77,6 @@ WAKE_SIGNAL: int | None = getattr(signal, "SIGURG", None)
 default action is to ignore it, so a stray one can do no harm."""
 
 _log = logging.getLogger(__name__)
-_lock = threading.Lock()
-_active: list[Execution] = []
-_holds: dict[int, str] = {}  # hold id -> reason, see hold_interrupt
-_hold_ids = itertools.count()
 T = TypeVar("T")
 
 
@@ -95,38 +90,58 @@ class Interruption:
     deadline: Deadline | None = None
 
 
-def interrupt_running_code(reason: str = "Stopped") -> bool:
-    """Interrupt the agent's code if some is running (any thread may call this; it does not wait).
+class Interrupts:
+    """The agent's code running on this kernel's threads (one :class:`Execution` each) and the stops held for code
+    that has not started yet. A kernel process has one (``pi_notebook.kernel.KERNEL.interrupts``): a signal
+    reaches the whole process. Every method may be called from any thread."""
 
-    Returns whether code was running. Call it when stopping a run, and abort the run as usual too: the
-    ``python`` tool waits briefly for that abort so the run does not go on to another model request.
-    """
-    with _lock:
-        executions = list(_active)
-    interrupted = [execution.interrupt(Interruption("stop", reason)) for execution in executions]
-    return any(interrupted)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: list[Execution] = []
+        self._holds: dict[int, str] = {}  # hold id -> reason, see hold
+        self._hold_ids = itertools.count()
 
+    def interrupt_running_code(self, reason: str = "Stopped") -> bool:
+        """Interrupt the agent's code if some is running (it does not wait). Returns whether code was running.
 
-def hold_interrupt(reason: str = "Stopped") -> Callable[[], None]:
-    """Interrupt the agent's code running now **and any that starts** before the returned ``release()`` is
-    called (any thread; ``release`` is idempotent).
+        Call it when stopping a run, and abort the run as usual too: the ``python`` tool waits briefly for that
+        abort so the run does not go on to another model request.
+        """
+        with self._lock:
+            executions = list(self._active)
+        interrupted = [execution.interrupt(Interruption("stop", reason)) for execution in executions]
+        return any(interrupted)
 
-    For a stop that still has to reach the run through the event loop (the control comm hands its abort to
-    the loop): code that started meanwhile would block the loop and so the abort. Release once the stopped
-    runs have settled.
-    """
-    with _lock:
-        key = next(_hold_ids)
-        _holds[key] = reason
-        executions = list(_active)
-    for execution in executions:
-        execution.interrupt(Interruption("stop", reason))
+    def hold(self, reason: str = "Stopped") -> Callable[[], None]:
+        """Interrupt the agent's code running now **and any that starts** before the returned ``release()`` is
+        called (``release`` is idempotent).
 
-    def release() -> None:
-        with _lock:
-            _holds.pop(key, None)
+        For a stop that still has to reach the run through the event loop (the control comm hands its abort to
+        the loop): code that started meanwhile would block the loop and so the abort. Release once the stopped
+        runs have settled.
+        """
+        with self._lock:
+            key = next(self._hold_ids)
+            self._holds[key] = reason
+            executions = list(self._active)
+        for execution in executions:
+            execution.interrupt(Interruption("stop", reason))
 
-    return release
+        def release() -> None:
+            with self._lock:
+                self._holds.pop(key, None)
+
+        return release
+
+    def _enter(self, execution: Execution) -> str | None:
+        """``execution`` starts: the reason of a held stop, if one is held."""
+        with self._lock:
+            self._active.append(execution)
+            return next(iter(self._holds.values()), None)
+
+    def _leave(self, execution: Execution) -> None:
+        with self._lock:
+            self._active.remove(execution)
 
 
 class Execution:
@@ -136,7 +151,10 @@ class Execution:
     code was interrupted (it may be set although the code finished: the interrupt came as it returned).
     """
 
-    def __init__(self, deadline: Deadline | None = None, on_stuck: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, interrupts: Interrupts, deadline: Deadline | None = None, on_stuck: Callable[[], None] | None = None
+    ) -> None:
+        self._interrupts = interrupts
         self.deadline = deadline
         self.interruption: Interruption | None = None
         self.kernel_interrupted = False
@@ -168,17 +186,14 @@ class Execution:
         sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         with self._cond:
             self._live = True
-        with _lock:
-            _active.append(self)
-            held = next(iter(_holds.values()), None)
+        held = self._interrupts._enter(self)
         if held is not None:
             self.interrupt(Interruption("stop", held))  # raised as soon as the code starts
         threading.Thread(target=self._watch, name="pi-python-watchdog", daemon=True).start()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        with _lock:
-            _active.remove(self)
+        self._interrupts._leave(self)
         with self._cond:
             self._live = False
             self._cond.notify_all()

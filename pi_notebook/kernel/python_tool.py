@@ -89,12 +89,11 @@ from ._exec import (
     Capture,
     CodeResult,
     PythonEvent,
-    add_python_listener,
     current_shell,
-    emit,
     run_code,
 )
-from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
+from ._interrupt import Execution, Interruption
+from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
 
 __all__ = [
     "ABORT_WAIT_S",
@@ -169,7 +168,16 @@ def _schema(timeout_s: float | None) -> dict[str, Any]:
 
 
 class _Python:
-    def __init__(self, *, namespace: dict[str, Any] | None, timeout_s: float | None, max_lines: int, max_bytes: int):
+    def __init__(
+        self,
+        *,
+        namespace: dict[str, Any] | None,
+        timeout_s: float | None,
+        max_lines: int,
+        max_bytes: int,
+        kernel: Kernel,
+    ):
+        self.kernel = kernel
         self.namespace = namespace
         self.own_namespace: dict[str, Any] = {"__name__": "__main__"}
         self.timeout_s = timeout_s
@@ -201,11 +209,14 @@ class _Python:
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         started, ending = False, "error"
+        interrupts, emit = self.kernel.interrupts, self.kernel.listeners.emit
         try:
-            with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
+            with Execution(
+                interrupts, deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))
+            ) as execution:
                 emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
                 started = True
-                capture = Capture(tool_call_id, execution, output)
+                capture = Capture(tool_call_id, execution, output, self.kernel.listeners)
                 result = run_code(code, shell=shell, namespace=namespace, capture=capture)
             stop = execution.interruption
             ending = "ok" if result.error is None else "interrupted" if stop else "error"
@@ -271,6 +282,7 @@ def python_tool(
     timeout_s: float | None = None,
     max_lines: int = DEFAULT_MAX_LINES,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    kernel: Kernel = KERNEL,
 ) -> AgentTool:
     """The ``python`` tool; see the module docstring for behaviour, stop paths and threads.
 
@@ -278,6 +290,7 @@ def python_tool(
       (looked up at each call), else a dict owned by this tool.
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout).
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
+    - ``kernel``: whose interrupts and live listeners the code runs with (this process's).
 
     The tool is ``execution_mode="sequential"``: calls run in order, as cells do, and a stop ends the batch.
     Raises ``ValueError`` for invalid settings.
@@ -292,7 +305,7 @@ def python_tool(
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if namespace is not None and not isinstance(namespace, dict):
         raise ValueError(f"namespace must be a dict, got {type(namespace).__name__}")
-    python = _Python(namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes)
+    python = _Python(namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes, kernel=kernel)
     return AgentTool(
         name="python",
         label="python",

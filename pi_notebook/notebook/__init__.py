@@ -24,8 +24,6 @@ from typing import Any
 
 from ..session import Settings
 from ._commands import USAGE
-from ._control_comm import publish as publish_state
-from ._control_comm import register_control
 from ._default_model import default_faux
 from ._defaults import default_tools
 from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
@@ -59,8 +57,7 @@ def load_ipython_extension(ipython: Any) -> None:
     cleanup = ipython.input_transformers_cleanup
     if pi_transformer not in cleanup:
         cleanup.append(pi_transformer)
-    register_control(ipython, REGISTRY)
-    REGISTRY.on_state(publish_state)
+    REGISTRY.control.register(ipython)
     REGISTRY.notebook = REGISTRY.notebook or notebook_path(getattr(ipython, "user_ns", None))
     _greet()
 

@@ -34,8 +34,10 @@ is handed to the kernel's event loop with ``call_soon_threadsafe``, so run state
 loop is free while a cell awaits a run, so Stop works then too. The one thing done on the comm's thread is
 ``hold_interrupt`` for an abort (thread-safe), since the agent's ``python`` code blocks the loop.
 
-The channel knows runs only through the :class:`RunSource` given to :func:`register_control` (the kernel's
-session registry); it pushes whatever :func:`publish` is given.
+One :class:`ControlChannel` per kernel, owned by the kernel's session registry (``REGISTRY.control``): it holds
+the open comms, the context each was opened in, the kernel's event loop and the discovery beacon. It knows runs
+only through the :class:`RunSource` it is given (the registry), and stops the agent's code through the kernel's
+:class:`~pi_notebook.kernel.Kernel` (its interrupts).
 """
 
 from __future__ import annotations
@@ -47,16 +49,18 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, get_args
 
-from ..kernel import hold_interrupt
+from ..kernel import Kernel
 from ._run import Run
 from ._run_state import RunState
 from .widget._protocol import ControlAction
 
-__all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "RunSource", "current_state", "publish", "register_control"]
+__all__ = ["ABORT_REPLY_TIMEOUT", "TARGET", "ControlChannel", "RunSource"]
 
 TARGET = "pi_notebook.control"
 BEACON_ID = "pi_notebook.control.beacon"
 ABORT_REPLY_TIMEOUT = 10.0
+
+_IDLE: RunState = {"state": "idle", "run": None, "aborted": False, "retry_deadline": 0, "silent_s": 0, "note": ""}
 
 
 class RunSource(Protocol):
@@ -71,77 +75,142 @@ class RunSource(Protocol):
         """Stop every active run as its Stop button does."""
 
 
-_comms: list[Any] = []
-_contexts: dict[str, contextvars.Context] = {}
-"""Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's subshell.
-ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel sent on
-it (``Comm._reply_subshell_for``); a state pushed from a run's context (the main shell's) would move the comm
-to the main shell, which the agent's ``python`` code can block. So every send runs in this context."""
-_loop: asyncio.AbstractEventLoop | None = None
-_beacon: Any = None
-_tasks: set[asyncio.Task[None]] = set()
-_source: RunSource | None = None
+class ControlChannel:
+    """The ``pi_notebook.control`` comm target of one kernel (see the module docstring)."""
 
+    def __init__(self, source: RunSource, kernel: Kernel) -> None:
+        self._source = source
+        self._kernel = kernel
+        self._comms: list[Any] = []
+        self._contexts: dict[str, contextvars.Context] = {}
+        """Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's
+        subshell. ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel
+        sent on it (``Comm._reply_subshell_for``); a state pushed from a run's context (the main shell's) would move
+        the comm to the main shell, which the agent's ``python`` code can block. So every send runs in this
+        context."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._beacon: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
-def register_control(ipython: Any, source: RunSource) -> None:
-    """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel);
-    ``source`` answers for the runs."""
-    global _loop, _source
-    _source = source
-    kernel = getattr(ipython, "kernel", None)
-    if kernel is None:
-        return
-    try:
-        from comm import get_comm_manager
+    def register(self, ipython: Any) -> None:
+        """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel)."""
+        if getattr(ipython, "kernel", None) is None:
+            return
+        try:
+            from comm import get_comm_manager
 
-        manager = get_comm_manager()
-    except Exception:  # pragma: no cover - ipykernel always ships `comm`
-        return
-    with contextlib.suppress(RuntimeError):
-        _loop = asyncio.get_running_loop()
-    manager.register_target(TARGET, _on_open)
-    _register_beacon(manager)
+            manager = get_comm_manager()
+        except Exception:  # pragma: no cover - ipykernel always ships `comm`
+            return
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
+        manager.register_target(TARGET, self._on_open)
+        self._register_beacon(manager)
 
+    def current_state(self) -> dict[str, Any]:
+        """What the status bar shows: the active run's state, else the last run's final state, else ``idle``.
+        Asking never creates a session."""
+        run = self._source.current_run()
+        return _state_message(run.state() if run is not None else _IDLE)
 
-def _register_beacon(manager: Any) -> None:
-    global _beacon
-    if _beacon is not None and manager.comms.get(BEACON_ID) is _beacon:
-        return
-    from comm import create_comm
+    def publish(self, state: RunState) -> None:
+        """Push a run's state change to every open control comm (any thread)."""
+        message = _state_message(state)
+        for comm in list(self._comms):
+            self._send(comm, message)
 
-    _beacon = create_comm(comm_id=BEACON_ID, target_name=TARGET, primary=False)
-    manager.register_comm(_beacon)
+    # -- comms ----------------------------------------------------------------------------------------------
+    def _register_beacon(self, manager: Any) -> None:
+        if self._beacon is not None and manager.comms.get(BEACON_ID) is self._beacon:
+            return
+        from comm import create_comm
 
+        self._beacon = create_comm(comm_id=BEACON_ID, target_name=TARGET, primary=False)
+        manager.register_comm(self._beacon)
 
-def _on_open(comm: Any, open_msg: Any) -> None:
-    _comms.append(comm)
-    _contexts[comm.comm_id] = contextvars.copy_context()
-    comm.on_msg(lambda msg: _on_msg(comm, msg))
-    comm.on_close(lambda msg: _forget(comm))
-    _marshal(_send_status, comm)
+    def _on_open(self, comm: Any, open_msg: Any) -> None:
+        self._comms.append(comm)
+        self._contexts[comm.comm_id] = contextvars.copy_context()
+        comm.on_msg(lambda msg: self._on_msg(comm, msg))
+        comm.on_close(lambda msg: self._forget(comm))
+        self._marshal(self._send_status, comm)
 
+    def _forget(self, comm: Any) -> None:
+        if comm in self._comms:
+            self._comms.remove(comm)
+        self._contexts.pop(comm.comm_id, None)
 
-def _forget(comm: Any) -> None:
-    if comm in _comms:
-        _comms.remove(comm)
-    _contexts.pop(comm.comm_id, None)
+    def _marshal(self, function: Callable[..., None], *args: Any) -> None:
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(function, *args)
+        else:
+            function(*args)
 
+    def _on_msg(self, comm: Any, msg: Any) -> None:
+        """On the comm's thread: an abort of an active run first interrupts the agent's code (it blocks the loop)
+        and keeps interrupting code that starts until the runs have settled; then the loop handles the message."""
+        data = _data(msg)
+        release = None
+        if data.get("action") == "abort" and self._is_active_run(data.get("run")):
+            release = self._kernel.interrupts.hold("Stopped by the user")
+        self._marshal(self._handle, comm, msg, release or _nothing)
 
-def _marshal(function: Any, *args: Any) -> None:
-    if _loop is not None and _loop.is_running():
-        _loop.call_soon_threadsafe(function, *args)
-    else:
-        function(*args)
+    def _is_active_run(self, number: object) -> bool:
+        """A run is active and ``number`` is ``None`` or its number (read from the comm's thread: a snapshot)."""
+        return any(number in (None, run.number) for run in self._source.active_runs())
 
+    def _handle(self, comm: Any, msg: Any, release: Callable[[], None] = lambda: None) -> None:
+        data = _data(msg)
+        action = data.get("action")
+        run = data.get("run")
+        if action == "abort" and run is not None and (isinstance(run, bool) or not isinstance(run, int)):
+            release()
+            self._send(comm, {"type": "error", "error": f"'run' must be a run number, got {run!r}"})
+        elif action == "abort":
+            self._abort(comm, run, release)
+        elif action == "status":
+            self._send_status(comm, reply="status")
+        else:
+            known = " or ".join(repr(name) for name in get_args(ControlAction))
+            self._send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})
 
-def _on_msg(comm: Any, msg: Any) -> None:
-    """On the comm's thread: an abort of an active run first interrupts the agent's code (it blocks the loop)
-    and keeps interrupting code that starts until the runs have settled; then the loop handles the message."""
-    data = _data(msg)
-    release = None
-    if data.get("action") == "abort" and _is_active_run(data.get("run")):
-        release = hold_interrupt("Stopped by the user")
-    _marshal(_handle, comm, msg, release or _nothing)
+    def _abort(self, comm: Any, number: int | None, release: Callable[[], None]) -> None:
+        """Stop every active run (or run ``number``) as its Stop button does, then reply (and release the held
+        interrupt) once they have settled."""
+        runs = [run for run in self._source.active_runs() if number is None or run.number == number]
+        for run in runs:
+            run.abort()
+        if not runs:
+            release()
+            self._send_status(comm, reply="abort")
+            return
+
+        async def reply_when_settled() -> None:
+            try:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
+            finally:
+                release()
+            self._send_status(comm, reply="abort")
+
+        task = asyncio.get_running_loop().create_task(reply_when_settled())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _send(self, comm: Any, data: dict[str, Any]) -> None:
+        """Send in the context the comm was opened in (see ``_contexts``)."""
+        context = self._contexts.get(comm.comm_id)
+        with contextlib.suppress(Exception):
+            if context is None:
+                comm.send(data)
+            else:
+                context.copy().run(comm.send, data)
+
+    def _send_status(self, comm: Any, reply: str | None = None) -> None:
+        state = self.current_state()
+        if reply is not None:
+            state["reply"] = reply
+        self._send(comm, state)
 
 
 def _nothing() -> None:
@@ -153,97 +222,5 @@ def _data(msg: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _is_active_run(number: object) -> bool:
-    """A run is active and ``number`` is ``None`` or its number (read from the comm's thread: a snapshot)."""
-    runs = _source.active_runs() if _source is not None else []
-    return any(number in (None, run.number) for run in runs)
-
-
-def _handle(comm: Any, msg: Any, release: Callable[[], None] = _nothing) -> None:
-    data = _data(msg)
-    action = data.get("action")
-    run = data.get("run")
-    if action == "abort" and run is not None and (isinstance(run, bool) or not isinstance(run, int)):
-        release()
-        _send(comm, {"type": "error", "error": f"'run' must be a run number, got {run!r}"})
-    elif action == "abort":
-        _abort(comm, run, release)
-    elif action == "status":
-        _send_status(comm, reply="status")
-    else:
-        known = " or ".join(repr(name) for name in get_args(ControlAction))
-        _send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})
-
-
-def _abort(comm: Any, number: int | None, release: Callable[[], None]) -> None:
-    """Stop every active run (or run ``number``) as its Stop button does, then reply (and release the held
-    interrupt) once they have settled."""
-    runs = _source.active_runs() if _source is not None else []
-    runs = [run for run in runs if number is None or run.number == number]
-    for run in runs:
-        run.abort()
-    if not runs:
-        release()
-        _send_status(comm, reply="abort")
-        return
-
-    async def reply_when_settled() -> None:
-        try:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
-        finally:
-            release()
-        _send_status(comm, reply="abort")
-
-    task = asyncio.get_running_loop().create_task(reply_when_settled())
-    _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
-
-
-def current_state() -> dict[str, Any]:
-    """What the status bar shows: the active run's state, else the last run's final state, else ``idle``.
-    Asking never creates a session."""
-    run = _source.current_run() if _source is not None else None
-    if run is None:
-        idle: RunState = {
-            "state": "idle",
-            "run": None,
-            "aborted": False,
-            "retry_deadline": 0,
-            "silent_s": 0,
-            "note": "",
-        }
-        return _state_message(idle)
-    return _state_message(run.state())
-
-
 def _state_message(state: RunState) -> dict[str, Any]:
-    return {"type": "state", **state, "now": _now_ms()}
-
-
-def _now_ms() -> float:
-    return time.time() * 1000
-
-
-def _send(comm: Any, data: dict[str, Any]) -> None:
-    """Send in the context the comm was opened in (see ``_contexts``)."""
-    context = _contexts.get(comm.comm_id)
-    with contextlib.suppress(Exception):
-        if context is None:
-            comm.send(data)
-        else:
-            context.copy().run(comm.send, data)
-
-
-def _send_status(comm: Any, reply: str | None = None) -> None:
-    state = current_state()
-    if reply is not None:
-        state["reply"] = reply
-    _send(comm, state)
-
-
-def publish(state: RunState) -> None:
-    """Push a run's state change to every open control comm."""
-    message = _state_message(state)
-    for comm in list(_comms):
-        _send(comm, message)
+    return {"type": "state", **state, "now": time.time() * 1000}

@@ -3,8 +3,8 @@
 A :class:`SessionRegistry` holds named :class:`NotebookSession` entries (each a session, its model spec and its
 runs); ``%pi`` and the functions below use the entry named :data:`DEFAULT_NAME`, created with the offline faux
 model on first use (no key, no network; its reply explains how to connect a real provider). The kernel has one
-registry, :data:`REGISTRY`. It knows nothing of the JupyterLab control channel: whoever wants run state changes
-subscribes with :meth:`SessionRegistry.on_state`.
+registry, :data:`REGISTRY`, which also owns the kernel's JupyterLab control channel (``_control_comm``); whoever
+else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
 from ..ai.providers.faux import FauxProvider
-from ..kernel import InterruptHook
+from ..kernel import KERNEL, InterruptHook, Kernel
 from ..session import AgentSession, SessionBusyError, Settings
 from ._approval import NotebookApprover
+from ._control_comm import ControlChannel
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
 from ._recent import RecentRuns
@@ -224,11 +225,15 @@ _KEEP: Any = object()
 
 
 class SessionRegistry:
-    """Named notebook sessions (one is the default) and the kernel's SIGINT hook."""
+    """Named notebook sessions (one is the default), and what the kernel has once: its state
+    (:attr:`kernel`), its JupyterLab control channel (:attr:`control`, told of every run's state change) and its
+    SIGINT hook (:attr:`interrupt`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel: Kernel = KERNEL) -> None:
         self._entries: dict[str, NotebookSession] = {}
-        self._state_listeners: list[StateListener] = []
+        self.kernel = kernel
+        self.control = ControlChannel(self, kernel)
+        self._state_listeners: list[StateListener] = [self.control.publish]
         self.recent = RecentRuns()
         """The runs (of every session) whose views are open; ``recent.keep`` settled ones stay open."""
         self.interrupt = InterruptHook(self.abort_active)

@@ -25,7 +25,7 @@ from pi_notebook.kernel import (
     interrupt_running_code,
     python_tool,
 )
-from pi_notebook.kernel._interrupt import Execution, Interruption
+from pi_notebook.kernel._interrupt import Execution, Interruption, Interrupts
 from pi_notebook.kernel.python_tool import ABORT_WAIT_S
 
 pytestmark = pytest.mark.timeout(30)
@@ -376,7 +376,7 @@ async def test_code_that_does_not_return_to_python_is_reported_stuck_then_interr
 # -- the interrupt's edges ----------------------------------------------------------------------------
 def test_a_signal_after_the_code_returned_is_dropped_and_the_handler_restored() -> None:
     previous = signal.getsignal(signal.SIGINT)
-    with Execution() as execution:
+    with Execution(Interrupts()) as execution:
         assert execution.call(lambda: 7) == 7
         assert execution.interrupt(Interruption("stop", "late")) is True  # still inside: remembered, not raised
         for _ in range(1000):  # give the handler bytecodes to run on
@@ -396,7 +396,7 @@ def test_an_interrupt_during_our_own_bookkeeping_is_raised_when_it_ends() -> Non
             steps.append("critical section finished")
         steps.append("not reached")
 
-    with Execution() as execution, pytest.raises(KeyboardInterrupt):
+    with Execution(Interrupts()) as execution, pytest.raises(KeyboardInterrupt):
         execution.call(code)
     assert steps == ["critical section finished"]
     assert execution.interruption == Interruption("stop", "now")
@@ -437,7 +437,7 @@ def test_a_sigint_another_thread_takes_still_ends_a_blocking_call_on_the_main_th
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     started = time.monotonic()
-    with Execution() as execution, pytest.raises(KeyboardInterrupt):
+    with Execution(Interrupts()) as execution, pytest.raises(KeyboardInterrupt):
         execution.call(code)
     assert time.monotonic() - started < 10
     assert execution.kernel_interrupted

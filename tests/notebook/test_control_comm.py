@@ -227,12 +227,12 @@ def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_
     frontend.state(comm_id)
     frontend.run(
         "import threading\n"
-        "from pi_notebook.notebook import _control_comm as _control\n"
+        "from pi_notebook.kernel import KERNEL\n"
         "threads = []\n"
         "def spy(reason):\n"
         "    threads.append(threading.current_thread().name)\n"
         "    return lambda: None\n"
-        "_control.hold_interrupt = spy"
+        "KERNEL.interrupts.hold = spy"
     )
     try:
         frontend.run("run = %pi stream forever")
@@ -241,7 +241,7 @@ def test_the_comm_stays_on_its_subshell_after_the_kernel_pushed_states_from_the_
         frontend.state(comm_id, reply="abort")
         out = frontend.run("print(threads)")
     finally:
-        frontend.run("import pi_notebook.kernel\n_control.hold_interrupt = pi_notebook.kernel.hold_interrupt")
+        frontend.run("del KERNEL.interrupts.hold")
     assert out.startswith("['subshell-"), out  # the comm's thread, not MainThread
 
 

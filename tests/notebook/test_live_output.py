@@ -13,8 +13,7 @@ import pytest
 
 from pi_notebook.agent import AgentToolResult
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-from pi_notebook.kernel import PythonEvent, python_tool
-from pi_notebook.kernel._exec import emit
+from pi_notebook.kernel import KERNEL, PythonEvent, python_tool
 from pi_notebook.notebook import Run
 from pi_notebook.notebook.widget._live import MAX_DISPLAYS, LiveOutput, current_run
 from pi_notebook.notebook.widget._protocol import TOOL_TAIL_CHARS
@@ -22,6 +21,7 @@ from pi_notebook.notebook.widget._view import TranscriptWidget
 from pi_notebook.session import AgentSession
 
 pytestmark = pytest.mark.timeout(60)
+emit = KERNEL.listeners.emit
 
 
 class Watched(list[Any]):

@@ -232,7 +232,7 @@ async def test_a_stream_handing_a_new_partial_per_event_still_fills_the_live_rep
 
 
 async def test_the_stop_button_and_the_view_carry_the_classes_the_lab_extension_looks_for() -> None:
-    from pi_notebook.notebook.widget._view import STOP_CLASS
+    from pi_notebook.notebook.widget._protocol import STOP_CLASS
 
     session = session_for("hi")
     run = Run(session, 7, lambda: session.prompt("go"), label="go")

@@ -6,7 +6,9 @@ Three channels share these names:
   kernel, and the widget's traits (its ``state`` is a :data:`RunStatus`);
 * the JupyterLab control comm (``_control_comm``, ``labextension/src/control.ts``): :data:`ControlAction` browser ->
   kernel, :data:`ControlMessageType` kernel -> browser;
-* the run's state (``Run.state()``), which both show.
+* the run's state (``Run.state()``), which both show;
+* the CSS classes the kernel gives a run widget, by which the JupyterLab extension finds a view's Stop button and
+  its run number (:data:`STOP_CLASS`, :data:`VIEW_CLASS`, :func:`run_class`).
 
 The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
 ``ControlAction``, ``ControlMessageType``) and one interface per operation; ``tests/test_protocol.py`` parses them
@@ -22,9 +24,23 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, TypedDict, get_args
 
+STOP_CLASS = "pi-run-stop"
+"""CSS class of a run widget's Stop button. The JupyterLab extension catches a click on it and forwards the stop
+over the control comm, which a subshell serves while the agent's code blocks the widget's own comm."""
+VIEW_CLASS = "pi-run-view"
+"""CSS class of every run widget's view."""
+
+
+def run_class(number: int) -> str:
+    """CSS class naming a run view's run number, which the extension's forwarded stop carries (``"run": N``)."""
+    return f"pi-run-{number}"
+
+
 __all__ = [
     "ACTIVE_STATUSES",
+    "STOP_CLASS",
     "TOOL_TAIL_CHARS",
+    "VIEW_CLASS",
     "ActiveStatus",
     "BatchType",
     "ControlAction",
@@ -44,6 +60,7 @@ __all__ = [
     "ToolOp",
     "ToolOutputOp",
     "WidgetRequest",
+    "run_class",
 ]
 
 ActiveStatus: TypeAlias = Literal[

@@ -30,13 +30,21 @@ import ipywidgets as widgets
 import traitlets
 
 from ...ai import AbortSignal
-from ._protocol import TOOL_TAIL_CHARS, BatchType, Op, ToolAppendOp, ToolOutputOp, WidgetRequest
+from ._protocol import (
+    STOP_CLASS,
+    TOOL_TAIL_CHARS,
+    VIEW_CLASS,
+    BatchType,
+    Op,
+    ToolAppendOp,
+    ToolOutputOp,
+    WidgetRequest,
+    run_class,
+)
 
-__all__ = ["FLUSH_INTERVAL", "STOP_CLASS", "ApprovalBox", "RunView", "TranscriptWidget"]
+__all__ = ["FLUSH_INTERVAL", "ApprovalBox", "RunView", "TranscriptWidget"]
 
 FLUSH_INTERVAL = 0.05
-STOP_CLASS = "pi-run-stop"
-"""CSS class of the Stop button; the view has ``pi-run-view`` and ``pi-run-<number>``."""
 _STATIC = Path(__file__).parent / "static"
 
 
@@ -338,9 +346,9 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="100%"),
         )
         super().__init__([controls, self.approval, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
-        self.add_class("pi-run-view")
+        self.add_class(VIEW_CLASS)
         if number is not None:
-            self.add_class(f"pi-run-{number}")
+            self.add_class(run_class(number))
 
     def _marshal(self, action: Callable[[], None]) -> None:
         self.transcript._call_in_loop(action)

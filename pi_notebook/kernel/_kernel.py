@@ -1,0 +1,48 @@
+"""The kernel process's own state: what exists once per process because signals and the main thread do.
+
+:data:`KERNEL` holds the table of the agent's code running on the kernel's threads and the stops held for it
+(:class:`~._interrupt.Interrupts`), and the listeners of that code's live events
+(:class:`~._exec.PythonListeners`). The ``python`` tool runs its code against them; the notebook's session
+registry holds the same object (``REGISTRY.kernel``), and its control channel stops code through it. The module
+functions below are the public spelling of the same calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ._exec import PythonListener, PythonListeners
+from ._interrupt import Interrupts
+
+__all__ = ["KERNEL", "Kernel", "add_python_listener", "hold_interrupt", "interrupt_running_code"]
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One kernel process: its running agent code and the listeners of that code's events."""
+
+    interrupts: Interrupts = field(default_factory=Interrupts)
+    listeners: PythonListeners = field(default_factory=PythonListeners)
+
+
+KERNEL = Kernel()
+"""This process's kernel state."""
+
+
+def interrupt_running_code(reason: str = "Stopped") -> bool:
+    """Interrupt the agent's code if some is running (any thread; it does not wait). Returns whether code was
+    running. See :meth:`~._interrupt.Interrupts.interrupt_running_code`."""
+    return KERNEL.interrupts.interrupt_running_code(reason)
+
+
+def hold_interrupt(reason: str = "Stopped") -> Callable[[], None]:
+    """Interrupt the agent's code running now and any that starts before ``release()`` is called (any thread).
+    See :meth:`~._interrupt.Interrupts.hold`."""
+    return KERNEL.interrupts.hold(reason)
+
+
+def add_python_listener(listener: PythonListener) -> Callable[[], None]:
+    """Call ``listener(event)`` for every event of the agent's code (on the thread it happens on); returns a
+    function that removes it. See :class:`~._exec.PythonListeners`."""
+    return KERNEL.listeners.add(listener)
