@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 def session_for(code: str, marks: dict[str, float]) -> Any:
     from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-    from pi_notebook.session import AgentSession
     from pi_notebook.kernel import python_tool
+    from pi_notebook.session import AgentSession
 
     faux = FauxProvider(token_size=(1, 1))
     call = faux_tool_call("python", {"code": code}, id="bench")

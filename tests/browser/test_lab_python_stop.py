@@ -60,6 +60,9 @@ def test_the_widgets_stop_ends_the_agents_busy_loop_and_the_next_cell_runs(lab: 
     lab.run_cell(page, 1)
     view = page.locator(".pi-run-view").first
     expect(status).to_have_text("pi: running tool", timeout=WAIT)  # the busy loop runs on the main thread now
+    # The code's first print is live in its panel: the busy loop is running (under load, "running tool" can show
+    # before the code has printed, and a Stop then would cut it before "working").
+    expect(view.locator(".pi-tool .pi-tool-output")).to_contain_text("working", timeout=WAIT)
     stop = view.locator("button.pi-run-stop")
     expect(stop).to_be_enabled(timeout=WAIT)
     stop.scroll_into_view_if_needed()
