@@ -34,6 +34,7 @@ from ..session import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._inert import code_block, code_span, document, inline, literal
 
 __all__ = ["describe_event", "render_markdown", "result_text", "usage_line"]
 
@@ -114,57 +115,60 @@ def usage_line(session: AgentSession) -> str:
     return " · ".join(parts)
 
 
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line else ">" for line in text.splitlines() or [""])
-
-
-def _fence(text: str, info: str = "") -> str:
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return f"{fence}{info}\n{text}\n{fence}"
+def _quote(markdown: str) -> str:
+    """``markdown`` (built from the gate's output) as a block quote."""
+    return "\n".join("> " + line if line else ">" for line in markdown.splitlines() or [""])
 
 
 def render_markdown(
     messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str
 ) -> str:
-    """A run as markdown: the transcript, then the event log with times relative to the run's start."""
-    parts = [f"**{title}** — {status}", ""]
+    """A run as markdown: the transcript, then the event log with times relative to the run's start. Every string
+    it is given (``title`` and ``status`` included) crosses the gate (``_inert``): it renders as itself."""
+    parts = [f"**{inline(title)}** — {inline(status)}", ""]
     for message in messages:
         parts.append(_message_markdown(message))
         parts.append("")
     parts.append("| t (s) | event | detail |")
     parts.append("|---:|---|---|")
     for seconds, label, detail in log:
-        cell = detail.replace("|", "\\|").replace("\n", " ")
-        parts.append(f"| {seconds:.3f} | `{label}` | {cell} |")
-    return "\n".join(parts)
+        parts.append(f"| {seconds:.3f} | {code_span(label, in_table=True)} | {inline(detail)} |")
+    return document("\n".join(parts))
 
 
 def _message_markdown(message: AgentMessage) -> str:
     match message:
         case UserMessage():
-            return _quote(f"**user:** {text_of(message)}")
+            return _quote(f"**user:** {literal(text_of(message))}")
         case AssistantMessage():
             return _assistant_markdown(message)
         case ToolResultMessage():
             marker = "error" if message.is_error else "result"
-            return f"**{message.tool_name} {marker}:**\n\n" + _fence(result_text(message) or "(no output)")
+            label = f"{inline(message.tool_name)} {marker}"
+            return f"**{label}:**\n\n" + code_block(result_text(message) or "(no output)")
         case CompactionSummaryMessage():
-            return f"**compaction summary** ({message.tokens_before} tokens before):\n\n" + _quote(message.summary)
+            head = f"**compaction summary** ({message.tokens_before} tokens before):\n\n"
+            return head + _quote(literal(message.summary))
         case CustomMessage():
-            return f"*[{message.role}]*"
+            return f"*\\[{inline(message.role)}\\]*"
 
 
 def _assistant_markdown(message: AssistantMessage) -> str:
-    lines = []
+    pieces: list[str] = []
     for block in message.content:
         if isinstance(block, ThinkingContent) and block.thinking:
-            lines.append(_quote(f"*thinking:* {block.thinking}"))
+            pieces.append(_quote(f"*thinking:* {literal(block.thinking)}"))
         elif isinstance(block, TextContent) and block.text:
-            lines.append(block.text)
+            pieces.append(literal(block.text))
         elif isinstance(block, ToolCall):
-            lines.append(f"tool call `{block.name}` " + _fence(json.dumps(block.arguments, ensure_ascii=False), "json"))
+            arguments = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
+            # the fence on a line of its own: after "tool call `x` " on the same line it was no fence at all
+            pieces.append(f"tool call {code_span(block.name)}\n\n" + code_block(arguments, "json"))
     if message.stop_reason in ("error", "aborted", "length"):
-        lines.append(f"*[{message.stop_reason}{': ' + message.error_message if message.error_message else ''}]*")
-    return "**assistant:** " + ("\n\n".join(lines) if lines else "*(no content)*")
+        why = f"{message.stop_reason}: {message.error_message}" if message.error_message else message.stop_reason
+        pieces.append(f"*\\[{inline(why)}\\]*")
+    if not pieces:
+        return "**assistant:** *(no content)*"
+    # a quote (thinking) cannot start on the label's line; text and the rest read on from it
+    separator = "\n\n" if pieces[0].startswith(">") else " "
+    return "**assistant:**" + separator + "\n\n".join(pieces)

@@ -77,7 +77,7 @@ def test_the_event_log_holds_agent_end_then_agent_settled(kernel: Kernel) -> Non
     setup_faux(kernel, words=20)
     kernel.run("run = %pi hi")
     report = kernel.run("await run").text
-    end = report.index("`agent_end` | will_retry=false")
+    end = report.index("`agent_end` | will\\_retry=false")
     settled = report.index("`agent_settled` | aborted=false")
     assert end < settled
     assert "**assistant:** word word" in report
@@ -138,7 +138,7 @@ def test_cell_magic_body_is_the_prompt(kernel: Kernel) -> None:
     setup_faux(kernel, words=5)
     kernel.run("%%pi\nfirst line\nsecond line")
     report = kernel.run("%pi wait").text
-    assert "> **user:** first line\n> second line" in report
+    assert "> **user:** first line\\\n> second line" in report  # a hard line break
 
 
 @pytest.mark.parametrize(
@@ -221,8 +221,8 @@ def test_percent_pi_compact_summarises_the_older_transcript_and_shows_the_summar
     kernel.run("run = %pi compact keep the question numbers")
     report = kernel.run("await run").text
     assert "**compaction summary** (" in report
-    assert "> ## Goal\n> Answer the four questions. Focus seen: True" in report
-    assert "`compaction_end` | manual aborted=false will_retry=false tokens_before=" in report
+    assert "> \\#\\# Goal\\\n> Answer the four questions\\. Focus seen\\: True" in report  # shown as written
+    assert "`compaction_end` | manual aborted=false will\\_retry=false tokens\\_before=" in report
     kernel.run(
         "messages = get_session().messages\n"
         "assert messages[0].role == 'compactionSummary' and len(messages) == 3, [m.role for m in messages]\n"

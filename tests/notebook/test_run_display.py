@@ -90,7 +90,7 @@ def test_the_static_copy_is_updated_with_the_transcript_when_the_run_settles(ker
     ]
     assert updates, awaited.outputs  # sent from the awaiting cell, which an executing client listens to
     markdown = updates[-1]["data"]["text/markdown"]
-    assert "— settled" in markdown and "the **transcript** of run" in markdown
+    assert "— settled" in markdown and "the \\*\\*transcript\\*\\* of run" in markdown  # the reply, shown as written
     assert "`agent_settled` | aborted=false" in markdown
     assert updates[-1]["data"][WIDGET_MIMETYPE] == display["data"][WIDGET_MIMETYPE]  # still the live widget
 
@@ -130,7 +130,7 @@ def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(
     ]:
         cell = cell_html(html, marker)
         assert f"<strong>Run {number}</strong> — settled" in cell, cell
-        assert reply in cell and "<strong>transcript</strong>" in cell  # the reply, as rendered markdown
+        assert reply in cell and "**transcript**" in cell  # the reply, as the model wrote it (never rendered)
         assert "agent_settled" in cell and "aborted=false" in cell  # the event log
         assert "(running)" not in cell and "— running" not in cell
 

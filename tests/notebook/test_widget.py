@@ -185,7 +185,7 @@ async def test_a_run_whose_last_reply_failed_ends_in_the_error_state(
     assert run.view is not None
     assert (run.view.transcript.state, run.state()["state"]) == (final, final)
     assert run.aborted is False
-    assert report.markdown.startswith(f"**Run 1** — {final}\n")  # the saved report and the repr say so too
+    assert f"\n**Run 1** — {final}\n" in report.markdown  # the saved report and the repr say so too
     assert f"<Run 1 ({final}):" in repr(run)
 
 

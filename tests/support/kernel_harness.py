@@ -42,6 +42,22 @@ class Outcome:
                 parts.append(data.get("text/markdown") or data.get("text/plain", ""))
         return "".join(parts)
 
+    @property
+    def shown(self) -> str:
+        """What a reader sees: stdout, and results and displays as text (markdown rendered by a CommonMark
+        renderer, so escaped characters read as themselves)."""
+        from rendered_html import render
+
+        parts = []
+        for output in self.outputs:
+            if output["msg_type"] == "stream":
+                parts.append(output["content"]["text"])
+            elif output["msg_type"] in ("execute_result", "display_data"):
+                data = output["content"]["data"]
+                markdown = data.get("text/markdown")
+                parts.append(render(markdown, "markdown-it").text if markdown else data.get("text/plain", ""))
+        return "".join(parts)
+
 
 class Kernel:
     """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs."""

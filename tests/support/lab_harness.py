@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,9 +108,12 @@ class JupyterLab:
                 time.sleep(0.2)  # polling the server's readiness, not waiting for a behaviour
         raise TimeoutError("jupyter lab did not start")
 
-    def open(self, path: Path, workspace: str | None = None) -> Page:
-        """``workspace`` names a fresh JupyterLab workspace, so notebooks opened earlier are not restored."""
+    def open(self, path: Path, workspace: str | None = None, prepare: Callable[[Page], object] | None = None) -> Page:
+        """``workspace`` names a fresh JupyterLab workspace, so notebooks opened earlier are not restored;
+        ``prepare`` is called with the page before it loads anything (to watch its requests, say)."""
         page = self.browser.new_page(viewport={"width": 1500, "height": 1000})
+        if prepare is not None:
+            prepare(page)
         page.goto(self.url(path, workspace))
         page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
         page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # the kernel is up
