@@ -24,6 +24,7 @@ __all__ = [
     "StreamOptions",
     "ThinkingLevel",
     "Tool",
+    "cache_savings",
     "usage_with_cost",
 ]
 
@@ -163,6 +164,13 @@ def usage_with_cost(model: Model, usage: Usage) -> Usage:
     usage.cost = cost
     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
     return usage
+
+
+def cache_savings(model: Model, usage: Usage) -> float:
+    """What prompt caching saved on one reply, in US dollars: the tokens read from and written to the cache at the
+    model's input price, less what they cost (negative when a first write cost more than reads saved)."""
+    cached = usage.cache_read + usage.cache_write
+    return cached * model.cost.input / 1e6 - usage.cost.cache_read - usage.cost.cache_write
 
 
 class StreamFn(Protocol):

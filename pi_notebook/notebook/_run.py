@@ -123,6 +123,8 @@ class Run:
         self.messages: list[AgentMessage] = []
         self.error: str | None = None
         self.aborted = False
+        self._cache_usage = ""
+        """The usage line at settle, kept for the report when prompt caching saved (or cost) money."""
         self._started = time.monotonic()
         self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
@@ -263,6 +265,8 @@ class Run:
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
+        if self._cache_usage:  # numbers only: nothing in it comes from the model
+            markdown += f"\n\nusage: {self._cache_usage}"
         return RunReport(markdown, aborted=self.aborted, error=self.error)
 
     def __await__(self) -> Generator[Any, None, RunReport]:
@@ -369,6 +373,8 @@ class Run:
         self._note_text = ""
         self._unsubscribe()
         self._unlisten()
+        if self.session.budget.cache_saved_usd:
+            self._cache_usage = usage_line(self.session)
         failed = self.error is not None or _ended_on_error(self.messages)
         self._set_state("aborted" if aborted else ("error" if failed else "settled"), retry_deadline=0.0)
         if self._presenter is not None:

@@ -22,7 +22,7 @@ from pi_notebook.session import (
 )
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply
 
-APIS = ["openai", "anthropic"]
+APIS = ["openai", "anthropic", "responses", "google"]
 
 
 @pytest.fixture
@@ -34,6 +34,12 @@ async def server() -> AsyncIterator[FaultServer]:
 def model_for(api: str, server: FaultServer) -> Model:
     if api == "openai":
         return model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
+    if api == "responses":
+        return model_from_spec("openai-responses:test-model", base_url=server.openai_base_url)
+    if api == "google":
+        return Model(
+            id="gemini-test", api="google-generative-ai", provider="google-local", base_url=server.google_base_url
+        )
     return Model(
         id="claude-test", api="anthropic-messages", provider="anthropic-local", base_url=server.anthropic_base_url
     )
