@@ -118,11 +118,19 @@ def _openai_events(reply: WireReply, model: str, include_usage: bool, number: in
             "prompt_tokens": prompt,
             "completion_tokens": reply.output_tokens,
             "total_tokens": prompt + reply.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens},
+            "prompt_tokens_details": _details(reply),
         }
         events.append(_data(base | {"choices": [], "usage": usage}))
     events.append(b"data: [DONE]\n\n")
     return events
+
+
+def _details(reply: WireReply) -> dict[str, int]:
+    """OpenAI's cached tokens, and the cache writes OpenRouter-style servers add (OpenAI reports none)."""
+    details = {"cached_tokens": reply.cache_read_tokens}
+    if reply.cache_write_tokens:
+        details["cache_write_tokens"] = reply.cache_write_tokens
+    return details
 
 
 # -- Anthropic Messages -------------------------------------------------------------------------------------
@@ -196,7 +204,7 @@ def _responses_events(reply: WireReply, model: str, number: int) -> list[bytes]:
     prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
     usage = {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
+        "input_tokens_details": _details(reply),
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt + u.output_tokens,

@@ -39,7 +39,9 @@ StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall",
 class TokenUsage:
     """Token counts of a reply, Anthropic-style: ``input_tokens`` leaves out cache reads and writes.
 
-    OpenAI gets ``prompt_tokens = input + cache_read + cache_write`` and ``cached_tokens = cache_read``.
+    OpenAI (and the Responses API) get ``prompt_tokens = input + cache_read + cache_write``, ``cached_tokens =
+    cache_read`` and, when there are writes, OpenRouter's ``cache_write_tokens``; Gemini ``promptTokenCount =
+    input + cache_read + cache_write`` and ``cachedContentTokenCount = cache_read`` (it reports no writes).
     """
 
     input_tokens: int = 10
