@@ -221,3 +221,26 @@ async def test_a_dripping_stream_ends_at_the_total_time_limit_and_is_not_retried
     stored = await finish(session, recorder, server)  # the server records a request once its connection ends
     assert len(server.requests) == 2  # the drip was not retried, at any layer
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stop_mid_stream_settles_aborted_and_closes_the_connection(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Reply.text("word " * 2000, delay_s=0.005)])
+    session, recorder = session_for(api, server, tmp_path)
+    deltas = 0
+
+    def stop_after_three(event: Any, signal: Any = None) -> None:
+        nonlocal deltas
+        if getattr(event, "type", "") == "message_update" and event.assistant_message_event.type == "text_delta":
+            deltas += 1
+            if deltas == 3:
+                session.agent.abort()
+
+    session.agent.subscribe(stop_after_three)
+    await session.prompt("hello")
+    assert "agent_settled:aborted=true" in recorder.labels
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored] == ["user", "aborted"]
+    assert stored[-1].content[0].text.startswith("word word")
