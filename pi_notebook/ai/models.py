@@ -13,8 +13,8 @@ detection, default 128,000 for unknown models), ``max_tokens`` (the output limit
     model_from_spec("openai-compatible:http://127.0.0.1:4000/v1:gpt-4o", context_window=2048, key_env="LITELLM_KEY")
 
 Any other :class:`Model` field can be given too; ``base_url`` points a known API at another server that speaks it
-(``model_from_spec("openai-responses:mock", base_url="http://127.0.0.1:4000/v1", key_env="LITELLM_KEY")``; an
-``openai``/``openai-responses`` model on a host other than OpenAI's needs no key unless ``key_env`` names one).
+(``model_from_spec("openai-responses:mock", base_url="http://127.0.0.1:4000/v1", key_env="LITELLM_KEY")``): the
+provider stays, so its key is still required (from its variable, or the one ``key_env`` names).
 
 :func:`model_from_server` reads the server's ``/models`` listing to fill in the context window (and the model,
 when the spec leaves it out and the server serves one). Unknown model ids of a known provider are allowed, with
@@ -159,8 +159,6 @@ def model_from_spec(
     api, base_url = _PROVIDERS[provider]
     vendor = "openai" if provider == "openai-responses" else provider
     fields = {"id": rest, "name": rest, "api": api, "provider": vendor, "base_url": base_url}
-    if overrides.get("base_url") and vendor == "openai" and "api.openai.com" not in str(overrides["base_url"]):
-        fields["provider"] = "openai-compatible"  # another server speaking OpenAI's API: a key only if it wants one
     known = KNOWN_MODELS.get(f"{vendor}:{rest}")
     if f"{vendor}:{rest}" in THINKING_LEVEL_MAPS:
         fields["thinking_level_map"] = THINKING_LEVEL_MAPS[f"{vendor}:{rest}"]

@@ -19,6 +19,11 @@ from pi_notebook.testing import FaultServer, Reply, TokenUsage
 CLAUDE_PRICES = ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)  # claude-sonnet-4-5, $/M
 
 
+@pytest.fixture(autouse=True)
+def openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-caching")  # openai-responses: specs need OpenAI's key
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[FaultServer]:
     with FaultServer() as running:

@@ -35,7 +35,8 @@ def model_for(api: str, server: FaultServer) -> Model:
     if api == "openai":
         return model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
     if api == "responses":
-        return model_from_spec("openai-responses:test-model", base_url=server.openai_base_url)
+        base = server.openai_base_url  # a server of our own: no key
+        return model_from_spec("openai-responses:test-model", base_url=base, provider="openai-compatible")
     if api == "google":
         return Model(
             id="gemini-test", api="google-generative-ai", provider="google-local", base_url=server.google_base_url
