@@ -9,6 +9,10 @@ from the provider and base URL (:func:`resolve_openai_compat`), and any field se
 
     Model(..., compat=OpenAICompletionsCompat(max_tokens_field="max_tokens"))
 
+The same class carries Pi's compat keys of the other APIs (Anthropic's ``supportsEagerToolInputStreaming``,
+``supportsCacheControlOnTools``, ``forceAdaptiveThinking``…, the Responses API's ``supportsExplicitPromptCacheMode``),
+resolved per API by :func:`resolve_anthropic_compat` and :func:`resolve_responses_compat` with Pi's defaults.
+
 Detection follows Pi 0.83's ``detectCompat`` for the hosted APIs it knows, and adds one rule for servers it
 does not know (provider ``openai-compatible`` or any base URL that is not a known host: llama.cpp,
 llama-cpp-python, vLLM, Ollama, LM Studio, LiteLLM): ``max_tokens``, the ``system`` role, and ``""`` rather than

@@ -1,13 +1,19 @@
 """A real HTTP server on 127.0.0.1 that streams scripted replies and injects scripted faults.
 
-Providers are tested against it over loopback, and so are the teaching notebooks. It speaks two wire formats,
-chosen by request path:
+Providers are tested against it over loopback, and so are the teaching notebooks. It speaks four wire formats,
+chosen by request path (written by ``_fault_formats``):
 
 * OpenAI-compatible chat completions, ``POST …/chat/completions``: ``data: {chat.completion.chunk}`` lines, a
   usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``; errors
   ``{"error": {"message", "type", "param", "code"}}``.
 * Anthropic Messages, ``POST …/messages``: ``event: <type>`` + ``data: <json>`` pairs from ``message_start`` to
   ``message_stop`` with a ``ping``; errors ``{"type": "error", "error": {"type", "message"}}``.
+* OpenAI Responses, ``POST …/responses``: ``response.created`` … ``response.output_item.done`` per item (reasoning
+  summaries, messages, function calls) … ``response.completed`` (``response.incomplete`` for a length stop);
+  errors as chat completions'.
+* Google Generative AI, ``POST …/models/<model>:streamGenerateContent`` (``google_base_url``): ``data:`` chunks of
+  candidates' parts, the last with ``finishReason`` and ``usageMetadata``; errors ``{"error": {"code",
+  "message", "status"}}`` with Google's status names.
 
 Script it like the faux provider: ``server.script([...])`` queues entries, each request takes the next one (FIFO),
 an exhausted script answers 500 "fault server: no scripted reply". An entry is a :class:`Reply` (a stream, maybe
