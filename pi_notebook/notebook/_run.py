@@ -265,8 +265,8 @@ class Run:
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
-        if self._cache_usage:  # numbers only: nothing in it comes from the model
-            markdown += f"\n\nusage: {self._cache_usage}"
+        if self._cache_usage:  # numbers only: nothing in it comes from the model; "$" escaped, or it reads as math
+            markdown += "\n\nusage: " + self._cache_usage.replace("$", "\\$")
         return RunReport(markdown, aborted=self.aborted, error=self.error)
 
     def __await__(self) -> Generator[Any, None, RunReport]:

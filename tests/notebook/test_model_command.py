@@ -127,7 +127,8 @@ def test_the_new_apis_by_spec_and_base_url_and_the_report_shows_what_caching_sav
     out = _out(capsys)
     assert f"pi: model set to {spec} --key-env PROXY_KEY --base-url {base} ({api}," in out
     assert "**assistant:** hello from the proxy" in out
-    assert "usage: turns 1 · in 20100 tok (20000 cached, saved $" in out  # the report, at the model's cache price
+    # The report, at the model's cache price; "$" escaped (two of them in a markdown line render as math)
+    assert "usage: turns 1 · in 20100 tok (20000 cached, saved \\$" in out
     (request,) = server.requests
     assert (request.path, request.api_key) == (path, KEY)
     assert KEY not in out
