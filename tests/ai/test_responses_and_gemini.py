@@ -252,3 +252,22 @@ def test_a_gemini_text_stream_keeps_text_and_thoughts_apart() -> None:
     parts = [json.loads(e[len(b"data: ") :])["candidates"][0].get("content", {}).get("parts") for e in events]
     assert parts[0] == [{"text": "hmm", "thought": True, "thoughtSignature": "c2ln"}]
     assert [p for p in parts[1:] if p] == [[{"text": "answ"}], [{"text": "er"}]]
+
+
+async def test_anthropic_one_hour_cache_writes_cost_twice_the_input_price(server: FaultServer) -> None:
+    usage = {"input_tokens": 10, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 3000,
+             "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000}}  # fmt: skip
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "m", "usage": usage}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    server.script([Fault.raw(200, body, content_type="text/event-stream", chunked=True)])
+    model = API_MODELS["anthropic"](server).model_copy(update={"cost": PRICES})
+    message = await turn(model, ask(), reasoning=None)
+    assert (message.usage.cache_write, message.usage.cache_write_1h) == (3000, 2000)
+    assert message.usage.cost.cache_write == pytest.approx((1000 * 2.5 + 2000 * 2 * 2.0) / 1e6)  # Pi's calculateCost
