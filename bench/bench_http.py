@@ -4,7 +4,7 @@
 
 A1  abort-to-final latency mid-SSE: a reply streams one event every 2 ms; after 20 text deltas abort() is
     called; time until the stream's final (aborted) message is available. p50/p99 over 200 runs (target p99
-    < 20 ms), for both wire APIs.
+    < 20 ms), for each wire API (chat completions, Anthropic Messages, OpenAI Responses, Gemini).
 A2  SSE events parsed per second for one long stream (50k text chunks, no pacing), ours against the official
     ``openai`` SDK reading the same bytes from the same server, as a ratio, best of 3.
 """
@@ -26,6 +26,10 @@ KEY = "sk-bench"
 def model_for(api: str, server: FaultServer) -> Model:
     if api == "openai":
         return Model(id="bench", api="openai-completions", provider="openai", base_url=server.openai_base_url)
+    if api == "responses":
+        return Model(id="bench", api="openai-responses", provider="openai", base_url=server.openai_base_url)
+    if api == "google":
+        return Model(id="bench", api="google-generative-ai", provider="google", base_url=server.google_base_url)
     return Model(id="bench", api="anthropic-messages", provider="anthropic", base_url=server.anthropic_base_url)
 
 
@@ -94,7 +98,7 @@ async def parse_rate(chunks: int = 50_000, repeats: int = 3) -> dict[str, float]
 
 
 async def main() -> None:
-    for api in ("openai", "anthropic"):
+    for api in ("openai", "anthropic", "responses", "google"):
         result = await abort_latency(api)
         print(
             f"A1 abort→final mid-SSE ({api:9}): p50 {result['p50']:.2f} ms, p99 {result['p99']:.2f} ms "

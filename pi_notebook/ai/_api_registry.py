@@ -30,10 +30,14 @@ def _load_builtin() -> None:
         return
     _builtin_loaded = True
     from .providers.anthropic_messages import stream_anthropic_messages
+    from .providers.google_generative_ai import stream_google_generative_ai
     from .providers.openai_completions import stream_openai_completions
+    from .providers.openai_responses import stream_openai_responses
 
     _apis.setdefault("openai-completions", stream_openai_completions)
     _apis.setdefault("anthropic-messages", stream_anthropic_messages)
+    _apis.setdefault("openai-responses", stream_openai_responses)
+    _apis.setdefault("google-generative-ai", stream_google_generative_ai)
 
 
 def stream(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessageEventStream:

@@ -110,6 +110,14 @@ class MessageBuilder:
         self._args[index].append(delta)
         return ToolCallDeltaEvent(index, delta, self.message)
 
+    def toolcall_arguments(self, index: int) -> str:
+        """The argument JSON streamed so far for the call at ``index`` (``""`` once it ended)."""
+        return "".join(self._args.get(index, ()))
+
+    def toolcall_replace(self, index: int, raw: str) -> None:
+        """Replace the argument JSON streamed so far (a server's final text that disagrees); no event."""
+        self._args[index] = [raw]
+
     def toolcall_end(self, index: int, arguments: dict[str, Any] | None = None) -> ToolCallEndEvent:
         """Finish a call; ``arguments`` defaults to the JSON streamed so far, salvaged as Pi does when it is not
         valid (:func:`parse_arguments`; the text itself is kept in ``unparsed_arguments``)."""

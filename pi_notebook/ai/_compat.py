@@ -9,6 +9,10 @@ from the provider and base URL (:func:`resolve_openai_compat`), and any field se
 
     Model(..., compat=OpenAICompletionsCompat(max_tokens_field="max_tokens"))
 
+The same class carries Pi's compat keys of the other APIs (Anthropic's ``supportsEagerToolInputStreaming``,
+``supportsCacheControlOnTools``, ``forceAdaptiveThinking``…, the Responses API's ``supportsExplicitPromptCacheMode``),
+resolved per API by :func:`resolve_anthropic_compat` and :func:`resolve_responses_compat` with Pi's defaults.
+
 Detection follows Pi 0.83's ``detectCompat`` for the hosted APIs it knows, and adds one rule for servers it
 does not know (provider ``openai-compatible`` or any base URL that is not a known host: llama.cpp,
 llama-cpp-python, vLLM, Ollama, LM Studio, LiteLLM): ``max_tokens``, the ``system`` role, and ``""`` rather than
@@ -17,15 +21,24 @@ llama-cpp-python, vLLM, Ollama, LM Studio, LiteLLM): ``max_tokens``, the ``syste
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-__all__ = ["OpenAICompletionsCompat", "ResolvedOpenAICompat", "resolve_openai_compat"]
+__all__ = [
+    "AnthropicCompat",
+    "OpenAICompletionsCompat",
+    "ResolvedOpenAICompat",
+    "ResponsesCompat",
+    "resolve_anthropic_compat",
+    "resolve_openai_compat",
+    "resolve_responses_compat",
+]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+_T = TypeVar("_T", "AnthropicCompat", "ResponsesCompat")
 
 
 class OpenAICompletionsCompat(BaseModel):
@@ -55,6 +68,37 @@ class OpenAICompletionsCompat(BaseModel):
     user_text_as_string: bool | None = None
     """A text-only user message goes out as one string rather than content parts (images always need parts).
     Not in Pi, whose agent sends parts; every server accepts a string."""
+    send_max_tokens: bool | None = None
+    """Send the output limit on every request (the model's ``max_tokens``, cut to what is left of the context
+    window), as Pi does; else only when it was set explicitly. Detected: on for the hosted APIs Pi knows, off for
+    other servers (whose default is "until the context is full", and for which a limit above a small window is
+    an error). Not in Pi."""
+    supports_store: bool | None = None
+    """Send ``store: false`` (the request is not kept for OpenAI's dashboard)."""
+    supports_strict_mode: bool | None = None
+    """Tools carry ``strict`` (``false``: the schema guides the model, nothing enforces it)."""
+    supports_long_cache_retention: bool | None = None
+    """Long cache retention is asked for: ``prompt_cache_retention: "24h"`` (OpenAI), ``ttl: "1h"``
+    (Anthropic's ``cache_control``)."""
+    cache_control_format: Literal["anthropic"] | None = None
+    """``"anthropic"``: mark the system prompt, the last tool and the last message with Anthropic's
+    ``cache_control`` (an OpenAI-compatible route to Claude, e.g. OpenRouter's ``anthropic/…`` models)."""
+    send_session_affinity_headers: bool | None = None
+    """Send the session id as ``session_id`` / ``x-client-request-id`` (or OpenRouter's ``x-session-id``) headers,
+    so a load balancer keeps a session on the machine that holds its cache."""
+    # Anthropic Messages (Pi's AnthropicMessagesCompat)
+    supports_eager_tool_input_streaming: bool | None = None
+    """Anthropic: tools carry ``eager_input_streaming: true`` (else the fine-grained streaming beta header)."""
+    supports_cache_control_on_tools: bool | None = None
+    """Anthropic: the last tool carries ``cache_control``."""
+    supports_temperature: bool | None = None
+    """Anthropic: ``temperature`` is sent (Claude Opus 4.7+ refuses it)."""
+    force_adaptive_thinking: bool | None = None
+    """Anthropic: thinking is ``{"type": "adaptive"}`` with an effort, not a token budget (Claude 4.6+)."""
+    # OpenAI Responses (Pi's OpenAIResponsesCompat)
+    supports_explicit_prompt_cache_mode: bool | None = None
+    """Responses: with retention ``none``, send ``prompt_cache_options: {"mode": "explicit"}`` so nothing is
+    cached implicitly."""
 
 
 class _Model(Protocol):
@@ -82,6 +126,13 @@ class ResolvedOpenAICompat:
     requires_assistant_after_tool_result: bool
     supports_null_assistant_content: bool
     user_text_as_string: bool
+    send_max_tokens: bool
+    supports_store: bool
+    supports_strict_mode: bool
+    supports_long_cache_retention: bool
+    cache_control_format: Literal["anthropic"] | None
+    send_session_affinity_headers: bool
+    session_affinity_format: Literal["openai", "openrouter"]
 
 
 _KNOWN_PROVIDERS = frozenset(
@@ -116,6 +167,7 @@ def _detect(model: _Model) -> ResolvedOpenAICompat:
         or workers_ai or ai_gateway or ant_ling
     )  # fmt: skip
     unknown = provider not in _KNOWN_PROVIDERS and not any(host in url for host in _KNOWN_HOSTS)
+    no_long_retention = together or workers_ai or ai_gateway or nvidia or ant_ling
     pi_max_tokens = "chutes.ai" in url or moonshot or ai_gateway or together or nvidia or ant_ling or zai
     developer_model = openrouter and model.id.startswith(("anthropic/", "openai/"))
     return ResolvedOpenAICompat(
@@ -127,6 +179,13 @@ def _detect(model: _Model) -> ResolvedOpenAICompat:
         requires_assistant_after_tool_result=False,
         supports_null_assistant_content=not unknown,
         user_text_as_string=True,
+        send_max_tokens=not unknown,
+        supports_store=not non_standard,
+        supports_strict_mode=not (moonshot or together or ai_gateway or nvidia),
+        supports_long_cache_retention=not no_long_retention,
+        cache_control_format="anthropic" if provider == "openrouter" and model.id.startswith("anthropic/") else None,
+        send_session_affinity_headers=False,
+        session_affinity_format="openrouter" if openrouter else "openai",
     )
 
 
@@ -137,5 +196,47 @@ def resolve_openai_compat(model: _Model) -> ResolvedOpenAICompat:
     if overrides is None:
         return detected
     fields = {name: getattr(detected, name) for name in ResolvedOpenAICompat.__slots__}
-    fields |= {name: value for name, value in overrides if value is not None}
+    fields |= {name: value for name, value in overrides if value is not None and name in fields}
     return ResolvedOpenAICompat(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicCompat:
+    """What an Anthropic Messages server accepts (Pi's ``getAnthropicCompat``): Anthropic's own defaults, then
+    the model's ``compat`` overrides."""
+
+    supports_eager_tool_input_streaming: bool = True
+    supports_long_cache_retention: bool = True
+    supports_cache_control_on_tools: bool = True
+    supports_temperature: bool = True
+    force_adaptive_thinking: bool = False
+
+
+def resolve_anthropic_compat(model: _Model) -> AnthropicCompat:
+    return _overridden(AnthropicCompat(), model.compat)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesCompat:
+    """What an OpenAI Responses server accepts (Pi's ``openai-responses`` ``getCompat``). ``strict`` on tools is
+    off unless the model says so (Pi's catalog says so for OpenAI's own models)."""
+
+    supports_developer_role: bool = True
+    supports_strict_mode: bool = False
+    supports_long_cache_retention: bool = True
+    supports_explicit_prompt_cache_mode: bool = False
+    session_affinity_format: Literal["openai", "openrouter"] = "openai"
+
+
+def resolve_responses_compat(model: _Model) -> ResponsesCompat:
+    openrouter = model.provider == "openrouter" or "openrouter.ai" in model.base_url
+    return _overridden(ResponsesCompat(session_affinity_format="openrouter" if openrouter else "openai"), model.compat)
+
+
+def _overridden(defaults: _T, overrides: OpenAICompletionsCompat | None) -> _T:
+    if overrides is None:
+        return defaults
+    changes = {
+        name: getattr(overrides, name) for name in defaults.__slots__ if getattr(overrides, name, None) is not None
+    }
+    return replace(defaults, **changes)

@@ -16,12 +16,27 @@ from ._request import StreamOptions
 from ._secret import ENV_KEYS, api_key_problem
 from .cassette._route import active_cassette
 
-__all__ = ["ENV_KEYS", "PROVIDER_KEY_VARIABLES", "REPLAY_KEY", "provider_key_values", "resolve_api_key"]
+__all__ = [
+    "ENV_FALLBACK_KEYS",
+    "ENV_KEYS",
+    "PROVIDER_KEY_VARIABLES",
+    "REPLAY_KEY",
+    "provider_key_values",
+    "resolve_api_key",
+]
 
 REPLAY_KEY = "no-key-cassette-replay"
 
 
-PROVIDER_KEY_VARIABLES: tuple[str, ...] = (*ENV_KEYS.values(), "ANTHROPIC_AUTH_TOKEN", "OPENAI_ADMIN_KEY")
+ENV_FALLBACK_KEYS = {"google": ("GOOGLE_API_KEY",)}
+"""Further variables read when the provider's own is not set: Google's SDKs read ``GOOGLE_API_KEY``."""
+
+PROVIDER_KEY_VARIABLES: tuple[str, ...] = (
+    *ENV_KEYS.values(),
+    *(name for names in ENV_FALLBACK_KEYS.values() for name in names),
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_ADMIN_KEY",
+)
 """Environment variables that hold provider credentials: the keys above and other credentials the official
 SDKs read. Tools leave them out of their environment, and their values are redacted from tool results."""
 
@@ -35,10 +50,11 @@ def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) ->
     """The key to send, ``None`` when none is needed, or an error to report (never raised here)."""
     key = (options.api_key_value() or "").strip()
     source = "api_key"
-    if not key:
-        variable = ENV_KEYS.get(provider)
-        key = os.environ.get(variable, "").strip() if variable else ""
-        source = variable or source
+    for variable in (ENV_KEYS.get(provider), *ENV_FALLBACK_KEYS.get(provider, ())):
+        if key or variable is None:
+            break
+        key = os.environ.get(variable, "").strip()
+        source = variable
     if key:
         problem = api_key_problem(key)
         if problem is None:
@@ -48,6 +64,6 @@ def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) ->
     if cassette is not None and cassette.offline:
         return REPLAY_KEY
     if required:
-        variable = ENV_KEYS.get(provider, f"{provider.upper()}_API_KEY")
-        return ProviderError(f"No API key for provider {provider}: set {variable} or pass api_key")
+        names = (ENV_KEYS.get(provider, f"{provider.upper()}_API_KEY"), *ENV_FALLBACK_KEYS.get(provider, ()))
+        return ProviderError(f"No API key for provider {provider}: set {' or '.join(names)} or pass api_key")
     return None

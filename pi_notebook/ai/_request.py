@@ -24,6 +24,7 @@ __all__ = [
     "StreamOptions",
     "ThinkingLevel",
     "Tool",
+    "cache_savings",
     "usage_with_cost",
 ]
 
@@ -67,6 +68,9 @@ class Model(BaseModel):
     headers: Mapping[str, str] | None = None
     key_env: str | None = None
     compat: OpenAICompletionsCompat | None = None
+    thinking_level_map: Mapping[str, str | None] | None = None
+    """Pi's ``thinkingLevelMap``: a thinking level's name on the wire (``{"xhigh": "xhigh"}``), or ``None`` for a
+    level the model does not have (``{"minimal": None}``: a request for it uses the next one up)."""
 
     @property
     def supports_images(self) -> bool:
@@ -146,18 +150,27 @@ class StreamOptions:
 
 
 def usage_with_cost(model: Model, usage: Usage) -> Usage:
-    """Fill in ``usage.cost`` from the model's prices (and ``total_tokens``); returns ``usage``."""
+    """Fill in ``usage.cost`` from the model's prices (Pi's ``calculateCost``: cache reads and writes at their
+    own prices, 1-hour writes at twice the input price) and ``total_tokens``; returns ``usage``."""
     price = model.cost
+    long_writes = usage.cache_write_1h or 0  # Anthropic charges twice the input price for 1-hour cache writes
     cost = Cost(
         input=usage.input * price.input / 1e6,
         output=usage.output * price.output / 1e6,
         cache_read=usage.cache_read * price.cache_read / 1e6,
-        cache_write=usage.cache_write * price.cache_write / 1e6,
+        cache_write=((usage.cache_write - long_writes) * price.cache_write + long_writes * 2 * price.input) / 1e6,
     )
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     usage.cost = cost
     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
     return usage
+
+
+def cache_savings(model: Model, usage: Usage) -> float:
+    """What prompt caching saved on one reply, in US dollars: the tokens read from and written to the cache at the
+    model's input price, less what they cost (negative when a first write cost more than reads saved)."""
+    cached = usage.cache_read + usage.cache_write
+    return cached * model.cost.input / 1e6 - usage.cost.cache_read - usage.cost.cache_write
 
 
 class StreamFn(Protocol):

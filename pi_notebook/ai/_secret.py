@@ -48,6 +48,7 @@ ENV_KEYS = {
     "xai": "XAI_API_KEY",
     "together": "TOGETHER_API_KEY",
     "cerebras": "CEREBRAS_API_KEY",
+    "google": "GEMINI_API_KEY",
 }
 """The environment variable holding each provider's key (Pi's names)."""
 

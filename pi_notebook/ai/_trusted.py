@@ -85,6 +85,8 @@ def _usage(counts: tuple[int, int, int, int, int], fields_set: set[str]) -> Usag
         "cache_write": cache_write,
         "total_tokens": total_tokens,
         "cost": _cost(),
+        "reasoning": None,
+        "cache_write_1h": None,
         "estimated": None,
     }
     return _build(Usage, values, fields_set)

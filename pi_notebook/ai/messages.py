@@ -126,6 +126,11 @@ class Usage(_Wire):
     cache_write: int = 0
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
+    reasoning: int | None = None
+    """Output tokens spent on reasoning (a part of ``output``), when the server says: OpenAI's
+    ``reasoning_tokens``, Anthropic's ``thinking_tokens``, Gemini's ``thoughtsTokenCount``."""
+    cache_write_1h: int | None = Field(default=None, alias="cacheWrite1h")
+    """Of ``cache_write``, the tokens written for an hour (Anthropic's long retention, priced higher)."""
     estimated: bool | None = None
     """True when the server reported no usage and the counts are estimated (characters / 4 of the request and
     the reply, as Pi's faux provider counts). Not in Pi's format; Pi ignores it."""

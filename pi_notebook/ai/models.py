@@ -1,6 +1,8 @@
 """Known models and model spec strings.
 
-``model_from_spec("openai:gpt-4o-mini")``, ``model_from_spec("anthropic:claude-sonnet-4-5")``, or for any
+``model_from_spec("openai:gpt-4o-mini")`` (chat completions), ``model_from_spec("openai-responses:o4-mini")``
+(OpenAI's Responses API), ``model_from_spec("anthropic:claude-sonnet-4-5")``,
+``model_from_spec("google:gemini-2.5-flash")``, or for any
 OpenAI-compatible server (llama.cpp, llama-cpp-python, vLLM, Ollama, LM Studio, LiteLLM, OpenRouter)
 ``model_from_spec("openai-compatible:http://127.0.0.1:11434/v1:llama3.2:3b")``, and for an Anthropic-compatible
 one (LiteLLM's ``/v1/messages``, llama.cpp's ``llama-server``) ``model_from_spec("anthropic-compatible:
@@ -9,6 +11,10 @@ detection, default 128,000 for unknown models), ``max_tokens`` (the output limit
 ``key_env`` (the environment variable holding the key, e.g. a LiteLLM proxy's ``LITELLM_KEY``)::
 
     model_from_spec("openai-compatible:http://127.0.0.1:4000/v1:gpt-4o", context_window=2048, key_env="LITELLM_KEY")
+
+Any other :class:`Model` field can be given too; ``base_url`` points a known API at another server that speaks it
+(``model_from_spec("openai-responses:mock", base_url="http://127.0.0.1:4000/v1", key_env="LITELLM_KEY")``): the
+provider stays, so its key is still required (from its variable, or the one ``key_env`` names).
 
 :func:`model_from_server` reads the server's ``/models`` listing to fill in the context window (and the model,
 when the spec leaves it out and the server serves one). Unknown model ids of a known provider are allowed, with
@@ -24,11 +30,20 @@ from typing import Any
 from ._discover import context_window_of, fetch_listing, pick_model
 from ._request import Model, ModelCost
 
-__all__ = ["KNOWN_MODELS", "SPEC_HELP", "model_from_server", "model_from_spec", "parse_compatible_spec"]
+__all__ = [
+    "KNOWN_MODELS",
+    "SPEC_HELP",
+    "THINKING_LEVEL_MAPS",
+    "model_from_server",
+    "model_from_spec",
+    "parse_compatible_spec",
+]
 
 SPEC_HELP = (
     "model specs: 'openai:<model>' (e.g. openai:gpt-4o-mini, key from OPENAI_API_KEY), "
+    "'openai-responses:<model>' (OpenAI's Responses API, e.g. openai-responses:o4-mini), "
     "'anthropic:<model>' (e.g. anthropic:claude-sonnet-4-5, key from ANTHROPIC_API_KEY), "
+    "'google:<model>' (e.g. google:gemini-2.5-flash, key from GEMINI_API_KEY or GOOGLE_API_KEY), "
     "'openai-compatible:<base url>:<model>' (e.g. openai-compatible:http://127.0.0.1:11434/v1:llama3.2), "
     "'anthropic-compatible:<base url>:<model>' (e.g. anthropic-compatible:http://127.0.0.1:4000:claude), "
     "or 'faux' for the scripted offline model"
@@ -36,7 +51,9 @@ SPEC_HELP = (
 
 _PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": ("openai-completions", "https://api.openai.com/v1"),
+    "openai-responses": ("openai-responses", "https://api.openai.com/v1"),
     "anthropic": ("anthropic-messages", "https://api.anthropic.com"),
+    "google": ("google-generative-ai", "https://generativelanguage.googleapis.com/v1beta"),
     "openrouter": ("openai-completions", "https://openrouter.ai/api/v1"),
     "groq": ("openai-completions", "https://api.groq.com/openai/v1"),
 }
@@ -48,10 +65,33 @@ KNOWN_MODELS: dict[str, tuple[int, int, float, float, float, float, bool, bool]]
     "openai:gpt-4.1": (1_047_576, 32_768, 2.00, 8.00, 0.50, 0.0, False, True),
     "openai:gpt-4.1-mini": (1_047_576, 32_768, 0.40, 1.60, 0.10, 0.0, False, True),
     "openai:o4-mini": (200_000, 100_000, 1.10, 4.40, 0.275, 0.0, True, True),
+    "openai:o3": (200_000, 100_000, 2.00, 8.00, 0.50, 0.0, True, True),
+    "openai:gpt-5": (400_000, 128_000, 1.25, 10.00, 0.125, 0.0, True, True),
+    "openai:gpt-5-mini": (400_000, 128_000, 0.25, 2.00, 0.025, 0.0, True, True),
     "anthropic:claude-sonnet-4-5": (200_000, 64_000, 3.00, 15.00, 0.30, 3.75, True, True),
     "anthropic:claude-haiku-4-5": (200_000, 64_000, 1.00, 5.00, 0.10, 1.25, True, True),
     "anthropic:claude-opus-4-1": (200_000, 32_000, 15.00, 75.00, 1.50, 18.75, True, True),
+    "google:gemini-2.5-pro": (1_048_576, 65_536, 1.25, 10.00, 0.125, 0.0, True, True),
+    "google:gemini-2.5-flash": (1_048_576, 65_536, 0.30, 2.50, 0.03, 0.0, True, True),
+    "google:gemini-2.5-flash-lite": (1_048_576, 65_536, 0.10, 0.40, 0.01, 0.0, True, True),
+    "google:gemini-2.0-flash": (1_048_576, 8_192, 0.10, 0.40, 0.025, 0.0, False, True),
+    "google:gemini-3-flash-preview": (1_048_576, 65_536, 0.50, 3.00, 0.05, 0.0, True, True),
+    "google:gemini-3-pro-preview": (1_048_576, 65_536, 2.00, 12.00, 0.20, 0.0, True, True),
 }
+"""Prices (US dollars per million tokens) as in Pi 0.83's catalog; ``openai-responses:`` specs use the ``openai:``
+entries."""
+
+_O_SERIES: dict[str, str | None] = {"off": None, "minimal": None, "xhigh": None, "max": None}
+_GPT5: dict[str, str | None] = {"off": None, "xhigh": None, "max": None}
+THINKING_LEVEL_MAPS: dict[str, dict[str, str | None]] = {
+    "openai:o4-mini": _O_SERIES,
+    "openai:o3": _O_SERIES,
+    "openai:gpt-5": _GPT5,
+    "openai:gpt-5-mini": _GPT5,
+    "google:gemini-3-flash-preview": {"off": None},
+    "google:gemini-3-pro-preview": {"off": None, "minimal": None, "low": "LOW", "medium": None, "high": "HIGH"},
+}
+"""Pi's ``thinkingLevelMap`` of the known reasoning models that have one (which levels exist, their wire names)."""
 
 _COMPATIBLE_APIS = {"openai-compatible": "openai-completions", "anthropic-compatible": "anthropic-messages"}
 _ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[^/:\s\[\]]+)")
@@ -117,8 +157,11 @@ def model_from_spec(
     if provider not in _PROVIDERS or not rest:
         raise ValueError(f"unknown model spec {spec!r}; {SPEC_HELP}")
     api, base_url = _PROVIDERS[provider]
-    fields = {"id": rest, "name": rest, "api": api, "provider": provider, "base_url": base_url}
-    known = KNOWN_MODELS.get(f"{provider}:{rest}")
+    vendor = "openai" if provider == "openai-responses" else provider
+    fields = {"id": rest, "name": rest, "api": api, "provider": vendor, "base_url": base_url}
+    known = KNOWN_MODELS.get(f"{vendor}:{rest}")
+    if f"{vendor}:{rest}" in THINKING_LEVEL_MAPS:
+        fields["thinking_level_map"] = THINKING_LEVEL_MAPS[f"{vendor}:{rest}"]
     if known:
         window, limit, c_in, c_out, c_read, c_write, reasoning, images = known
         fields |= {

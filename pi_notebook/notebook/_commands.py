@@ -54,9 +54,10 @@ usage:
   %pi clear-queue           take every queued message back
   %pi model [SPEC]          show or set the model
 {_MODEL_SPECS}
-  %pi model SPEC [--context-window N] [--max-tokens N] [--key-env VAR] [--from-server]
+  %pi model SPEC [--context-window N] [--max-tokens N] [--key-env VAR] [--base-url URL] [--from-server]
                             the model's context window and output limit in tokens, the environment variable
-                            holding its key; --from-server reads the window from the server's /models list
+                            holding its key, another server speaking the spec's API (e.g. a LiteLLM proxy's
+                            /v1 for openai-responses:); --from-server reads the window from the server's /models
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
   %pi tools                 the agent's tools and whether each asks before it runs (tools.approval=ask|auto)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
@@ -109,8 +110,8 @@ class PiCommand:
     model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
     ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags, by name, as strings
     (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
-    integers), ``key_env`` and ``from_server`` (``"true"`` when given)). ``session`` is the ``-s NAME`` option
-    (``None``: the current session).
+    integers), ``key_env``, ``base_url`` and ``from_server`` (``"true"`` when given)). ``session`` is the
+    ``-s NAME`` option (``None``: the current session).
     """
 
     name: CommandName
@@ -191,11 +192,12 @@ def _build() -> tuple[_Parser, _Parser]:
             parser.add_argument("--context-window", type=_tokens, metavar="N")
             parser.add_argument("--max-tokens", type=_tokens, metavar="N")
             parser.add_argument("--key-env", metavar="VAR")
+            parser.add_argument("--base-url", metavar="URL")
             parser.add_argument("--from-server", action="store_true")
     return head, commands
 
 
-_MODEL_FLAGS = ("context_window", "max_tokens", "key_env", "from_server")
+_MODEL_FLAGS = ("context_window", "max_tokens", "key_env", "base_url", "from_server")
 
 
 def _tokens(value: str) -> int:

@@ -107,12 +107,28 @@ def usage_line(session: AgentSession) -> str:
     budget = session.budget
     limits = budget.limits
     parts = [f"turns {budget.turns}" + (f"/{limits.max_turns}" if limits.max_turns else "")]
-    parts.append(f"in {budget.input_tokens} tok" + (f"/{limits.max_input_tokens}" if limits.max_input_tokens else ""))
+    parts.append(
+        f"in {budget.input_tokens} tok"
+        + (f"/{limits.max_input_tokens}" if limits.max_input_tokens else "")
+        + _cached(budget.cache_read_tokens, budget.cache_write_tokens, budget.cache_saved_usd)
+    )
     parts.append(
         f"out {budget.output_tokens} tok" + (f"/{limits.max_output_tokens}" if limits.max_output_tokens else "")
     )
     parts.append(f"${budget.cost_usd:.4f}" + (f"/${limits.max_cost_usd:.2f}" if limits.max_cost_usd else ""))
     return " · ".join(parts)
+
+
+def _cached(read: int, written: int, saved: float) -> str:
+    """`` (30000 cached, 2000 written, saved $0.0810)``: the prompt cache's share of the input and what it saved
+    (for a priced model; writes cost more than plain input on Anthropic, so a first turn can cost more)."""
+    if not (read or saved):
+        return ""
+    shown = [f"{read} cached"]
+    if saved:
+        shown += [f"{written} written"] if written else []
+        shown.append(f"saved ${saved:.4f}" if saved > 0 else f"cost ${-saved:.4f} more")
+    return f" ({', '.join(shown)})"
 
 
 def _quote(markdown: str) -> str:
@@ -121,10 +137,16 @@ def _quote(markdown: str) -> str:
 
 
 def render_markdown(
-    messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str
+    messages: Sequence[AgentMessage],
+    log: Sequence[tuple[float, str, str]],
+    *,
+    title: str,
+    status: str,
+    usage: str = "",
 ) -> str:
-    """A run as markdown: the transcript, then the event log with times relative to the run's start. Every string
-    it is given (``title`` and ``status`` included) crosses the gate (``_inert``): it renders as itself."""
+    """A run as markdown: the transcript, then the event log with times relative to the run's start, then
+    ``usage`` if given. Every string it is given (``title``, ``status`` and ``usage`` included) crosses the gate
+    (``_inert``): it renders as itself."""
     parts = [f"**{inline(title)}** — {inline(status)}", ""]
     for message in messages:
         parts.append(_message_markdown(message))
@@ -133,6 +155,8 @@ def render_markdown(
     parts.append("|---:|---|---|")
     for seconds, label, detail in log:
         parts.append(f"| {seconds:.3f} | {code_span(label, in_table=True)} | {inline(detail)} |")
+    if usage:
+        parts += ["", f"usage: {inline(usage)}"]
     return document("\n".join(parts))
 
 

@@ -270,6 +270,7 @@ class PiMagics(Magics):
             max_tokens=int(flags["max_tokens"]) if "max_tokens" in flags else None,
             key_env=flags.get("key_env"),
             from_server="from_server" in flags,
+            base_url=flags.get("base_url"),
         )
         print(f"pi: model set to {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
 

@@ -128,9 +128,11 @@ class NotebookSession:
         max_tokens: int | None = None,
         key_env: str | None = None,
         from_server: bool = False,
+        base_url: str | None = None,
     ) -> None:
         """Switch the model (a spec string, see ``%pi help``; ``faux`` for the offline model, which takes no
-        options). ``context_window``, ``max_tokens`` and ``key_env`` are :func:`model_from_spec`'s; with
+        options). ``context_window``, ``max_tokens``, ``key_env`` and ``base_url`` (another server speaking the
+        spec's API) are :func:`model_from_spec`'s; with
         ``from_server`` the model comes from :func:`model_from_server` (one GET of the server's model list, which
         fills in the context window where the server reports it). Raises ``ValueError`` (one line) and leaves the
         model unchanged when the spec, an option or the server's list is wrong."""
@@ -140,6 +142,7 @@ class NotebookSession:
             "context_window": context_window,
             "max_tokens": max_tokens,
             "key_env": key_env,
+            "base_url": base_url,
         }
         if spec == "faux":
             if from_server or any(value is not None for value in options.values()):
@@ -149,7 +152,8 @@ class NotebookSession:
             self.faux = faux
         else:
             make = model_from_server if from_server else model_from_spec
-            model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env)
+            other: dict[str, Any] = {"base_url": base_url} if base_url else {}
+            model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
             session.model, session.agent.stream_fn = model, default_stream
             spec = _described(spec, model, options, from_server)
         self.model_spec = spec

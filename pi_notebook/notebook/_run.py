@@ -90,6 +90,8 @@ class Run:
         self.messages: list[AgentMessage] = []
         self.error: str | None = None
         self.aborted = False
+        self._cache_usage = ""
+        """The usage line at settle, kept for the report when prompt caching saved (or cost) money."""
         self._started = time.monotonic()
         self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
@@ -198,7 +200,8 @@ class Run:
         status: str = self.status.status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
-        markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
+        title = f"Run {self.number}"
+        markdown = render_markdown(self.messages, self.log, title=title, status=status, usage=self._cache_usage)
         return RunReport(markdown, aborted=self.aborted, error=self.error)
 
     def __await__(self) -> Generator[Any, None, RunReport]:
@@ -291,6 +294,8 @@ class Run:
         self.aborted = aborted
         self._unsubscribe()
         self._unlisten()
+        if self.session.budget.cache_saved_usd:
+            self._cache_usage = usage_line(self.session)
         failed = self.error is not None or _ended_on_error(self.messages)
         self.status.settle("aborted" if aborted else ("error" if failed else "settled"), aborted=aborted)
         if self._presenter is not None:

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 import anyio
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, PiNotebookError
+from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, Model, PiNotebookError
+from ..ai._request import cache_savings
 from ._events import BudgetExceededEvent
 from ._redact import redact_result, redact_text
 from ._settings import BudgetSettings, TimeoutSettings
@@ -167,22 +168,34 @@ class RunBudget:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    cache_read_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache (at its cache price)."""
+    cache_write_tokens: int = 0
+    """Of ``input_tokens``, those written to the prompt cache (Anthropic charges a quarter more for them)."""
+    cache_saved_usd: float = 0.0
+    """What caching saved: cached and cache-written tokens at the input price, less what they cost."""
 
     def start(self) -> None:
         self.started = time.monotonic()
         self.turns = self.input_tokens = self.output_tokens = 0
-        self.cost_usd = 0.0
+        self.cache_read_tokens = self.cache_write_tokens = 0
+        self.cost_usd = self.cache_saved_usd = 0.0
 
     @property
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000
 
-    def record(self, message: AssistantMessage) -> None:
+    def record(self, message: AssistantMessage, model: Model | None = None) -> None:
+        """Count a reply; ``model`` (its prices) values what the cache saved."""
         usage = message.usage
         self.turns += 1
         self.input_tokens += usage.input + usage.cache_read + usage.cache_write
         self.output_tokens += usage.output
         self.cost_usd += usage.cost.total
+        self.cache_read_tokens += usage.cache_read
+        self.cache_write_tokens += usage.cache_write
+        if model is not None:
+            self.cache_saved_usd += cache_savings(model, usage)
 
     def check(self, *, before_request: bool) -> BudgetExceededEvent | None:
         """The first limit exceeded, if any. Before a request, reaching ``max_turns`` already counts."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -138,6 +139,8 @@ class AgentSession:
             hooks=replace(hooks, prepare_request=self._before_request, before_tool_call=self._approval),
             **agent_options,
         )
+        if self.agent.session_id is None:  # keys the provider's prompt cache (Pi's AgentSession does the same)
+            self.agent.session_id = (store.session_id if store is not None else None) or uuid.uuid4().hex
         self._keys = SessionKeys(self.agent)
         self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
         self._tools = list(tools)
@@ -185,6 +188,7 @@ class AgentSession:
             timeout_ms=provider.timeout_ms,
             idle_timeout_ms=settings.timeouts.http_idle_ms or None,
             total_timeout_ms=settings.timeouts.http_total_ms or None,
+            cache_retention=settings.cache_retention,
         )
         self.budget = RunBudget(settings.budget)
         self._guard_tools()
@@ -432,6 +436,8 @@ class AgentSession:
         self.store = store
         self._compactor.store = store
         self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None
+        if store is not None and store.session_id:
+            self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
         if messages is not None:
             self.agent.state.messages = list(messages)
             self._last_assistant = None
@@ -515,7 +521,7 @@ class AgentSession:
         if self.store is not None and not isinstance(message, CompactionSummaryMessage):
             self.store.append_message(message)
         if isinstance(message, AssistantMessage):
-            self.budget.record(message)
+            self.budget.record(message, self.agent.state.model)
 
     def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from ..ai import UserError
+from ..ai.providers._caching import CacheRetention, default_cache_retention
 from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
 
 __all__ = [
@@ -162,6 +163,17 @@ class Settings(_Section):
     steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     tool_execution: Literal["parallel", "sequential"] = "parallel"
+    cache_retention: CacheRetention = Field(default_factory=default_cache_retention)
+    """Prompt caching (Pi's ``cacheRetention``): ``"short"`` asks the provider to cache the conversation's prefix
+    for about 5 minutes (Anthropic ``cache_control`` breakpoints, OpenAI ``prompt_cache_key``), ``"long"`` for an
+    hour (Anthropic) or 24 hours (OpenAI), ``"none"`` asks for nothing. Cached input costs about a tenth; writing
+    it costs a quarter more on Anthropic. Default: ``"short"``, or ``"long"`` when ``PI_CACHE_RETENTION=long``
+    (Pi's variable); ``PI_NOTEBOOK_CACHE_RETENTION`` sets it like any setting."""
+
+    @field_validator("cache_retention", mode="before")
+    @classmethod
+    def _none_is_a_value(cls, value: object) -> object:
+        return "none" if value is None else value  # "none" in TOML, the environment or %pi settings reads as None
 
     def __init__(self, **data: Any) -> None:
         try:

@@ -1,5 +1,6 @@
 """What tests, benchmarks and the teaching notebooks share: event recording in Pi's trace notation, and a
-fault-injecting HTTP server that speaks the OpenAI and Anthropic streaming formats.
+fault-injecting HTTP server that speaks four streaming formats: OpenAI chat completions, Anthropic Messages, OpenAI
+Responses and Google Generative AI.
 
 The faux provider lives in :mod:`pi_notebook.ai.providers.faux`.
 """

@@ -1,4 +1,4 @@
-"""The fault server's script: replies and faults, and how each is written in the two wire formats.
+"""The fault server's script: replies and faults (written in each wire format by ``_fault_formats``).
 
 See :mod:`pi_notebook.testing._fault_server` for the server and how scripts are used.
 """
@@ -6,11 +6,12 @@ See :mod:`pi_notebook.testing._fault_server` for the server and how scripts are 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Literal, TypeAlias
+
+from ._fault_formats import Api, ErrorSpec, WireReply, google_status, wire_events
 
 __all__ = [
     "Api",
@@ -28,7 +29,6 @@ __all__ = [
     "ToolCallBlock",
 ]
 
-Api: TypeAlias = Literal["openai", "anthropic"]
 StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall", "drip", "malformed", "sse_error"]
 
 
@@ -39,7 +39,9 @@ StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall",
 class TokenUsage:
     """Token counts of a reply, Anthropic-style: ``input_tokens`` leaves out cache reads and writes.
 
-    OpenAI gets ``prompt_tokens = input + cache_read + cache_write`` and ``cached_tokens = cache_read``.
+    OpenAI (and the Responses API) get ``prompt_tokens = input + cache_read + cache_write``, ``cached_tokens =
+    cache_read`` and, when there are writes, OpenRouter's ``cache_write_tokens``; Gemini ``promptTokenCount =
+    input + cache_read + cache_write`` and ``cachedContentTokenCount = cache_read`` (it reports no writes).
     """
 
     input_tokens: int = 10
@@ -121,12 +123,7 @@ class StreamFault:
             raise ValueError("a malformed payload must not be empty")
 
 
-@dataclass(frozen=True)
-class _ErrorSpec:
-    status: int
-    type: str
-    message: str
-    code: str | None = None
+_ErrorSpec = ErrorSpec
 
 
 @dataclass(frozen=True)
@@ -134,6 +131,8 @@ class StatusFault:
     """An HTTP error response: a JSON error body in the request's format, or ``body`` verbatim.
 
     Build it with :meth:`Fault.status` or a preset (:meth:`Fault.rate_limit`, :meth:`Fault.overloaded`, …).
+    ``openai`` serves chat completions and the Responses API; ``google`` (``type`` holds Google's status name,
+    ``RESOURCE_EXHAUSTED``) defaults to ``openai``'s status and message.
     ``body``: a mapping is sent as JSON; str/bytes as given with ``text/plain`` (``b""`` sends no body).
     ``headers`` are added last and win (``retry-after``, ``retry-after-ms``, ``x-should-retry``, ``content-type``).
     """
@@ -142,9 +141,17 @@ class StatusFault:
     anthropic: _ErrorSpec
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Mapping[str, Any] | str | bytes | None = None
+    google: _ErrorSpec | None = None
+
+    def spec_for(self, api: Api) -> _ErrorSpec:
+        if api == "anthropic":
+            return self.anthropic
+        if api == "google":
+            return self.google or _ErrorSpec(self.openai.status, google_status(self.openai.status), self.openai.message)
+        return self.openai
 
     def status_for(self, api: Api) -> int:
-        return (self.openai if api == "openai" else self.anthropic).status
+        return self.spec_for(api).status
 
 
 @dataclass(frozen=True)
@@ -208,6 +215,7 @@ class Fault:
             ),
             _ErrorSpec(429, "rate_limit_error", "Number of requests has exceeded your per-minute rate limit."),
             headers,
+            _ErrorSpec(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
         )
 
     @staticmethod
@@ -217,6 +225,7 @@ class Fault:
             _ErrorSpec(503, "server_error", "The engine is currently overloaded, please try again later"),
             _ErrorSpec(529, "overloaded_error", "Overloaded"),
             headers,
+            _ErrorSpec(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
         )
 
     @staticmethod
@@ -236,6 +245,11 @@ class Fault:
                 "Please go to Plans & Billing to upgrade or purchase credits.",
             ),
             headers,
+            _ErrorSpec(
+                429,
+                "RESOURCE_EXHAUSTED",
+                "You exceeded your current quota, please check your plan and billing details.",
+            ),
         )
 
     @staticmethod
@@ -250,6 +264,11 @@ class Fault:
             ),
             _ErrorSpec(400, "invalid_request_error", "prompt is too long: 213462 tokens > 200000 maximum"),
             headers,
+            _ErrorSpec(
+                400,
+                "INVALID_ARGUMENT",
+                "The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).",
+            ),
         )
 
     @staticmethod
@@ -259,6 +278,7 @@ class Fault:
             _ErrorSpec(401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key"),
             _ErrorSpec(401, "authentication_error", "invalid x-api-key"),
             headers,
+            _ErrorSpec(400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
         )
 
     @staticmethod
@@ -305,8 +325,10 @@ class Fault:
         return StreamFault("sse_error", after_events, error_type=error_type, message=message)
 
 
-def _preset(openai: _ErrorSpec, anthropic: _ErrorSpec, headers: Mapping[str, str] | None) -> StatusFault:
-    return StatusFault(openai=openai, anthropic=anthropic, headers=dict(headers or {}))
+def _preset(
+    openai: _ErrorSpec, anthropic: _ErrorSpec, headers: Mapping[str, str] | None, google: _ErrorSpec | None = None
+) -> StatusFault:
+    return StatusFault(openai=openai, anthropic=anthropic, headers=dict(headers or {}), google=google)
 
 
 def _status_phrase(status: int) -> str:
@@ -340,8 +362,6 @@ def _anthropic_error_type(status: int) -> str:
 
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse"]
-_OPENAI_FINISH = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
-_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
 
 
 @dataclass(frozen=True)
@@ -428,135 +448,25 @@ class Reply:
         self, api: Api, *, model: str = "fault-model", include_usage: bool = True, number: int = 1
     ) -> list[bytes]:
         """The SSE events this reply writes, one ``bytes`` each (what ``after_events`` counts)."""
-        if api == "openai":
-            return _openai_events(self, model, include_usage and self.send_usage, number)
-        return _anthropic_events(self, model, number)
+        pieces: list[tuple[str, ...]] = []
+        for block in self.blocks:
+            if isinstance(block, TextBlock):
+                pieces.append(("text", block.text))
+            elif isinstance(block, ThinkingBlock):
+                pieces.append(("thinking", block.thinking, block.signature, block.openai_field))
+            else:
+                pieces.append(("call", block.name, block.arguments_json, block.id or ""))
+        u = self.usage
+        wire = WireReply(
+            tuple(pieces),
+            self.resolved_stop_reason,
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_read_tokens,
+            u.cache_write_tokens,
+            self.chunk_chars,
+        )
+        return wire_events(wire, api, model=model, include_usage=include_usage and self.send_usage, number=number)
 
 
 ScriptEntry: TypeAlias = Reply | StatusFault | StreamFault | RawResponse
-
-
-# ---------------------------------------------------------------------------------------------- the wire formats
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _data(payload: Any) -> bytes:
-    return b"data: " + json.dumps(payload).encode() + b"\n\n"
-
-
-def _event(name: str, payload: Any) -> bytes:
-    return f"event: {name}\n".encode() + _data(payload)
-
-
-def _openai_events(reply: Reply, model: str, include_usage: bool, number: int) -> list[bytes]:
-    base = {"id": f"chatcmpl-fault-{number}", "object": "chat.completion.chunk", "created": int(time.time())}
-    base |= {"model": model, "system_fingerprint": None}
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-        return _data(base | {"choices": [choice]} | ({"usage": None} if include_usage else {}))
-
-    events = [chunk({"role": "assistant", "content": ""})]
-    tool_index = 0
-    for position, block in enumerate(reply.blocks):
-        if isinstance(block, TextBlock):
-            events += [chunk({"content": piece}) for piece in _pieces(block.text, reply.chunk_chars)]
-        elif isinstance(block, ThinkingBlock):
-            events += [chunk({block.openai_field: piece}) for piece in _pieces(block.thinking, reply.chunk_chars)]
-        else:
-            call_id = block.id or f"call_{number}_{position}"
-            start = {"index": tool_index, "id": call_id, "type": "function"}
-            events.append(chunk({"tool_calls": [start | {"function": {"name": block.name, "arguments": ""}}]}))
-            for piece in _pieces(block.arguments_json, reply.chunk_chars):
-                events.append(chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": piece}}]}))
-            tool_index += 1
-    events.append(chunk({}, _OPENAI_FINISH[reply.resolved_stop_reason]))
-    if include_usage:
-        u = reply.usage
-        prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": u.output_tokens,
-            "total_tokens": prompt + u.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
-        }
-        events.append(_data(base | {"choices": [], "usage": usage}))
-    events.append(b"data: [DONE]\n\n")
-    return events
-
-
-def _anthropic_events(reply: Reply, model: str, number: int) -> list[bytes]:
-    u = reply.usage
-    message: dict[str, Any] = {
-        "id": f"msg_fault_{number}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": u.input_tokens,
-            "cache_creation_input_tokens": u.cache_write_tokens,
-            "cache_read_input_tokens": u.cache_read_tokens,
-            "output_tokens": min(1, u.output_tokens),  # as the API does: the count so far
-        },
-    }
-    events = [_event("message_start", {"type": "message_start", "message": message}), _event("ping", {"type": "ping"})]
-
-    def delta(index: int, body: dict[str, Any]) -> bytes:
-        return _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": body})
-
-    for index, block in enumerate(reply.blocks):
-        if isinstance(block, TextBlock):
-            content: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [delta(index, {"type": "text_delta", "text": p}) for p in _pieces(block.text, reply.chunk_chars)]
-        elif isinstance(block, ThinkingBlock):
-            content = {"type": "thinking", "thinking": "", "signature": ""}
-            pieces = _pieces(block.thinking, reply.chunk_chars)
-            deltas = [delta(index, {"type": "thinking_delta", "thinking": p}) for p in pieces]
-            deltas.append(delta(index, {"type": "signature_delta", "signature": block.signature}))
-        else:
-            content = {"type": "tool_use", "id": block.id or f"toolu_{number}_{index}", "name": block.name, "input": {}}
-            pieces = _pieces(block.arguments_json, reply.chunk_chars)
-            deltas = [delta(index, {"type": "input_json_delta", "partial_json": p}) for p in pieces]
-        events.append(
-            _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": content})
-        )
-        events += deltas
-        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    stop = {"stop_reason": _ANTHROPIC_STOP[reply.resolved_stop_reason], "stop_sequence": None}
-    events.append(
-        _event("message_delta", {"type": "message_delta", "delta": stop, "usage": {"output_tokens": u.output_tokens}})
-    )
-    events.append(_event("message_stop", {"type": "message_stop"}))
-    return events
-
-
-def _error_body(api: Api | None, spec: _ErrorSpec) -> dict[str, Any]:
-    if api == "anthropic":
-        return {"type": "error", "error": {"type": spec.type, "message": spec.message}}
-    return {"error": {"message": spec.message, "type": spec.type, "param": None, "code": spec.code}}
-
-
-def _sse_error_event(api: Api, fault: StreamFault) -> bytes:
-    if api == "anthropic":
-        return _event("error", {"type": "error", "error": {"type": fault.error_type, "message": fault.message}})
-    return _data({"error": {"message": fault.message, "type": fault.error_type, "param": None, "code": None}})
-
-
-def _malformed_event(api: Api) -> bytes:
-    if api == "anthropic":
-        return b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"ty\n\n'
-    return b'data: {"id": "chatcmpl-fault", "choices": [{"index": 0, "delta": {"cont\n\n'
-
-
-def _route(path: str) -> Api | None:
-    if path.endswith("/chat/completions"):
-        return "openai"
-    if path.endswith("/messages"):
-        return "anthropic"
-    return None

@@ -1,13 +1,19 @@
 """A real HTTP server on 127.0.0.1 that streams scripted replies and injects scripted faults.
 
-Providers are tested against it over loopback, and so are the teaching notebooks. It speaks two wire formats,
-chosen by request path:
+Providers are tested against it over loopback, and so are the teaching notebooks. It speaks four wire formats,
+chosen by request path (written by ``_fault_formats``):
 
 * OpenAI-compatible chat completions, ``POST …/chat/completions``: ``data: {chat.completion.chunk}`` lines, a
   usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``; errors
   ``{"error": {"message", "type", "param", "code"}}``.
 * Anthropic Messages, ``POST …/messages``: ``event: <type>`` + ``data: <json>`` pairs from ``message_start`` to
   ``message_stop`` with a ``ping``; errors ``{"type": "error", "error": {"type", "message"}}``.
+* OpenAI Responses, ``POST …/responses``: ``response.created`` … ``response.output_item.done`` per item (reasoning
+  summaries, messages, function calls) … ``response.completed`` (``response.incomplete`` for a length stop);
+  errors as chat completions'.
+* Google Generative AI, ``POST …/models/<model>:streamGenerateContent`` (``google_base_url``): ``data:`` chunks of
+  candidates' parts, the last with ``finishReason`` and ``usageMetadata``; errors ``{"error": {"code",
+  "message", "status"}}`` with Google's status names.
 
 Script it like the faux provider: ``server.script([...])`` queues entries, each request takes the next one (FIFO),
 an exhausted script answers 500 "fault server: no scripted reply". An entry is a :class:`Reply` (a stream, maybe
@@ -56,22 +62,11 @@ from typing import Any, NoReturn, cast
 
 __all__ = ["FaultServer", "RecordedRequest"]
 
-from ._fault_script import (
-    Api,
-    RawResponse,
-    Reply,
-    ScriptEntry,
-    StatusFault,
-    StreamFault,
-    _error_body,
-    _ErrorSpec,
-    _malformed_event,
-    _route,
-    _sse_error_event,
-)
+from ._fault_formats import Api, ErrorSpec, error_body, malformed_event, route, sse_error_event
+from ._fault_script import RawResponse, Reply, ScriptEntry, StatusFault, StreamFault
 
 _JOIN_TIMEOUT_S = 5.0
-_AUTH_HEADERS = ("authorization", "x-api-key", "api-key")
+_AUTH_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 _REDACTED = "[redacted]"
 
 
@@ -173,6 +168,11 @@ class FaultServer:
     @property
     def anthropic_base_url(self) -> str:
         return self.base_url
+
+    @property
+    def google_base_url(self) -> str:
+        """Gemini's API root, as in ``https://generativelanguage.googleapis.com/v1beta``."""
+        return f"{self.base_url}/v1beta"
 
     @staticmethod
     def refused_url() -> str:
@@ -410,6 +410,20 @@ class FaultServer:
                 remaining = None if deadline is None else deadline - time.monotonic()
 
 
+def _asks_for_stream(api: Api, request: RecordedRequest) -> bool:
+    """A stream is asked for with ``"stream": true``, Gemini's by the ``:streamGenerateContent`` method."""
+    if api == "google":
+        return request.path.endswith(":streamGenerateContent") and isinstance(request.json, dict)
+    return isinstance(request.json, dict) and request.json.get("stream") is True
+
+
+def _path_model(path: str) -> str | None:
+    """Gemini names the model in the path: ``…/models/<model>:streamGenerateContent``."""
+    if "/models/" not in path:
+        return None
+    return path.rsplit("/models/", 1)[1].partition(":")[0] or None
+
+
 def _shutdown(conn: socket.socket) -> None:
     with contextlib.suppress(OSError):  # already closed by its own thread
         conn.shutdown(socket.SHUT_RDWR)
@@ -439,10 +453,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, models)
         elif api is None or request.method != "POST":
             where = f"{request.method} {request.path}"
-            message = f"fault server: no route for {where} (POST …/chat/completions or …/v1/messages)"
+            message = (
+                f"fault server: no route for {where} (POST …/chat/completions, …/v1/messages, …/responses or "
+                "…/models/<model>:streamGenerateContent)"
+            )
             self._send_json(404, {"error": {"message": message, "type": "not_found_error"}})
         elif entry is None:
-            self._send_json(500, _error_body(api, _ErrorSpec(500, "api_error", "fault server: no scripted reply")))
+            self._send_json(500, error_body(api, ErrorSpec(500, "api_error", "fault server: no scripted reply")))
         elif isinstance(entry, StatusFault):
             self._send_status_fault(api, entry)
         elif isinstance(entry, RawResponse):
@@ -451,12 +468,14 @@ class _Handler(BaseHTTPRequestHandler):
             if entry.kind in ("reset", "stall"):
                 self._fire(api, entry)
             self._stream(api, [], entry, 0.0)
-        elif not (isinstance(request.json, dict) and request.json.get("stream") is True):
-            message = 'fault server: a scripted Reply needs a JSON body with "stream": true'
-            self._send_json(400, _error_body(api, _ErrorSpec(400, "invalid_request_error", message)))
+        elif not _asks_for_stream(api, request):
+            message = (
+                'fault server: a scripted Reply needs a JSON body with "stream": true (Gemini: …:streamGenerateContent)'
+            )
+            self._send_json(400, error_body(api, ErrorSpec(400, "invalid_request_error", message)))
         else:
             body = request.json
-            model = str(body.get("model") or "fault-model")
+            model = str(body.get("model") or _path_model(request.path) or "fault-model")
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             events = entry.wire_events(api, model=model, include_usage=include_usage, number=number)
             self._stream(api, events, entry.fault, entry.delay_s)
@@ -478,7 +497,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers, api_key = _split_auth(self.headers.items())
         path, _, query = self.path.partition("?")
         return RecordedRequest(
-            self.command, path, query, headers, body, parsed, received_at, _route(path), None, api_key
+            self.command, path, query, headers, body, parsed, received_at, route(path), None, api_key
         )
 
     def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
@@ -496,9 +515,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _send_status_fault(self, api: Api, fault: StatusFault) -> None:
-        spec = fault.openai if api == "openai" else fault.anthropic
+        spec = fault.spec_for(api)
         if fault.body is None:
-            self._send_json(spec.status, _error_body(api, spec), fault.headers)
+            self._send_json(spec.status, error_body(api, spec), fault.headers)
         elif isinstance(fault.body, Mapping):
             self._send_json(spec.status, dict(fault.body), fault.headers)
         else:
@@ -543,9 +562,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.fault_server._pause(self.connection, fault.interval_s)
             self._write_chunk(b":\n")
         if fault.kind == "malformed":
-            self._write_chunk(fault.payload or _malformed_event(api))
+            self._write_chunk(fault.payload or malformed_event(api))
         elif fault.kind == "sse_error":
-            self._write_chunk(_sse_error_event(api, fault))
+            self._write_chunk(sse_error_event(api, fault.error_type, fault.message))
 
     def _drop(self) -> NoReturn:
         self.close_connection = True

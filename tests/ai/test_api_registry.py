@@ -18,12 +18,17 @@ def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("fresh_registry")
-def test_a_registration_made_first_replaces_one_builtin_and_keeps_the_other() -> None:
+def test_a_registration_made_first_replaces_one_builtin_and_keeps_the_others() -> None:
     def mine(model: Any, context: Any, options: Any) -> Any:
         raise AssertionError("not called")
 
     _registry.register_api("openai-completions", mine)
-    assert _registry.registered_apis() == ("anthropic-messages", "openai-completions")
+    assert _registry.registered_apis() == (
+        "anthropic-messages",
+        "google-generative-ai",
+        "openai-completions",
+        "openai-responses",
+    )
     assert _registry._apis["openai-completions"] is mine
 
 
@@ -33,7 +38,8 @@ async def test_an_unknown_api_gives_an_error_message_naming_it() -> None:
     message = await _registry.complete(model, Context(messages=[]))
     assert message.stop_reason == "error"
     assert message.error_message == (
-        "No stream function for api 'martian' (known: anthropic-messages, openai-completions)"
+        "No stream function for api 'martian' "
+        "(known: anthropic-messages, google-generative-ai, openai-completions, openai-responses)"
     )
 
 

@@ -1,4 +1,5 @@
-"""The HTTP providers over real loopback HTTP against the fault server: both wire APIs, the fault matrix.
+"""The HTTP providers over real loopback HTTP against the fault server: the four wire APIs (OpenAI chat completions,
+Anthropic Messages, OpenAI Responses, Google Generative AI), the fault matrix.
 
 Each case checks the final stop reason, the error text, how many requests were sent and, where time matters,
 a bound on it. Layer-1 retry (PI-SPEC §4.1) is exercised with ``max_retries``; failures are data, never raised.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -35,7 +37,13 @@ from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 
 KEY = "sk-test-secret-4f9a2c"
-APIS = ["openai", "anthropic"]
+APIS = ["openai", "anthropic", "responses", "google"]
+TRUNCATED = {
+    "openai": "Stream ended without finish_reason",
+    "anthropic": "Anthropic stream ended before message_stop",
+    "responses": "OpenAI Responses stream ended before a terminal response event",
+    "google": "Google stream ended without a finish reason",
+}
 
 
 @pytest.fixture
@@ -45,12 +53,25 @@ async def server() -> AsyncIterator[FaultServer]:
 
 
 def model_for(api: str, server: FaultServer, **fields: Any) -> Model:
-    if api == "openai":
-        base = {"id": "gpt-test", "api": "openai-completions", "provider": "openai", "base_url": server.openai_base_url}
-    else:
-        base = {"id": "claude-test", "api": "anthropic-messages", "provider": "anthropic",
-                "base_url": server.anthropic_base_url}  # fmt: skip
-    return Model(**{**base, "cost": ModelCost(input=1.0, output=2.0), **fields})
+    base = {
+        "openai": ("gpt-test", "openai-completions", "openai", server.openai_base_url),
+        "anthropic": ("claude-test", "anthropic-messages", "anthropic", server.anthropic_base_url),
+        "responses": ("gpt-test", "openai-responses", "openai", server.openai_base_url),
+        "google": ("gemini-test", "google-generative-ai", "google", server.google_base_url),
+    }[api]
+    fields = dict(zip(("id", "api", "provider", "base_url"), base, strict=True)) | fields
+    return Model(**{"cost": ModelCost(input=1.0, output=2.0), **fields})
+
+
+def refused_base(api: str) -> str:
+    return FaultServer.refused_url() + {"openai": "/v1", "responses": "/v1", "google": "/v1beta"}.get(api, "")
+
+
+def tool_names(api: str, body: dict[str, Any]) -> list[str]:
+    tools = body["tools"]
+    if api == "google":
+        return [t["name"] for t in tools[0]["functionDeclarations"]]
+    return [t["function"]["name"] if api == "openai" else t["name"] for t in tools]
 
 
 def context(text: str = "hello") -> Context:
@@ -83,8 +104,11 @@ async def test_streams_text_with_usage_and_cost(api: str, server: FaultServer) -
     assert message.usage.cost.total == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
     [request] = server.requests
     assert request.api_key == KEY
-    assert request.json["stream"] is True
-    assert request.json["model"] == model.id
+    if api == "google":  # streaming and the model are in the path
+        assert request.path == f"/v1beta/models/{model.id}:streamGenerateContent" and request.query == "alt=sse"
+    else:
+        assert request.json["stream"] is True
+        assert request.json["model"] == model.id
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -94,10 +118,9 @@ async def test_streams_tool_call_arguments(api: str, server: FaultServer) -> Non
     message = await complete(model_for(api, server), Context(messages=context().messages, tools=tools), options())
     assert message.stop_reason == "toolUse"
     [call] = [b for b in message.content if isinstance(b, ToolCall)]
-    assert (call.id, call.name, call.arguments) == ("call_1", "bash", {"command": "ls -la", "timeout": 5})
-    body = server.requests[0].json
-    sent_name = body["tools"][0]["name"] if api == "anthropic" else body["tools"][0]["function"]["name"]
-    assert sent_name == "bash"
+    assert (call.name, call.arguments) == ("bash", {"command": "ls -la", "timeout": 5})
+    assert call.id == ("call_1|fc_fault_1_0" if api == "responses" else "call_1")  # Responses: <call_id>|<item_id>
+    assert tool_names(api, server.requests[0].json) == ["bash"]
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -106,8 +129,12 @@ async def test_streams_thinking(api: str, server: FaultServer) -> None:
     message = await ask(api, server)
     thinking = next(b for b in message.content if isinstance(b, ThinkingContent))
     assert thinking.thinking == "let me think"
-    if api == "anthropic":
+    if api in ("anthropic", "google"):
         assert thinking.thinking_signature == "sig-1"
+    if api == "responses":  # the whole reasoning item, encrypted content included, goes back next turn
+        assert json.loads(thinking.thinking_signature or "")["encrypted_content"] == "sig-1"
+    if api == "openai":  # the field it came in, which it goes back in
+        assert thinking.thinking_signature == "reasoning_content"
     assert message.content[-1].text == "answer"  # type: ignore[union-attr]
 
 
@@ -145,7 +172,8 @@ async def test_a_server_delay_above_the_cap_fails_at_once_with_pis_text(api: str
     message = await ask(api, server, max_retries=3, max_retry_delay_ms=1000)
     assert message.stop_reason == "error"
     assert message.error_message is not None
-    assert message.error_message.startswith("Server requested 277403s retry delay (max: 1s). 429 ")
+    assert message.error_message.startswith("Server requested 277403s retry delay (max: 1s). ")
+    assert "429" in message.error_message
     assert len(server.requests) == 1
     assert is_retryable_assistant_error(message)  # "retry delay" is retryable at the turn level
 
@@ -189,7 +217,10 @@ async def test_without_layer_one_retries_a_server_error_is_a_retryable_error_mes
     message = await ask(api, server)
     assert message.stop_reason == "error"
     assert message.error_message is not None
-    assert message.error_message.startswith(f"{status} ")
+    prefix = {"responses": f"OpenAI API error ({status}): ", "google": f'{{"error":{{"code":{status},'}.get(
+        api, f"{status} "
+    )
+    assert message.error_message.startswith(prefix)
     assert is_retryable_assistant_error(message)
     assert len(server.requests) == 1
 
@@ -259,8 +290,7 @@ async def test_a_stream_that_ends_without_its_terminal_event_is_a_retryable_erro
     server.script([Reply.text("hello " * 10, fault=Fault.truncate(after_events=3))])
     message = await ask(api, server)
     assert message.stop_reason == "error"
-    expected = "Stream ended without finish_reason" if api == "openai" else "Anthropic stream ended before message_stop"
-    assert message.error_message == expected
+    assert message.error_message == TRUNCATED[api]
     assert is_retryable_assistant_error(message)
 
 
@@ -277,7 +307,7 @@ async def test_an_error_event_mid_stream_keeps_the_partial(api: str, server: Fau
 
 @pytest.mark.parametrize("api", APIS)
 async def test_connection_refused_is_a_retryable_error(api: str, server: FaultServer) -> None:
-    model = model_for(api, server, base_url=FaultServer.refused_url() + ("/v1" if api == "openai" else ""))
+    model = model_for(api, server, base_url=refused_base(api))
     message = await complete(model, context(), options())
     assert message.stop_reason == "error"
     assert "Connection error" in (message.error_message or "")
@@ -343,14 +373,26 @@ async def test_the_api_key_never_appears_in_messages_errors_or_reprs(api: str, s
         assert request.leaks(KEY) == []
 
 
-@pytest.mark.parametrize(("api", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+KEY_VARIABLES = [
+    ("openai", "OPENAI_API_KEY"),
+    ("anthropic", "ANTHROPIC_API_KEY"),
+    ("responses", "OPENAI_API_KEY"),
+    ("google", "GEMINI_API_KEY"),
+    ("google", "GOOGLE_API_KEY"),
+]
+
+
+@pytest.mark.parametrize(("api", "variable"), KEY_VARIABLES)
 async def test_keys_come_from_the_environment_or_are_asked_for(
     api: str, variable: str, server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(variable, raising=False)
+    for _, name in KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
     missing = await complete(model_for(api, server), context(), StreamOptions())
     assert missing.stop_reason == "error"
-    assert missing.error_message == f"No API key for provider {api}: set {variable} or pass api_key"
+    provider = model_for(api, server).provider
+    asked = "GEMINI_API_KEY or GOOGLE_API_KEY" if api == "google" else variable
+    assert missing.error_message == f"No API key for provider {provider}: set {asked} or pass api_key"
     assert missing.content == []
     monkeypatch.setenv(variable, "sk-from-env-123")
     server.script([Reply.text("ok")])

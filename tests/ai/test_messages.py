@@ -187,7 +187,11 @@ def test_unknown_pi_fields_are_kept_as_extras() -> None:
     assert message.model_extra["rawStopReason"] == "tool_use"
     assert message.model_extra["diagnostics"][0]["type"] == "provider_retry"
     assert isinstance(message, AssistantMessage)
-    assert message.usage.model_extra == {"cacheWrite1h": 400, "reasoning": 120}
+    assert message.usage.model_extra == {}  # Pi's usage fields are modelled now (issue 29), and written back
+    assert (message.usage.cache_write_1h, message.usage.reasoning) == (400, 120)
+    assert (
+        message_to_dict(message)["usage"] | {"cacheWrite1h": 400, "reasoning": 120} == message_to_dict(message)["usage"]
+    )
 
 
 def test_python_built_messages_dump_with_camel_case_wire_names() -> None:

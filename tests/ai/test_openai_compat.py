@@ -141,7 +141,7 @@ async def test_a_tool_call_only_message_has_empty_content_on_a_local_server_and_
     assert hosted_body["messages"][2]["content"] is None
     for body in (local_body, hosted_body):
         assert body["messages"][2]["tool_calls"] == [
-            {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+            {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a":2,"b":3}'}}
         ]
         assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
         assert body["tools"] == []  # tools were used earlier: sent empty, as Pi does for LiteLLM/Anthropic

@@ -11,7 +11,7 @@ import pytest
 import pi_notebook.notebook._magics as magics_module
 from pi_notebook.notebook._magics import PiMagics
 from pi_notebook.notebook._registry import SessionRegistry
-from pi_notebook.testing import FaultServer, Reply
+from pi_notebook.testing import FaultServer, Reply, TokenUsage
 
 KEY = "sk-model-command-key"
 
@@ -100,3 +100,47 @@ def test_from_server_without_a_listing_is_a_one_line_message(
     out = _out(capsys)
     assert f"pi: cannot read the model list at {server.openai_base_url}/models: HTTP 404" in out
     assert "pi: model faux (" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "api", "path"),
+    [
+        ("openai-responses:gpt-4o-mini", "openai-responses", "/v1/responses"),
+        ("google:gemini-2.5-flash", "google-generative-ai", "/v1beta/models/gemini-2.5-flash:streamGenerateContent"),
+    ],
+)
+def test_the_new_apis_by_spec_and_base_url_and_the_report_shows_what_caching_saved(
+    pi: Any,
+    server: FaultServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    spec: str,
+    api: str,
+    path: str,
+) -> None:
+    monkeypatch.setenv("PROXY_KEY", KEY)
+    base = server.google_base_url if api == "google-generative-ai" else server.openai_base_url
+    cached = TokenUsage(input_tokens=100, output_tokens=5, cache_read_tokens=20_000)
+    server.script([Reply.text("hello from the proxy", usage=cached)])
+    pi.pi(f"model {spec} --base-url {base} --key-env PROXY_KEY")
+    pi.pi("say hello")
+    out = _out(capsys)
+    assert f"pi: model set to {spec} --key-env PROXY_KEY --base-url {base} ({api}," in out
+    assert "**assistant:** hello from the proxy" in out
+    # The report, at the model's cache price; "$" escaped (two of them in a markdown line render as math)
+    assert "usage: turns 1 · in 20100 tok (20000 cached, saved \\$" in out
+    (request,) = server.requests
+    assert (request.path, request.api_key) == (path, KEY)
+    assert KEY not in out
+
+
+def test_the_help_lists_the_new_apis(pi: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    pi.pi("help")
+    out = " ".join(_out(capsys).split())
+    for spec in (
+        "'openai-responses:<model>'",
+        "'google:<model>'",
+        "GEMINI_API_KEY or GOOGLE_API_KEY",
+        "--base-url URL",
+    ):
+        assert spec in out

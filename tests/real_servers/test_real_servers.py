@@ -26,6 +26,7 @@ from pi_notebook.ai import (
     Model,
     StreamOptions,
     TextContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -40,6 +41,9 @@ from pi_notebook.session import AgentSession, CompactionEndEvent, SessionEvent
 pytestmark = pytest.mark.timeout(300)  # the first test of each server waits for it to start
 
 APIS = ["openai", "anthropic"]
+ROUTES = ["openai", "anthropic", "responses"]
+"""The proxy's routes: chat completions, Messages, and the Responses API (scripted models only: LiteLLM 1.108.7 does
+not stream its mock models there)."""
 ADD_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
@@ -148,7 +152,8 @@ def test_llama_lists_ids_only_so_discovery_asks_for_the_window(llama_cpp_python:
 # -- LiteLLM proxy: both routes ---------------------------------------------------------------------------
 
 ProxyModel: TypeAlias = Callable[[str, str], Model]
-"""``litellm(api, name)``: the proxy's model ``name`` on its ``api`` route (``openai`` or ``anthropic``)."""
+"""``litellm(api, name)``: the proxy's model ``name`` on its ``api`` route (``openai``, ``anthropic`` or
+``responses``)."""
 
 
 @pytest.fixture
@@ -156,7 +161,11 @@ def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> ProxyModel:
     monkeypatch.setenv("LITELLM_KEY", litellm_proxy.key)
 
     def model(api: str, name: str) -> Model:
-        base = litellm_proxy.base_url + ("/v1" if api == "openai" else "")
+        base = litellm_proxy.base_url + ("" if api == "anthropic" else "/v1")
+        if api == "responses":
+            return model_from_spec(
+                f"openai-responses:{name}", base_url=base, key_env="LITELLM_KEY", context_window=8192
+            )
         return model_from_spec(f"{api}-compatible:{base}:{name}", key_env="LITELLM_KEY", context_window=8192)
 
     return model
@@ -170,7 +179,7 @@ async def test_litellm_plain_reply(litellm: ProxyModel, api: str) -> None:
     assert reply.content == [TextContent(text="The quick brown fox jumps over the lazy dog.")]
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ROUTES)
 async def test_litellm_tool_round_trip(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-tool"), stream_fn=stream, tools=[add_tool(calls)])
@@ -178,11 +187,11 @@ async def test_litellm_tool_round_trip(litellm: ProxyModel, api: str) -> None:
     assert calls == [{"a": 2, "b": 3}]
     final = agent.state.messages[-1]
     assert isinstance(final, AssistantMessage)
-    assert (final.stop_reason, final.content) == ("stop", [TextContent(text="The tool said 5.")])
+    assert (final.stop_reason, text_of(final)) == ("stop", "The tool said 5.")  # Responses: with the item's id
     assert final.usage.estimated is None and final.usage.input > 0  # LiteLLM reports usage
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ROUTES)
 async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-badargs"), stream_fn=stream, tools=[add_tool(calls)])
@@ -193,7 +202,7 @@ async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: 
     assert 'Received arguments:\n{\n  "a": 2\n}' in first_text(result)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ROUTES)
 async def test_litellm_abort_mid_stream(litellm: ProxyModel, api: str) -> None:
     controller = AbortController()
     response = stream(litellm(api, "scripted-slow"), context("go"), StreamOptions(signal=controller.signal))
@@ -217,13 +226,13 @@ async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyMode
     assert is_context_overflow(reply)  # the session checks overflow first, so it compacts rather than retries
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ROUTES)
 async def test_litellm_length_reply(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "scripted-length"), context("go"))
-    assert (reply.stop_reason, reply.content) == ("length", [TextContent(text="cut short")])
+    assert (reply.stop_reason, text_of(reply)) == ("length", "cut short")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", ROUTES)
 async def test_litellm_a_length_reply_is_kept_in_the_session(litellm: ProxyModel, api: str) -> None:
     session = AgentSession(model=litellm(api, "scripted-length"))
     ends: list[SessionEvent] = []
@@ -233,3 +242,22 @@ async def test_litellm_a_length_reply_is_kept_in_the_session(litellm: ProxyModel
     assert last.role == "assistant" and last.stop_reason == "length"  # type: ignore[union-attr]
     assert text_of(last) == "cut short"  # type: ignore[arg-type]
     assert "The truncated reply is kept." in str(getattr(ends[-1], "error_message", ""))
+
+
+@pytest.mark.parametrize("api", ROUTES)
+@pytest.mark.parametrize("retention", ["none", "short", "long"])
+async def test_litellm_takes_pis_caching_fields_on_every_route(litellm: ProxyModel, api: str, retention: str) -> None:
+    # What Pi sends and we now send too: cache_control breakpoints (with ttl 1h for long) on /v1/messages;
+    # store: false, strict: false, prompt_cache_key and prompt_cache_retention on the OpenAI routes.
+    tools = [Tool("add", "Adds two numbers.", ADD_SCHEMA)]
+    options = StreamOptions(cache_retention=retention, session_id="pi-notebook-session-1")  # type: ignore[arg-type]
+    reply = await complete(litellm(api, "scripted-text"), context("hi", system_prompt="be brief", tools=tools), options)
+    assert (reply.stop_reason, reply.error_message) == ("stop", None)
+    assert text_of(reply) == "hello from the scripted provider"
+
+
+async def test_litellm_responses_overflow_is_classified(litellm: ProxyModel) -> None:
+    reply = await complete(litellm("responses", "scripted-overflow"), context("hi"), StreamOptions(max_retries=3))
+    assert reply.stop_reason == "error"
+    assert "ContextWindowExceededError" in (reply.error_message or "")
+    assert is_context_overflow(reply)

@@ -22,7 +22,7 @@ from pi_notebook.session import (
 )
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply
 
-APIS = ["openai", "anthropic"]
+APIS = ["openai", "anthropic", "responses", "google"]
 
 
 @pytest.fixture
@@ -34,6 +34,13 @@ async def server() -> AsyncIterator[FaultServer]:
 def model_for(api: str, server: FaultServer) -> Model:
     if api == "openai":
         return model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
+    if api == "responses":
+        base = server.openai_base_url  # a server of our own: no key
+        return model_from_spec("openai-responses:test-model", base_url=base, provider="openai-compatible")
+    if api == "google":
+        return Model(
+            id="gemini-test", api="google-generative-ai", provider="google-local", base_url=server.google_base_url
+        )
     return Model(
         id="claude-test", api="anthropic-messages", provider="anthropic-local", base_url=server.anthropic_base_url
     )
@@ -215,3 +222,26 @@ async def test_a_dripping_stream_ends_at_the_total_time_limit_and_is_not_retried
     stored = await finish(session, recorder, server)  # the server records a request once its connection ends
     assert len(server.requests) == 2  # the drip was not retried, at any layer
     assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stop_mid_stream_settles_aborted_and_closes_the_connection(
+    api: str, server: FaultServer, tmp_path: Path
+) -> None:
+    server.script([Reply.text("word " * 2000, delay_s=0.005)])
+    session, recorder = session_for(api, server, tmp_path)
+    deltas = 0
+
+    def stop_after_three(event: Any, signal: Any = None) -> None:
+        nonlocal deltas
+        if getattr(event, "type", "") == "message_update" and event.assistant_message_event.type == "text_delta":
+            deltas += 1
+            if deltas == 3:
+                session.agent.abort()
+
+    session.agent.subscribe(stop_after_three)
+    await session.prompt("hello")
+    assert "agent_settled:aborted=true" in recorder.labels
+    stored = await finish(session, recorder, server)
+    assert [getattr(m, "stop_reason", "user") for m in stored] == ["user", "aborted"]
+    assert stored[-1].content[0].text.startswith("word word")

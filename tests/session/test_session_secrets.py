@@ -22,8 +22,13 @@ from pi_notebook.session import AgentSession, SessionStore, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
 from pi_notebook.tools import bash_tool
 
-APIS = ["openai", "anthropic"]
-VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+APIS = ["openai", "anthropic", "responses", "google"]
+VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "responses": "OPENAI_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
 CORE = "canary-5e1f0c7d9b2a"  # every spelling of the key (raw, repr, JSON, percent-encoded) contains this
 CANARY = f"sk-{CORE}"
 
@@ -43,9 +48,12 @@ def last_reply(session: AgentSession) -> AssistantMessage:
 
 def provider_model(api: str, server: FaultServer, **fields: Any) -> Model:
     """A model of the real provider name, so its environment variable is read."""
-    if api == "openai":
+    if api in ("openai", "responses"):
+        wire = "openai-completions" if api == "openai" else "openai-responses"
+        return Model(id="gpt-test", api=wire, provider="openai", base_url=server.openai_base_url, **fields)
+    if api == "google":
         return Model(
-            id="gpt-test", api="openai-completions", provider="openai", base_url=server.openai_base_url, **fields
+            id="gemini-test", api="google-generative-ai", provider="google", base_url=server.google_base_url, **fields
         )
     return Model(
         id="claude-test", api="anthropic-messages", provider="anthropic", base_url=server.anthropic_base_url, **fields
@@ -269,3 +277,13 @@ async def test_a_key_in_a_failing_command_s_error_text_is_redacted(
     assert results[0].is_error
     assert text == "o=[***]\n\n\nCommand exited with code 3"
     assert key_hits(seen) == {}
+
+
+async def test_gemini_keys_are_left_out_of_the_bash_environment_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-canary-gemini-3c1a9e")
+    monkeypatch.setenv("GOOGLE_API_KEY", "gg-canary-google-71b0d4")
+    text, seen, _ = await run_tool_session(tmp_path, monkeypatch, 'echo "g=[$GEMINI_API_KEY] o=[$GOOGLE_API_KEY]"')
+    assert "g=[] o=[]" in text
+    assert not seen.hits("canary-gemini") and not seen.hits("canary-google")

@@ -6,8 +6,10 @@ the size of each message's part and only measures messages added since the previ
 loop's transcript only grows during a run. It starts over whenever the new request does not begin with the
 messages it saw (first and last seen objects compared), which covers retries (the last message replaced),
 compaction and context transforms. A message replaced in the middle of an otherwise identical transcript is
-not noticed; that never happens inside the agent loop. Prompt-cache simulation (with a ``session_id``) needs
-the serialised text itself and is O(transcript).
+not noticed; that never happens inside the agent loop. Prompt-cache simulation (with a ``session_id``, which an
+:class:`~pi_notebook.session.AgentSession` always sends) is incremental the same way: :class:`PromptCache` keeps
+where the last request's messages ended and compares only the parts after them; a request that does not continue
+the previous one is compared whole.
 """
 
 from __future__ import annotations
@@ -15,13 +17,22 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._request import Context
 from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
-__all__ = ["PromptMeter", "block_body", "estimate_tokens", "output_chars", "output_text", "serialize_context"]
+__all__ = [
+    "PromptCache",
+    "PromptMeter",
+    "block_body",
+    "estimate_tokens",
+    "output_chars",
+    "output_text",
+    "serialize_context",
+]
 
 _SEPARATOR = "\n\n"
 
@@ -94,9 +105,12 @@ def _tools_part(context: Context) -> str | None:
 
 def serialize_context(context: Context) -> str:
     """Pi's ``serializeContext``: system prompt, each message and the tools, joined by blank lines."""
-    parts = [f"system:{context.system_prompt}"] if context.system_prompt else []
-    parts.extend(_message_part(m) for m in context.messages)
-    tools = _tools_part(context)
+    return _join(context.system_prompt, context.messages, _tools_part(context))
+
+
+def _join(system: str, messages: Sequence[Any], tools: str | None) -> str:
+    parts = [f"system:{system}"] if system else []
+    parts.extend(_message_part(m) for m in messages)
     if tools is not None:
         parts.append(tools)
     return _SEPARATOR.join(parts)
@@ -110,7 +124,7 @@ class PromptMeter:
         self._first: Any = None
         self._last: Any = None
         self._total = 0
-        self._tools: tuple[object, int, int] | None = None
+        self._tools: tuple[object, int, str] | None = None
         self._known: tuple[Any, int] | None = None
 
     def remember(self, message: AssistantMessage, output: int) -> None:
@@ -140,19 +154,90 @@ class PromptMeter:
         return self._total + system + tools + len(_SEPARATOR) * max(0, parts - 1)
 
     def _tool_chars(self, context: Context) -> int:
+        part = self.tools_part(context)
+        return len(part) if part is not None else 0
+
+    def tools_part(self, context: Context) -> str | None:
+        """The tools' part of the serialisation (``None``: no tools), serialised once per tool list."""
         tools = context.tools
         if not tools:
-            return 0
+            return None
         cached = self._tools
         if cached is None or cached[0] is not tools or cached[1] != len(tools):
-            part = _tools_part(context)
-            cached = self._tools = (tools, len(tools), len(part) if part else 0)
+            cached = self._tools = (tools, len(tools), _tools_part(context) or "")
         return cached[2]
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What a session's previous request was: enough to find the common prefix with the next one."""
+
+    system: str
+    messages: Sequence[Any]
+    """The request's message list (its first ``count`` are the request's: a caller may append to it later)."""
+    count: int
+    first: Any
+    last: Any
+    before_tools: int
+    """Characters of the serialisation before the tools part (system prompt and messages)."""
+    tools: str | None
+    length: int
+
+
+class PromptCache:
+    """Pi's faux prompt cache: per session id, the previous request's prompt, compared with the next one."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, _Seen] = {}
+
+    def common_prefix(self, session_id: str, context: Context, meter: PromptMeter, length: int) -> int | None:
+        """Characters the serialised ``context`` (``length`` long, just measured by ``meter``) shares from the
+        start with the session's previous request; ``None`` for the session's first. Remembers ``context``."""
+        previous = self._seen.get(session_id)
+        messages = context.messages
+        tools = meter.tools_part(context)
+        before = length  # characters before the tools part, which comes last (after a separator, unless alone)
+        if tools is not None:
+            before = 0 if length == len(tools) else length - len(_SEPARATOR) - len(tools)
+        first, last = (messages[0], messages[-1]) if messages else (None, None)
+        seen = _Seen(context.system_prompt, messages, len(messages), first, last, before, tools, length)
+        self._seen[session_id] = seen
+        if previous is None:
+            return None
+        common = _continued(previous, context, tools)
+        if common is not None:
+            return common
+        old = _join(previous.system, previous.messages[: previous.count], previous.tools)
+        return _common_prefix(old, _join(context.system_prompt, messages, tools))
+
+
+def _continued(previous: _Seen, context: Context, tools: str | None) -> int | None:
+    """The common prefix when ``context`` repeats the previous request's system prompt and messages and adds
+    messages or changes tools after them (what the agent loop sends); ``None`` when it does not, or when telling
+    would need the whole text."""
+    messages, count = context.messages, previous.count
+    if context.system_prompt != previous.system or len(messages) < count:
+        return None
+    if count and not (messages[0] is previous.first and messages[count - 1] is previous.last):
+        return None
+    if previous.tools is None:
+        return previous.length  # the previous text ended with its last message: all of it is shared
+    if len(messages) > count:
+        following = f"{messages[count].role}:"  # differs from "tools:" within its first characters
+    elif tools is None:
+        return previous.before_tools
+    else:
+        following = tools
+    same = _common_prefix(previous.tools, following)
+    if same >= min(len(previous.tools), len(following)):
+        return None if following != previous.tools else previous.length
+    joint = len(_SEPARATOR) if previous.before_tools else 0
+    return previous.before_tools + joint + same
 
 
 def usage_estimate(
     meter: PromptMeter,
-    cache: dict[str, str],
+    cache: PromptCache,
     context: Context,
     output: int,
     session_id: str | None,
@@ -160,20 +245,18 @@ def usage_estimate(
 ) -> Usage:
     """Pi's faux usage: prompt and output estimates (``output``: the reply's characters as :func:`output_text`
     counts them), with prompt caching simulated per ``session_id``."""
-    prompt = estimate_tokens(meter.chars(context))
+    length = meter.chars(context)
+    prompt = estimate_tokens(length)
     out = estimate_tokens(output)
     cache_read = cache_write = 0
     if session_id and cache_retention != "none":
-        text = serialize_context(context)
-        previous = cache.get(session_id)
-        if previous is None:
+        same = cache.common_prefix(session_id, context, meter, length)
+        if same is None:
             cache_write = prompt
         else:
-            same = _common_prefix(previous, text)
             cache_read = estimate_tokens(same)
-            cache_write = estimate_tokens(len(text) - same)
+            cache_write = estimate_tokens(length - same)
             prompt = max(0, prompt - cache_read)
-        cache[session_id] = text
     return trusted_usage(
         input=prompt,
         output=out,

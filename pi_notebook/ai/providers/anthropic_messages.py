@@ -16,19 +16,11 @@ import httpx
 from .._http import ProviderError, ProviderRun, iter_sse
 from .._request import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
-from ..messages import (
-    AssistantMessage,
-    ImageContent,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
-from ..transform import transform_messages
+from ..messages import ThinkingContent
+from ._anthropic_request import beta_header, build_payload
 from ._sse_api import stream_sse_api
 
-__all__ = ["stream_anthropic_messages"]
+__all__ = ["build_payload", "stream_anthropic_messages"]
 
 API_VERSION = "2023-06-01"
 _STOP_REASONS = {
@@ -38,20 +30,24 @@ _STOP_REASONS = {
     "max_tokens": "length",
     "tool_use": "toolUse",
 }
-_THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768, "max": 32768}
+REDACTED_THINKING = "[Reasoning redacted]"
 
 
 def stream_anthropic_messages(
     model: Model, context: Context, options: StreamOptions | None = None
 ) -> AssistantMessageEventStream:
     """Stream one assistant message from the Anthropic Messages API. Never raises."""
+    fixed = {"anthropic-version": API_VERSION}
+    betas = beta_header(model, context)
+    if betas:
+        fixed["anthropic-beta"] = betas
     return stream_sse_api(
         model,
         context,
         options,
         path="/v1/messages",
         key_required_for="anthropic",
-        headers=lambda key: {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})},
+        headers=lambda key: {**fixed, **({"x-api-key": key} if key else {})},
         build_payload=build_payload,
         describe_status=describe_status,
         read=_read,
@@ -115,6 +111,8 @@ def _finish(run: ProviderRun, stop_reason: str | None) -> None:
     message.usage = usage_with_cost(run.model, message.usage)
     if stop_reason == "refusal":
         raise ProviderError("The model refused to complete the request")
+    if stop_reason == "sensitive":
+        raise ProviderError("Provider stopped with: sensitive")
     reason = _STOP_REASONS.get(stop_reason or "")
     if reason is None:
         raise ProviderError(f"Anthropic stream ended without a stop reason ({stop_reason})")
@@ -170,6 +168,12 @@ def _merge_usage(usage: Any, raw: dict[str, Any]) -> None:
         usage.cache_read = raw["cache_read_input_tokens"]
     if raw.get("cache_creation_input_tokens") is not None:
         usage.cache_write = raw["cache_creation_input_tokens"]
+    long_writes = (raw.get("cache_creation") or {}).get("ephemeral_1h_input_tokens")
+    if long_writes:
+        usage.cache_write_1h = long_writes
+    thinking = (raw.get("output_tokens_details") or {}).get("thinking_tokens")
+    if thinking is not None:
+        usage.reasoning = thinking
 
 
 def _block_start(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any]) -> None:
@@ -188,6 +192,7 @@ def _block_start(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any]
         assert isinstance(target, ThinkingContent)
         if kind == "redacted_thinking":
             target.redacted = True
+            target.thinking = REDACTED_THINKING  # Pi's text; the opaque data goes back as the signature
             target.thinking_signature = block.get("data", "")
         run.push(thinking)
         return
@@ -225,77 +230,3 @@ def _block_stop(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any])
     if index is None:
         return
     run.push(builder.end_block(index))
-
-
-# -- request ---------------------------------------------------------------------------------------------
-
-
-def build_payload(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "model": model.id,
-        "max_tokens": options.max_tokens or model.max_tokens,
-        "messages": _messages(transform_messages(context.messages, model)),
-        "stream": True,
-    }
-    if context.system_prompt:
-        payload["system"] = context.system_prompt
-    if options.temperature is not None:
-        payload["temperature"] = options.temperature
-    if options.reasoning and model.reasoning:
-        budget = min(_THINKING_BUDGET.get(options.reasoning, 8192), max(1024, payload["max_tokens"] - 1))
-        payload["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    if context.tools:
-        payload["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)} for t in context.tools
-        ]
-    return payload
-
-
-def _messages(messages: list[Any]) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            content = message.content
-            parts: list[dict[str, Any]] = (
-                [{"type": "text", "text": content}] if isinstance(content, str) else [_part(b) for b in content]
-            )
-            _append(wire, "user", parts)
-        elif isinstance(message, AssistantMessage):
-            blocks = (_assistant_part(b) for b in message.content)
-            _append(wire, "assistant", [p for p in blocks if p is not None])
-        elif isinstance(message, ToolResultMessage):
-            result = {
-                "type": "tool_result",
-                "tool_use_id": message.tool_call_id,
-                "content": [_part(b) for b in message.content] or [{"type": "text", "text": "(no output)"}],
-                "is_error": message.is_error,
-            }
-            _append(wire, "user", [result])  # consecutive results share one user turn
-    return wire
-
-
-def _append(wire: list[dict[str, Any]], role: str, parts: list[dict[str, Any]]) -> None:
-    if not parts:
-        return
-    if wire and wire[-1]["role"] == role:
-        wire[-1]["content"].extend(parts)
-    else:
-        wire.append({"role": role, "content": parts})
-
-
-def _part(block: TextContent | ImageContent) -> dict[str, Any]:
-    if isinstance(block, ImageContent):
-        return {"type": "image", "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
-    return {"type": "text", "text": block.text}
-
-
-def _assistant_part(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
-    if isinstance(block, ToolCall):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
-    if isinstance(block, ThinkingContent):
-        if block.redacted:
-            return {"type": "redacted_thinking", "data": block.thinking_signature or ""}
-        if not block.thinking_signature:  # unsigned thinking cannot be replayed as thinking
-            return {"type": "text", "text": block.thinking} if block.thinking.strip() else None
-        return {"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature}
-    return {"type": "text", "text": block.text} if block.text else None

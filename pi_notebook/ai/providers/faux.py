@@ -34,7 +34,7 @@ from ..messages import (
     ToolCall,
     Usage,
 )
-from ._usage_estimate import PromptMeter, block_body, estimate_tokens, output_chars, usage_estimate
+from ._usage_estimate import PromptCache, PromptMeter, block_body, estimate_tokens, output_chars, usage_estimate
 
 __all__ = [
     "FauxProvider",
@@ -139,7 +139,7 @@ class FauxProvider:
         self._pending: deque[FauxResponse] = deque()  # popped from the front per request: O(1)
         self._random = random.Random(seed)
         self._meter = PromptMeter()
-        self._prompt_cache: dict[str, str] = {}
+        self._prompt_cache = PromptCache()
         if models:
             self.models: tuple[Model, ...] = tuple(self._model(m) for m in models)
         else:

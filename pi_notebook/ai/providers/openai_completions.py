@@ -113,11 +113,12 @@ async def _read(run: ProviderRun, response: httpx.Response, *, context: Context)
 def _delta(run: ProviderRun, calls: dict[int, int], delta: dict[str, Any]) -> None:
     builder = run.builder
     content = builder.message.content
-    reasoning = next((v for f in _REASONING_FIELDS if isinstance(v := delta.get(f), str) and v), None)
-    if reasoning:
+    field = next((f for f in _REASONING_FIELDS if isinstance(delta.get(f), str) and delta[f]), None)
+    if field:
         if not (content and isinstance(content[-1], ThinkingContent)):
             run.push(builder.thinking_start())
-        run.push(builder.thinking_delta(len(content) - 1, reasoning))
+            content[-1].thinking_signature = field  # type: ignore[union-attr]  # replayed in this field (Pi)
+        run.push(builder.thinking_delta(len(content) - 1, delta[field]))
     text = delta.get("content")
     if isinstance(text, str) and text:
         if not (content and isinstance(content[-1], TextContent)):
@@ -190,9 +191,11 @@ def _usage(raw: dict[str, Any]) -> Usage:
     details = raw.get("prompt_tokens_details") or {}
     cache_read = details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or 0
     cache_write = details.get("cache_write_tokens") or 0
+    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens")
     return Usage(
         input=max(0, prompt - cache_read - cache_write),
         output=raw.get("completion_tokens") or 0,
         cache_read=cache_read,
         cache_write=cache_write,
+        reasoning=reasoning or None,
     )

@@ -39,6 +39,10 @@ class Scripted(CustomLLM):
         return self.completion()
 
     async def astreaming(self, model, messages, *args, **kwargs):
+        if model == "overflow":  # LiteLLM's own exception, as a backend whose prompt did not fit raises it
+            raise litellm.ContextWindowExceededError(
+                message="This model's maximum context length is 8192 tokens", model=model, llm_provider="scripted"
+            )
         if model in ("tool", "badargs"):
             result = _tool_result(messages)
             if result is None:
