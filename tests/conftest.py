@@ -1,10 +1,62 @@
-"""Shared test setup: every ``async def`` test runs on asyncio (anyio's pytest plugin, ``anyio_mode = "auto"``)."""
+"""Shared test setup: every ``async def`` test runs on asyncio (anyio's pytest plugin, ``anyio_mode = "auto"``), and
+the fixtures many modules use, defined once:
+
+- ``server``: a loopback fault server (``pi_notebook.testing``) for one test; with ``wire_apis.APIS`` and
+  ``wire_apis.model_for`` (tests/support) a test runs against each wire API.
+- ``kernel``: a real kernel (jupyter_client, ``tests/support/kernel_harness.py``) with ``%load_ext pi_notebook``,
+  shared by the tests of one module. A module that needs more set up overrides it with a fixture of the same
+  name that takes this one (``def kernel(kernel): kernel.run(SETUP); return kernel``).
+- ``fresh_kernel``: a kernel of its own for one test, nothing loaded: for tests that kill it or measure it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import pytest
+
+from pi_notebook.testing import FaultServer
+
+if TYPE_CHECKING:
+    from kernel_harness import Kernel
+
+LOAD_TIMEOUT_S = 120
+"""Deadline for a new kernel's ``%load_ext pi_notebook``: its first import of the package takes seconds of CPU,
+over a minute on a loaded 2-core machine (a deadline, not a wait: a quick load returns at once)."""
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    """A fault server on 127.0.0.1 for one test; closed (its threads joined) after it. Sync, so sync and async
+    tests share it."""
+    with FaultServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    from kernel_harness import Kernel
+
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook", timeout=LOAD_TIMEOUT_S)
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+@pytest.fixture
+def fresh_kernel() -> Iterator[Kernel]:
+    from kernel_harness import Kernel
+
+    kernel = Kernel()
+    try:
+        yield kernel
+    finally:
+        kernel.shutdown()

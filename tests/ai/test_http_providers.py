@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
 from pi_notebook.ai import (
     AbortController,
@@ -35,22 +35,6 @@ from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 
 KEY = "sk-test-secret-4f9a2c"
-APIS = ["openai", "anthropic"]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer, **fields: Any) -> Model:
-    if api == "openai":
-        base = {"id": "gpt-test", "api": "openai-completions", "provider": "openai", "base_url": server.openai_base_url}
-    else:
-        base = {"id": "claude-test", "api": "anthropic-messages", "provider": "anthropic",
-                "base_url": server.anthropic_base_url}  # fmt: skip
-    return Model(**{**base, "cost": ModelCost(input=1.0, output=2.0), **fields})
 
 
 def context(text: str = "hello") -> Context:
@@ -68,7 +52,7 @@ async def ask(api: str, server: FaultServer, **fields: Any) -> AssistantMessage:
 @pytest.mark.parametrize("api", APIS)
 async def test_streams_text_with_usage_and_cost(api: str, server: FaultServer) -> None:
     server.script([Reply.text("hello from the server", chunk_chars=3)])
-    model = model_for(api, server)
+    model = model_for(api, server, cost=ModelCost(input=1.0, output=2.0))
     events = []
     response = stream(model, context(), options())
     async for event in response:
@@ -277,7 +261,7 @@ async def test_an_error_event_mid_stream_keeps_the_partial(api: str, server: Fau
 
 @pytest.mark.parametrize("api", APIS)
 async def test_connection_refused_is_a_retryable_error(api: str, server: FaultServer) -> None:
-    model = model_for(api, server, base_url=FaultServer.refused_url() + ("/v1" if api == "openai" else ""))
+    model = model_for(api, FaultServer.refused_url())
     message = await complete(model, context(), options())
     assert message.stop_reason == "error"
     assert "Connection error" in (message.error_message or "")
@@ -361,7 +345,7 @@ async def test_keys_come_from_the_environment_or_are_asked_for(
 
 async def test_openai_compatible_servers_need_no_key(server: FaultServer) -> None:
     server.script([Reply.text("local model says hi")])
-    model = model_for("openai", server, provider="openai-compatible")
+    model = model_for("openai", server, keyless=True)
     message = await complete(model, context(), StreamOptions())
     assert message.stop_reason == "stop"
     assert server.requests[0].api_key is None

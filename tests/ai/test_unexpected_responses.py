@@ -8,34 +8,20 @@ server itself calls transient may be retried.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
-from pi_notebook.ai import AssistantMessage, Context, Model, StreamOptions, TextContent, ToolCall, UserMessage, complete
+from pi_notebook.ai import AssistantMessage, Context, StreamOptions, TextContent, ToolCall, UserMessage, complete
 from pi_notebook.ai.overflow import is_context_overflow
 from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer
 
-APIS = ["openai", "anthropic"]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return Model(id="m", api="openai-completions", provider="openai-compatible", base_url=server.openai_base_url)
-    return Model(id="m", api="anthropic-messages", provider="anthropic-compatible", base_url=server.base_url)
-
 
 async def ask(api: str, server: FaultServer, **options: Any) -> AssistantMessage:
     context = Context(messages=[UserMessage(content=[TextContent(text="hello there")])])
-    return await complete(model_for(api, server), context, StreamOptions(max_retries=3, **options))
+    return await complete(model_for(api, server, keyless=True), context, StreamOptions(max_retries=3, **options))
 
 
 def assert_final_error(message: AssistantMessage, server: FaultServer, *fragments: str) -> None:
@@ -173,7 +159,7 @@ async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflo
     # llama-cpp-python fails this way when the prompt does not fit (its log: "Requested tokens (N) exceed context
     # window of M"); the estimated prompt says what the server did not.
     server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)] * 2)
-    model = model_for(api, server).model_copy(update={"context_window": 2048})
+    model = model_for(api, server, keyless=True, context_window=2048)
     big = Context(messages=[UserMessage(content=[TextContent(text="lorem ipsum " * 1000)])])
     small = Context(messages=[UserMessage(content=[TextContent(text="hello")])])
     overflowed = await complete(model, big, StreamOptions())

@@ -5,34 +5,20 @@ failed, so the next prompt works. Both say what happened in ``compaction_end``'s
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
-from pi_notebook.ai import AssistantMessage, Model, TextContent, UserMessage, close_connections
+from pi_notebook.ai import AssistantMessage, TextContent, UserMessage, close_connections
 from pi_notebook.ai.messages import text_of
-from pi_notebook.ai.models import model_from_spec
 from pi_notebook.session import AgentSession, CompactionEndEvent, SessionStore, Settings, load_session
 from pi_notebook.session._summary import fit_conversation
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply, TokenUsage
 
-APIS = ["openai", "anthropic"]
 PARTIAL = "The first half of a long answer"
 LLAMA_OVERFLOW = "request (2407 tokens) exceeds the available context size (2048 tokens), try increasing it"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer, window: int = 128_000) -> Model:
-    kind = "openai" if api == "openai" else "anthropic"
-    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
-    return model_from_spec(f"{kind}-compatible:{base}:local", context_window=window)
 
 
 def session_for(
@@ -42,7 +28,7 @@ def session_for(
         retry={"base_delay_ms": 5}, compaction={"enabled": True, "keep_recent_tokens": keep, "reserve_tokens": 16}
     )
     store = SessionStore(tmp_path / f"{api}.jsonl")
-    model = model_for(api, server, window)
+    model = model_for(api, server, keyless=True, context_window=window)
     session = AgentSession(model=model, settings=settings, store=store, messages=messages)
     recorder = EventRecorder("session")
     session.subscribe(recorder)

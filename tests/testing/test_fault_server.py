@@ -9,7 +9,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
@@ -18,6 +18,7 @@ import anyio
 import httpx
 import openai
 import pytest
+from wire_apis import APIS
 
 from pi_notebook.testing import (
     Api,
@@ -33,18 +34,11 @@ from pi_notebook.testing import (
     ToolCallBlock,
 )
 
-APIS: list[Api] = ["openai", "anthropic"]
 PATHS: dict[Api, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 TERMINAL: dict[Api, str] = {"openai": "[DONE]", "anthropic": "message_stop"}
 USER: Any = [{"role": "user", "content": "hi"}]  # Any: each SDK wants its own TypedDict
 
 SseEvent = tuple[str | None, str]  # (event name, data)
-
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as fault_server:
-        yield fault_server
 
 
 def http_client(read_timeout: float = 5.0) -> httpx.AsyncClient:
