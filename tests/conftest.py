@@ -7,6 +7,9 @@ the fixtures many modules use, defined once:
   shared by the tests of one module. A module that needs more set up overrides it with a fixture of the same
   name that takes this one (``def kernel(kernel): kernel.run(SETUP); return kernel``).
 - ``fresh_kernel``: a kernel of its own for one test, nothing loaded: for tests that kill it or measure it.
+
+The network guard (no test reaches past loopback) is ``tests/support/loopback_guard.py``, a plugin the
+repository's ``conftest.py`` loads for every run.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from pi_notebook.session import AgentSession, CompactionEndEvent, SessionEvent
 
 pytestmark = pytest.mark.timeout(300)  # the first test of each server waits for it to start
 
-APIS = ["openai", "anthropic"]
+PROXY_APIS = ["openai", "anthropic"]  # the LiteLLM proxy's routes (not the fault server's wire_apis.APIS)
 ADD_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
@@ -162,7 +162,7 @@ def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> ProxyModel:
     return model
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_plain_reply(litellm: ProxyModel, api: str) -> None:
     # On /v1/messages LiteLLM answers a mock model with a whole JSON message, even to a streaming request.
     reply = await complete(litellm(api, "mock-text"), context("hi"))
@@ -170,7 +170,7 @@ async def test_litellm_plain_reply(litellm: ProxyModel, api: str) -> None:
     assert reply.content == [TextContent(text="The quick brown fox jumps over the lazy dog.")]
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_tool_round_trip(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-tool"), stream_fn=stream, tools=[add_tool(calls)])
@@ -182,7 +182,7 @@ async def test_litellm_tool_round_trip(litellm: ProxyModel, api: str) -> None:
     assert final.usage.estimated is None and final.usage.input > 0  # LiteLLM reports usage
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: ProxyModel, api: str) -> None:
     calls: list[Any] = []
     agent = Agent(model=litellm(api, "scripted-badargs"), stream_fn=stream, tools=[add_tool(calls)])
@@ -193,7 +193,7 @@ async def test_litellm_malformed_tool_arguments_are_shown_to_the_model(litellm: 
     assert 'Received arguments:\n{\n  "a": 2\n}' in first_text(result)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_abort_mid_stream(litellm: ProxyModel, api: str) -> None:
     controller = AbortController()
     response = stream(litellm(api, "scripted-slow"), context("go"), StreamOptions(signal=controller.signal))
@@ -209,7 +209,7 @@ async def test_litellm_abort_mid_stream(litellm: ProxyModel, api: str) -> None:
     assert text.startswith("word0 ") and "word399" not in text
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "mock-overflow"), context("hi"), StreamOptions(max_retries=3))
     assert reply.stop_reason == "error"
@@ -217,13 +217,13 @@ async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyMode
     assert is_context_overflow(reply)  # the session checks overflow first, so it compacts rather than retries
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_length_reply(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "scripted-length"), context("go"))
     assert (reply.stop_reason, reply.content) == ("length", [TextContent(text="cut short")])
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_a_length_reply_is_kept_in_the_session(litellm: ProxyModel, api: str) -> None:
     session = AgentSession(model=litellm(api, "scripted-length"))
     ends: list[SessionEvent] = []
