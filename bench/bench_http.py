@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import openai
 
-from pi_notebook.ai import AbortController, Context, Model, StreamOptions, TextContent, UserMessage, stream
+from pi_notebook.ai import AbortController, Context, StreamOptions, TextContent, UserMessage, stream
 from pi_notebook.testing import FaultServer, Reply
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from wire_apis import APIS, model_for
+
 KEY = "sk-bench"
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return Model(id="bench", api="openai-completions", provider="openai", base_url=server.openai_base_url)
-    if api == "responses":
-        return Model(id="bench", api="openai-responses", provider="openai", base_url=server.openai_base_url)
-    if api == "google":
-        return Model(id="bench", api="google-generative-ai", provider="google", base_url=server.google_base_url)
-    return Model(id="bench", api="anthropic-messages", provider="anthropic", base_url=server.anthropic_base_url)
 
 
 CONTEXT = Context(messages=[UserMessage(content=[TextContent(text="go")])])
@@ -98,7 +93,7 @@ async def parse_rate(chunks: int = 50_000, repeats: int = 3) -> dict[str, float]
 
 
 async def main() -> None:
-    for api in ("openai", "anthropic", "responses", "google"):
+    for api in APIS:
         result = await abort_latency(api)
         print(
             f"A1 abort→final mid-SSE ({api:9}): p50 {result['p50']:.2f} ms, p99 {result['p99']:.2f} ms "

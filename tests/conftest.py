@@ -1,13 +1,35 @@
-"""Shared test setup: every ``async def`` test runs on asyncio (anyio's pytest plugin, ``anyio_mode = "auto"``);
-the ``pi-bash-*.log`` / ``pi-python-*.log`` full-output files a test leaves in the temp directory are removed."""
+"""Shared test setup: every ``async def`` test runs on asyncio (anyio's pytest plugin, ``anyio_mode = "auto"``), and
+the fixtures many modules use, defined once:
+
+- ``server``: a loopback fault server (``pi_notebook.testing``) for one test; with ``wire_apis.APIS`` and
+  ``wire_apis.model_for`` (tests/support) a test runs against each wire API.
+- ``kernel``: a real kernel (jupyter_client, ``tests/support/kernel_harness.py``) with ``%load_ext pi_notebook``,
+  shared by the tests of one module. A module that needs more set up overrides it with a fixture of the same
+  name that takes this one (``def kernel(kernel): kernel.run(SETUP); return kernel``).
+- ``fresh_kernel``: a kernel of its own for one test, nothing loaded: for tests that kill it or measure it.
+
+The ``pi-bash-*.log`` / ``pi-python-*.log`` full-output files a test leaves in the temp directory are removed. The
+network guard (no test reaches past loopback) is ``tests/support/loopback_guard.py``, a plugin the repository's
+``conftest.py`` loads for every run.
+"""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from pi_notebook.testing import FaultServer
+
+if TYPE_CHECKING:
+    from kernel_harness import Kernel
+
+LOAD_TIMEOUT_S = 120
+"""Deadline for a new kernel's ``%load_ext pi_notebook``: its first import of the package takes seconds of CPU,
+over a minute on a loaded 2-core machine (a deadline, not a wait: a quick load returns at once)."""
 
 
 @pytest.fixture
@@ -23,3 +45,34 @@ def _remove_full_output_files() -> Iterator[None]:
     yield
     for path in {path for pattern in patterns for path in tmp.glob(pattern)} - before:
         path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    """A fault server on 127.0.0.1 for one test; closed (its threads joined) after it. Sync, so sync and async
+    tests share it."""
+    with FaultServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    from kernel_harness import Kernel
+
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook", timeout=LOAD_TIMEOUT_S)
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+@pytest.fixture
+def fresh_kernel() -> Iterator[Kernel]:
+    from kernel_harness import Kernel
+
+    kernel = Kernel()
+    try:
+        yield kernel
+    finally:
+        kernel.shutdown()

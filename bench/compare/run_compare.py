@@ -12,7 +12,7 @@ Where things are looked up (see README.md for installing them):
 * Node: ``node`` on PATH and ``pi_node/node_modules`` (``npm ci`` in ``pi_node/``).
 * Ports: the venv at ``$PI_COMPARE_VENV_<NAME>`` (name upper-cased, ``-`` -> ``_``, e.g.
   ``PI_COMPARE_VENV_PI_AI_PYTHON``), else ``$PI_COMPARE_VENVS/<name>``, else
-  ``/work/scratch/venvs/<name>``.
+  ``~/.cache/pi-notebook/compare-venvs/<name>``.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PORTS = ["pi-ai-python", "pi-agents-py", "pi-agent-core-lc"]
-DEFAULT_VENVS = "/work/scratch/venvs"
+DEFAULT_VENVS = "~/.cache/pi-notebook/compare-venvs"
 
 
 def venv_python(name: str) -> Path | None:
     root = os.environ.get("PI_COMPARE_VENV_" + name.upper().replace("-", "_"))
     if root is None:
-        root = os.path.join(os.environ.get("PI_COMPARE_VENVS", DEFAULT_VENVS), name)
+        root = os.path.join(os.path.expanduser(os.environ.get("PI_COMPARE_VENVS", DEFAULT_VENVS)), name)
     python = Path(root) / "bin" / "python"
     return python if python.exists() else None
 

@@ -3,16 +3,15 @@ the error result the model gets back shows what it sent (issue 17 item 9; was ``
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import FIRST_APIS, model_for
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult
-from pi_notebook.ai import Model, ToolResultMessage, stream
+from pi_notebook.ai import ToolResultMessage, stream
 from pi_notebook.testing import FaultServer, Reply
 
-APIS = ["openai", "anthropic"]
 SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
@@ -20,19 +19,7 @@ SCHEMA = {
 }
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return Model(id="m", api="openai-completions", provider="openai-compatible", base_url=server.openai_base_url)
-    return Model(id="m", api="anthropic-messages", provider="anthropic-compatible", base_url=server.base_url)
-
-
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_the_validation_error_quotes_the_salvaged_and_the_sent_arguments(api: str, server: FaultServer) -> None:
     runs: list[Any] = []
 
@@ -42,7 +29,7 @@ async def test_the_validation_error_quotes_the_salvaged_and_the_sent_arguments(a
 
     server.script([Reply.tool_call("add", '{"a": 2, "b": ', chunk_chars=3), Reply.text("I will try again.")])
     tool = AgentTool(name="add", description="adds", parameters=SCHEMA, execute=add)
-    agent = Agent(model=model_for(api, server), stream_fn=stream, tools=[tool])
+    agent = Agent(model=model_for(api, server, keyless=True), stream_fn=stream, tools=[tool])
     await agent.prompt("What is 2 + 3?")
     result = next(m for m in agent.state.messages if isinstance(m, ToolResultMessage))
     text = result.content[0].text  # type: ignore[union-attr]

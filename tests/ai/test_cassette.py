@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
 from pi_notebook.ai import (
     AbortController,
@@ -32,7 +33,6 @@ from pi_notebook.ai.cassette._match import Redactor, first_difference, without_f
 from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 
-APIS = ["openai", "anthropic", "responses", "google"]
 CANARY = "sk-canary-7f3e9d1c5b"
 ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GEMINI_API_KEY"}
 AUTH_HEADER = {
@@ -41,12 +41,6 @@ AUTH_HEADER = {
     "responses": "authorization",
     "google": "x-goog-api-key",
 }
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 @pytest.fixture
@@ -65,16 +59,6 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for variable in ENV.values():
         monkeypatch.delenv(variable)
-
-
-def model_for(api: str, base: str) -> Model:
-    if api == "openai":
-        return Model(id="gpt-test", api="openai-completions", provider="openai", base_url=f"{base}/v1")
-    if api == "responses":
-        return Model(id="gpt-test", api="openai-responses", provider="openai", base_url=f"{base}/v1")
-    if api == "google":
-        return Model(id="gemini-test", api="google-generative-ai", provider="google", base_url=f"{base}/v1beta")
-    return Model(id="claude-test", api="anthropic-messages", provider="anthropic", base_url=base)
 
 
 def context(text: str = "hello") -> Context:

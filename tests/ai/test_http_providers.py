@@ -11,10 +11,10 @@ import asyncio
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
 from pi_notebook.ai import (
     AbortController,
@@ -37,34 +37,12 @@ from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer, Reply
 
 KEY = "sk-test-secret-4f9a2c"
-APIS = ["openai", "anthropic", "responses", "google"]
 TRUNCATED = {
     "openai": "Stream ended without finish_reason",
     "anthropic": "Anthropic stream ended before message_stop",
     "responses": "OpenAI Responses stream ended before a terminal response event",
     "google": "Google stream ended without a finish reason",
 }
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer, **fields: Any) -> Model:
-    base = {
-        "openai": ("gpt-test", "openai-completions", "openai", server.openai_base_url),
-        "anthropic": ("claude-test", "anthropic-messages", "anthropic", server.anthropic_base_url),
-        "responses": ("gpt-test", "openai-responses", "openai", server.openai_base_url),
-        "google": ("gemini-test", "google-generative-ai", "google", server.google_base_url),
-    }[api]
-    fields = dict(zip(("id", "api", "provider", "base_url"), base, strict=True)) | fields
-    return Model(**{"cost": ModelCost(input=1.0, output=2.0), **fields})
-
-
-def refused_base(api: str) -> str:
-    return FaultServer.refused_url() + {"openai": "/v1", "responses": "/v1", "google": "/v1beta"}.get(api, "")
 
 
 def tool_names(api: str, body: dict[str, Any]) -> list[str]:
@@ -89,7 +67,7 @@ async def ask(api: str, server: FaultServer, **fields: Any) -> AssistantMessage:
 @pytest.mark.parametrize("api", APIS)
 async def test_streams_text_with_usage_and_cost(api: str, server: FaultServer) -> None:
     server.script([Reply.text("hello from the server", chunk_chars=3)])
-    model = model_for(api, server)
+    model = model_for(api, server, cost=ModelCost(input=1.0, output=2.0))
     events = []
     response = stream(model, context(), options())
     async for event in response:
@@ -307,7 +285,7 @@ async def test_an_error_event_mid_stream_keeps_the_partial(api: str, server: Fau
 
 @pytest.mark.parametrize("api", APIS)
 async def test_connection_refused_is_a_retryable_error(api: str, server: FaultServer) -> None:
-    model = model_for(api, server, base_url=refused_base(api))
+    model = model_for(api, FaultServer.refused_url())
     message = await complete(model, context(), options())
     assert message.stop_reason == "error"
     assert "Connection error" in (message.error_message or "")
@@ -403,7 +381,7 @@ async def test_keys_come_from_the_environment_or_are_asked_for(
 
 async def test_openai_compatible_servers_need_no_key(server: FaultServer) -> None:
     server.script([Reply.text("local model says hi")])
-    model = model_for("openai", server, provider="openai-compatible")
+    model = model_for("openai", server, keyless=True)
     message = await complete(model, context(), StreamOptions())
     assert message.stop_reason == "stop"
     assert server.requests[0].api_key is None

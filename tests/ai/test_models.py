@@ -4,7 +4,6 @@ issue 10 item 14). Servers are real: the loopback fault server records what arri
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -12,19 +11,6 @@ import pytest
 from pi_notebook.ai import Context, StreamOptions, TextContent, UserMessage, complete
 from pi_notebook.ai.models import model_from_server, model_from_spec, parse_compatible_spec
 from pi_notebook.testing import FaultServer, Reply
-
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-@pytest.fixture
-async def async_server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
 
 # -- parsing ---------------------------------------------------------------------------------------------
 
@@ -111,30 +97,30 @@ def ask(model: Any) -> Any:
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 async def test_the_key_comes_from_the_named_variable(
-    async_server: FaultServer, kind: str, monkeypatch: pytest.MonkeyPatch
+    server: FaultServer, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LITELLM_KEY", KEY)
-    async_server.script([Reply.text("ok")])
-    url = async_server.openai_base_url  # ends in /v1, which an anthropic-compatible spec drops
+    server.script([Reply.text("ok")])
+    url = server.openai_base_url  # ends in /v1, which an anthropic-compatible spec drops
     model = model_from_spec(f"{kind}-compatible:{url}:proxy-model", key_env="LITELLM_KEY")
     reply = await ask(model)
     assert reply.stop_reason == "stop", reply.error_message
-    request = async_server.requests[0]
+    request = server.requests[0]
     assert request.api_key == KEY
     assert request.path == ("/v1/chat/completions" if kind == "openai" else "/v1/messages")
 
 
 async def test_an_unset_key_variable_is_an_error_naming_it(
-    async_server: FaultServer, monkeypatch: pytest.MonkeyPatch
+    server: FaultServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LITELLM_KEY", raising=False)
-    model = model_from_spec(f"openai-compatible:{async_server.openai_base_url}:m", key_env="LITELLM_KEY")
+    model = model_from_spec(f"openai-compatible:{server.openai_base_url}:m", key_env="LITELLM_KEY")
     reply = await ask(model)
     assert (reply.stop_reason, reply.error_message) == (
         "error",
         "No API key for model m: set the environment variable LITELLM_KEY",
     )
-    assert async_server.requests == []
+    assert server.requests == []
 
 
 # -- reading the server's model list ---------------------------------------------------------------------

@@ -8,7 +8,6 @@ records them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -30,12 +29,6 @@ from pi_notebook.ai import (
     resolve_openai_compat,
 )
 from pi_notebook.testing import FaultServer, Reply
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def user(text: str = "What is 2 + 3?") -> UserMessage:

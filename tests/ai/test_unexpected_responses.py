@@ -8,34 +8,20 @@ server itself calls transient may be retried.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import FIRST_APIS, model_for
 
-from pi_notebook.ai import AssistantMessage, Context, Model, StreamOptions, TextContent, ToolCall, UserMessage, complete
+from pi_notebook.ai import AssistantMessage, Context, StreamOptions, TextContent, ToolCall, UserMessage, complete
 from pi_notebook.ai.overflow import is_context_overflow
 from pi_notebook.ai.retry import is_retryable_assistant_error
 from pi_notebook.testing import Fault, FaultServer
 
-APIS = ["openai", "anthropic"]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return Model(id="m", api="openai-completions", provider="openai-compatible", base_url=server.openai_base_url)
-    return Model(id="m", api="anthropic-messages", provider="anthropic-compatible", base_url=server.base_url)
-
 
 async def ask(api: str, server: FaultServer, **options: Any) -> AssistantMessage:
     context = Context(messages=[UserMessage(content=[TextContent(text="hello there")])])
-    return await complete(model_for(api, server), context, StreamOptions(max_retries=3, **options))
+    return await complete(model_for(api, server, keyless=True), context, StreamOptions(max_retries=3, **options))
 
 
 def assert_final_error(message: AssistantMessage, server: FaultServer, *fragments: str) -> None:
@@ -59,7 +45,7 @@ LITELLM_OVERFLOW = {
 }
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_json_error_sent_with_200_is_that_error(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, LITELLM_OVERFLOW)])
     message = await ask(api, server)
@@ -133,7 +119,7 @@ async def test_a_whole_anthropic_tool_use_message_gives_the_call(server: FaultSe
     assert message.content == [ToolCall(id="toolu_1", name="add", arguments={"a": 2, "b": 3})]
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_json_that_is_neither_error_nor_message_says_what_came(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, {"status": "ok"})])
     message = await ask(api, server)
@@ -148,7 +134,7 @@ PAGE = (
 )
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_html_page_with_200_is_reported_by_type_and_title_and_not_retried(
     api: str, server: FaultServer
 ) -> None:
@@ -158,7 +144,7 @@ async def test_an_html_page_with_200_is_reported_by_type_and_title_and_not_retri
     assert "font-weight" not in (message.error_message or "")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_empty_200_stream_is_not_transient(api: str, server: FaultServer) -> None:
     # llama-cpp-python's server: 200 and event-stream headers, then the chat template fails and the body ends.
     server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)])
@@ -166,14 +152,14 @@ async def test_an_empty_200_stream_is_not_transient(api: str, server: FaultServe
     assert_final_error(message, server, "200 response that ended before its first event", "see its log")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflow(
     api: str, server: FaultServer
 ) -> None:
     # llama-cpp-python fails this way when the prompt does not fit (its log: "Requested tokens (N) exceed context
     # window of M"); the estimated prompt says what the server did not.
     server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)] * 2)
-    model = model_for(api, server).model_copy(update={"context_window": 2048})
+    model = model_for(api, server, keyless=True, context_window=2048)
     big = Context(messages=[UserMessage(content=[TextContent(text="lorem ipsum " * 1000)])])
     small = Context(messages=[UserMessage(content=[TextContent(text="hello")])])
     overflowed = await complete(model, big, StreamOptions())
@@ -187,7 +173,7 @@ async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflo
     assert not is_retryable_assistant_error(failed)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_empty_200_json_body_says_so(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, b"")])
     message = await ask(api, server)
@@ -197,7 +183,7 @@ async def test_an_empty_200_json_body_says_so(api: str, server: FaultServer) -> 
 # -- redirects and HTML error pages ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 async def test_a_redirect_is_reported_with_its_target_and_neither_followed_nor_retried(
     api: str, status: int, server: FaultServer
@@ -208,7 +194,7 @@ async def test_a_redirect_is_reported_with_its_target_and_neither_followed_nor_r
     assert_final_error(message, server, f"{status} redirect to {target}", "redirects are not followed")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_html_error_page_is_described_by_its_title(api: str, server: FaultServer) -> None:
     page = "<html><head><title>404 Not Found</title><style>h1{font-weight:500}</style></head><body>nginx</body></html>"
     server.script([Fault.status(404, body=page, headers={"content-type": "text/html"})])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,14 +38,6 @@ print("REPORT " + json.dumps({
     "aborted": run.aborted, "tools": [t.name for t in run.session.tools]}))
 """
 NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook", timeout=120)
-    yield kernel
-    kernel.shutdown()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -21,14 +20,6 @@ pytestmark = pytest.mark.timeout(120)
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "sk-canary-notebook-5c8d2e"
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
 
 
 SETUP = """

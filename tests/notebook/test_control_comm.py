@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import textwrap
 import time
-from collections.abc import Iterator
 
 import pytest
 from control_frontend import TARGET, Frontend
@@ -33,47 +32,37 @@ SHORT = 'faux_assistant_message("a short answer")'
 FAILING = 'faux_assistant_message([], "error", "503 service unavailable")'
 
 
-@pytest.fixture(scope="module")
-def loaded() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
-
-
 @pytest.fixture
-def frontend(loaded: Kernel) -> Frontend:
-    return Frontend(loaded)
+def frontend(kernel: Kernel) -> Frontend:
+    return Frontend(kernel)
 
 
 def setup(frontend: Frontend, first: str = ENDLESS, tps: int = 2000) -> None:
     frontend.run(SLOW_FAUX.format(tps=tps, first=first))
 
 
-def test_load_ext_registers_the_target_that_comm_info_reveals_and_status_creates_no_session() -> None:
-    kernel = Kernel()
-    try:
-        frontend = Frontend(kernel)
-        assert frontend.comm_info() == {}  # nothing to open yet: the extension does not try
-        frontend.run("%load_ext pi_notebook")
-        comms = frontend.comm_info()
-        assert [entry["target_name"] for entry in comms.values()] == [TARGET]  # the beacon
-        frontend.run("%reload_ext pi_notebook")
-        assert len(frontend.comm_info()) == 1  # reloading does not add beacons
-        comm_id = frontend.open()
-        state = frontend.state(comm_id)
-        assert state["type"] == "state"
-        assert state["state"] == "idle"
-        assert state["run"] is None
-        assert state["aborted"] is False
-        assert abs(state["now"] - time.time() * 1000) < 5000
-        assert comm_id in frontend.comm_info()  # the open comm is listed too
-        frontend.send(comm_id, {"action": "status"})
-        assert frontend.state(comm_id, reply="status")["state"] == "idle"
-        out = frontend.run("from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.find())")
-        assert out.strip() == "None"  # asking for the state did not configure a session
-    finally:
-        kernel.shutdown()
+def test_load_ext_registers_the_target_that_comm_info_reveals_and_status_creates_no_session(
+    fresh_kernel: Kernel,
+) -> None:
+    frontend = Frontend(fresh_kernel)
+    assert frontend.comm_info() == {}  # nothing to open yet: the extension does not try
+    frontend.run("%load_ext pi_notebook")
+    comms = frontend.comm_info()
+    assert [entry["target_name"] for entry in comms.values()] == [TARGET]  # the beacon
+    frontend.run("%reload_ext pi_notebook")
+    assert len(frontend.comm_info()) == 1  # reloading does not add beacons
+    comm_id = frontend.open()
+    state = frontend.state(comm_id)
+    assert state["type"] == "state"
+    assert state["state"] == "idle"
+    assert state["run"] is None
+    assert state["aborted"] is False
+    assert abs(state["now"] - time.time() * 1000) < 5000
+    assert comm_id in frontend.comm_info()  # the open comm is listed too
+    frontend.send(comm_id, {"action": "status"})
+    assert frontend.state(comm_id, reply="status")["state"] == "idle"
+    out = frontend.run("from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.find())")
+    assert out.strip() == "None"  # asking for the state did not configure a session
 
 
 def test_status_replies_with_the_active_runs_state(frontend: Frontend) -> None:

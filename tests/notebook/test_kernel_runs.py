@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 
 import pytest
 from kernel_harness import Kernel
@@ -27,14 +26,6 @@ def _watch(event):
         settled_at.append(time.perf_counter())
 get_session().subscribe(_watch)
 """
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
 
 
 def setup_faux(kernel: Kernel, tps: int = 5000, words: int = 50_000) -> None:

@@ -4,7 +4,6 @@ commands (issue 10 item 14) answered with one clear line."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,18 +23,11 @@ HOME = "expanded"
 """
 
 
-@pytest.fixture(scope="module")
-def shared_kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook", timeout=120)  # the first import is slow on a loaded machine
-    yield kernel
-    kernel.shutdown()
-
-
 @pytest.fixture
-def kernel(shared_kernel: Kernel) -> Kernel:
-    shared_kernel.run(SHORT_FAUX)  # a fresh session: no runs, an empty transcript
-    return shared_kernel
+def kernel(kernel: Kernel) -> Kernel:
+    """The module's loaded kernel (tests/conftest.py) with a fresh session: no runs, an empty transcript."""
+    kernel.run(SHORT_FAUX)
+    return kernel
 
 
 def test_a_percent_pi_line_is_taken_literally_and_runs_no_code(kernel: Kernel, tmp_path: Path) -> None:

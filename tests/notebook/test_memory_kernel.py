@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from kernel_harness import Kernel
 from memory_workload import Workload
@@ -12,19 +10,12 @@ from memory_workload import Workload
 pytestmark = pytest.mark.timeout(900)
 
 
-@pytest.fixture
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    yield kernel
-    kernel.shutdown()
-
-
-def test_two_hundred_runs_keep_widgets_bounded_and_memory_within_twice_the_transcript(kernel: Kernel) -> None:
-    workload = Workload(kernel, reply_chars=20_000, trace=True)
+def test_two_hundred_runs_keep_widgets_bounded_and_memory_within_twice_the_transcript(fresh_kernel: Kernel) -> None:
+    workload = Workload(fresh_kernel, reply_chars=20_000, trace=True)
     workload.runs(20)
     before = workload.probe()
     per_view = int(
-        kernel.run(
+        fresh_kernel.run(
             "from pi_notebook.notebook.widget._view import _widget_tree\n"
             "print(len(_widget_tree(get_notebook_session().runs[-1].view)))"
         ).text
@@ -42,27 +33,27 @@ def test_two_hundred_runs_keep_widgets_bounded_and_memory_within_twice_the_trans
     assert rss <= 5 * transcript, f"RSS grew {rss:,.0f} B per run for a {transcript:,.0f} B transcript"
 
 
-def test_a_run_shown_twice_turns_static_everywhere_when_its_view_closes(kernel: Kernel) -> None:
-    Workload(kernel, reply_chars=100)
-    kernel.run("from pi_notebook.notebook._registry import REGISTRY; REGISTRY.recent.keep = 0")
-    kernel.run('_pi_faux.set_responses([faux_assistant_message("first reply")])')
-    shown = kernel.run("%pi first").outputs
+def test_a_run_shown_twice_turns_static_everywhere_when_its_view_closes(fresh_kernel: Kernel) -> None:
+    Workload(fresh_kernel, reply_chars=100)
+    fresh_kernel.run("from pi_notebook.notebook._registry import REGISTRY; REGISTRY.recent.keep = 0")
+    fresh_kernel.run('_pi_faux.set_responses([faux_assistant_message("first reply")])')
+    shown = fresh_kernel.run("%pi first").outputs
     [live] = [output["content"] for output in shown if output["msg_type"] == "display_data"]
     display_id = live["transient"]["display_id"]
     assert "application/vnd.jupyter.widget-view+json" in live["data"]
-    kernel.run("first = get_notebook_session().runs[0]\n_ = await first")
-    [again] = kernel.run("display(first)").outputs
+    fresh_kernel.run("first = get_notebook_session().runs[0]\n_ = await first")
+    [again] = fresh_kernel.run("display(first)").outputs
     assert again["content"]["transient"]["display_id"] == display_id
     assert "application/vnd.jupyter.widget-view+json" in again["content"]["data"]
 
-    kernel.run('_pi_faux.set_responses([faux_assistant_message("second reply")])')
-    outputs = kernel.run("second = %pi second").outputs  # run 1 is settled and beyond keep=0: its view closes
+    fresh_kernel.run('_pi_faux.set_responses([faux_assistant_message("second reply")])')
+    outputs = fresh_kernel.run("second = %pi second").outputs  # run 1 is settled and beyond keep=0: its view closes
     [update] = [output["content"] for output in outputs if output["msg_type"] == "update_display_data"]
     assert update["transient"]["display_id"] == display_id
     assert "application/vnd.jupyter.widget-view+json" not in update["data"]
     assert "first reply" in update["data"]["text/markdown"]
     assert "`agent_settled`" in update["data"]["text/markdown"]
-    [static] = kernel.run("display(first)").outputs
+    [static] = fresh_kernel.run("display(first)").outputs
     assert "first reply" in static["content"]["data"]["text/markdown"]
-    closed = kernel.run("print(first.view is None, [e.type for e in first.events].count('message_update'))")
+    closed = fresh_kernel.run("print(first.view is None, [e.type for e in first.events].count('message_update'))")
     assert closed.text.strip() == "True 0"

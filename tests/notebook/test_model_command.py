@@ -17,12 +17,6 @@ KEY = "sk-model-command-key"
 
 
 @pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-@pytest.fixture
 def pi(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Iterator[Any]:
     """The magic, on a registry of its own (the kernel's is left alone). Typed ``Any``: IPython 9's stubs type the
     decorated ``pi`` as its decorator, IPython 8.12's leave it untyped, and this runs on both."""

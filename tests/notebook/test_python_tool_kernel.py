@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -52,14 +51,6 @@ BUSY = "print('working')\nn = 0\nwhile True:\n    n += 1"
 SLEEP = "import time\nprint('working')\ntime.sleep(1000)"
 CODES = {"busy loop": BUSY, "sleep": SLEEP}
 NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ widget that executed and saved notebooks keep (checked through ``nbconvert --to 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,10 @@ configure(model=faux.model, stream_fn=faux.stream)
 
 
 @pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook", timeout=90)
+def kernel(kernel: Kernel) -> Kernel:
+    """The shared loaded kernel (tests/conftest.py), with this module's set-up run once."""
     kernel.run(SETUP)
-    yield kernel
-    kernel.shutdown()
+    return kernel
 
 
 def widget_models(outcome: Outcome) -> list[str]:

@@ -4,7 +4,6 @@ for N s" in its widget, over real loopback HTTP from a server that drips bytes t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import dummy_comm as dummy
@@ -21,12 +20,6 @@ from pi_notebook.testing import Fault, FaultServer, Reply
 @pytest.fixture(autouse=True)
 def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return dummy.install(monkeypatch.setattr)
-
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 async def test_a_dripping_stream_shows_no_data_for_n_seconds_until_stopped(

@@ -40,7 +40,7 @@ from pi_notebook.session import AgentSession, CompactionEndEvent, SessionEvent
 
 pytestmark = pytest.mark.timeout(300)  # the first test of each server waits for it to start
 
-APIS = ["openai", "anthropic"]
+PROXY_APIS = ["openai", "anthropic"]  # the LiteLLM proxy's routes (not the fault server's wire_apis.APIS)
 ROUTES = ["openai", "anthropic", "responses"]
 """The proxy's routes: chat completions, Messages, and the Responses API (scripted models only: LiteLLM 1.108.7 does
 not stream its mock models there)."""
@@ -171,7 +171,7 @@ def litellm(litellm_proxy: Any, monkeypatch: pytest.MonkeyPatch) -> ProxyModel:
     return model
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_plain_reply(litellm: ProxyModel, api: str) -> None:
     # On /v1/messages LiteLLM answers a mock model with a whole JSON message, even to a streaming request.
     reply = await complete(litellm(api, "mock-text"), context("hi"))
@@ -218,7 +218,7 @@ async def test_litellm_abort_mid_stream(litellm: ProxyModel, api: str) -> None:
     assert text.startswith("word0 ") and "word399" not in text
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", PROXY_APIS)
 async def test_litellm_overflow_is_classified_and_not_retried(litellm: ProxyModel, api: str) -> None:
     reply = await complete(litellm(api, "mock-overflow"), context("hi"), StreamOptions(max_retries=3))
     assert reply.stop_reason == "error"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_apis import FIRST_APIS, model_for
 
 from pi_notebook.agent import AgentTool, AgentToolResult, MessageUpdateEvent
 from pi_notebook.ai import Cassette, Model, TextContent, UserMessage, close_connections
@@ -17,7 +18,6 @@ from pi_notebook.ai.providers.faux import faux_assistant_message
 from pi_notebook.session import AgentSession, CompactionSummaryMessage, Settings
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply, ScriptEntry
 
-APIS = ["openai", "anthropic"]
 CANARY = "sk-canary-session-0b7e41"
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 Outcome = tuple[list[str], list[dict[str, Any]]]
@@ -26,12 +26,6 @@ PACE = 0.005
 """Seconds between the server's events, as a model streams. Labels read the live partial message when an event is
 delivered (``message_start:assistant:pending``); a server that writes a whole reply in a burst makes them depend
 on how the client's reads happened to fall, live as well as in replay."""
-
-
-def model_for(api: str, base_url: str) -> Model:
-    if api == "openai":
-        return Model(id="gpt-test", api="openai-completions", provider="openai", base_url=f"{base_url}/v1")
-    return Model(id="claude-test", api="anthropic-messages", provider="anthropic", base_url=base_url)
 
 
 async def echo(call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
@@ -84,7 +78,7 @@ async def prompt(session: AgentSession, recorder: EventRecorder) -> None:
     await session.prompt("hello")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_429_then_success(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script: list[ScriptEntry] = [
         Fault.rate_limit(headers={"retry-after-ms": "30"}),
@@ -97,7 +91,7 @@ async def test_a_429_then_success(api: str, tmp_path: Path, monkeypatch: pytest.
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_tool_call(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script: list[ScriptEntry] = [
         Reply.tool_call("echo", {"text": "hi"}, id="call_1", delay_s=PACE),
@@ -108,13 +102,14 @@ async def test_a_tool_call(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_an_overflow_compacted_and_retried(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = model_for(api, "")  # the replies are this model's, as if it had written them
     history: list[Any] = []
     for i in range(6):
         history.append(UserMessage(content=[TextContent(text=f"question {i} " + "x" * 400)]))
         reply = faux_assistant_message(f"answer {i} " + "y" * 400)
-        reply.provider, reply.model = ("openai", "gpt-test") if api == "openai" else ("anthropic", "claude-test")
+        reply.provider, reply.model = model.provider, model.id
         history.append(reply)
     script: list[ScriptEntry] = [
         Fault.overflow(),
@@ -130,7 +125,7 @@ async def test_an_overflow_compacted_and_retried(api: str, tmp_path: Path, monke
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_stream_stopped_after_its_first_delta(
     api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

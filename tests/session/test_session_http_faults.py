@@ -3,14 +3,13 @@ Each case ends with exactly one agent_settled, a session file that matches, and 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_apis import APIS, model_for
 
-from pi_notebook.ai import Model, TextContent, UserMessage, close_connections
-from pi_notebook.ai.models import model_from_spec
+from pi_notebook.ai import TextContent, UserMessage, close_connections
 from pi_notebook.ai.providers.faux import faux_assistant_message
 from pi_notebook.session import (
     AgentSession,
@@ -22,36 +21,15 @@ from pi_notebook.session import (
 )
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply
 
-APIS = ["openai", "anthropic", "responses", "google"]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return model_from_spec(f"openai-compatible:{server.openai_base_url}:test-model")
-    if api == "responses":
-        base = server.openai_base_url  # a server of our own: no key
-        return model_from_spec("openai-responses:test-model", base_url=base, provider="openai-compatible")
-    if api == "google":
-        return Model(
-            id="gemini-test", api="google-generative-ai", provider="google-local", base_url=server.google_base_url
-        )
-    return Model(
-        id="claude-test", api="anthropic-messages", provider="anthropic-local", base_url=server.anthropic_base_url
-    )
-
 
 def session_for(
     api: str, server: FaultServer, tmp_path: Path, messages: Any = (), **settings: Any
 ) -> tuple[AgentSession, EventRecorder]:
     settings = {"retry": {"base_delay_ms": 5}, "compaction": {"enabled": False}, **settings}
     store = SessionStore(tmp_path / f"{api}.jsonl")
-    session = AgentSession(model=model_for(api, server), settings=Settings(**settings), store=store, messages=messages)
+    session = AgentSession(
+        model=model_for(api, server, keyless=True), settings=Settings(**settings), store=store, messages=messages
+    )
     recorder = EventRecorder("session")
     session.subscribe(recorder)
     return session, recorder
@@ -125,7 +103,7 @@ async def test_layer_one_retries_are_invisible_to_the_session(api: str, server: 
 
 @pytest.mark.parametrize("api", APIS)
 async def test_overflow_is_compacted_then_retried_once(api: str, server: FaultServer, tmp_path: Path) -> None:
-    model = model_for(api, server)
+    model = model_for(api, server, keyless=True)
     history: list[Any] = []
     for i in range(6):
         history.append(UserMessage(content=[TextContent(text=f"question {i} " + "x" * 400)]))

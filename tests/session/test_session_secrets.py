@@ -7,12 +7,12 @@ the faux model through a session)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
+from wire_apis import APIS
 
 from pi_notebook.agent import Agent, Hooks, LoopConfig
 from pi_notebook.ai import AssistantMessage, Model, StreamOptions, TextContent, ToolResultMessage, close_connections
@@ -22,7 +22,6 @@ from pi_notebook.session import AgentSession, SessionStore, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
 from pi_notebook.tools import bash_tool
 
-APIS = ["openai", "anthropic", "responses", "google"]
 VARIABLES = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
@@ -31,12 +30,6 @@ VARIABLES = {
 }
 CORE = "canary-5e1f0c7d9b2a"  # every spelling of the key (raw, repr, JSON, percent-encoded) contains this
 CANARY = f"sk-{CORE}"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def last_reply(session: AgentSession) -> AssistantMessage:

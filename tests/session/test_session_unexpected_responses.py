@@ -4,16 +4,15 @@ item 14): it settles after one request, with the server's answer described, inst
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from wire_apis import FIRST_APIS, model_for
 
-from pi_notebook.ai import Model, close_connections
+from pi_notebook.ai import close_connections
 from pi_notebook.session import AgentSession, Settings
 from pi_notebook.testing import EventRecorder, Fault, FaultServer
 
-APIS = ["openai", "anthropic"]
 ANSWERS: dict[str, Any] = {
     "empty-stream": Fault.raw(200, b"", content_type="text/event-stream", chunked=True),
     "html-page": Fault.raw(200, "<html><title>Sign in</title></html>", content_type="text/html"),
@@ -21,26 +20,14 @@ ANSWERS: dict[str, Any] = {
 }
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer) -> Model:
-    if api == "openai":
-        return Model(id="m", api="openai-completions", provider="openai-compatible", base_url=server.openai_base_url)
-    return Model(id="m", api="anthropic-messages", provider="anthropic-compatible", base_url=server.base_url)
-
-
 @pytest.mark.parametrize("answer", ANSWERS, ids=list(ANSWERS))
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_the_session_settles_after_one_request_and_says_what_came_back(
     api: str, answer: str, server: FaultServer
 ) -> None:
     server.script([ANSWERS[answer]] * 4)
     settings = Settings(retry={"max_retries": 3, "base_delay_ms": 1}, compaction={"enabled": False})
-    session = AgentSession(model=model_for(api, server), settings=settings)
+    session = AgentSession(model=model_for(api, server, keyless=True), settings=settings)
     recorder = EventRecorder("session")
     session.subscribe(recorder)
     await session.prompt("hello")

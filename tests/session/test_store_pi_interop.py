@@ -1,5 +1,6 @@
 """Our session files, damaged and repaired ones included, load in Pi 0.83's own SessionManager (Node 22 and
-``@earendil-works/pi-coding-agent`` 0.83 in ``$PI083_DIR/node_modules``, default /work/scratch/pi083)."""
+``@earendil-works/pi-coding-agent`` 0.83 in ``$PI083_DIR/node_modules``, default ``~/.cache/pi-notebook/pi083``,
+where ``bash tests/pi083/up.sh`` installs them; without them the tests skip, saying so)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook._registry import SessionRegistry
 from pi_notebook.session import CompactionSummaryMessage, SessionStore, load_session
 
-PI = Path(os.environ.get("PI083_DIR", "/work/scratch/pi083")) / "node_modules"
+PI = Path(os.environ.get("PI083_DIR", "~/.cache/pi-notebook/pi083")).expanduser() / "node_modules"
 NODE = PI / ".bin" / "node"
 MANAGER = PI / "@earendil-works" / "pi-coding-agent" / "dist" / "core" / "session-manager.js"
 
@@ -32,9 +33,16 @@ console.log(JSON.stringify(messages.map((m) => [m.role, m.role === "compactionSu
 """
 
 
-def read_with_pi(path: Path) -> list[list[Any]]:
+def require_pi() -> None:
     if not (NODE.exists() and MANAGER.exists()):
-        pytest.skip(f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed under {PI}; set PI083_DIR")
+        pytest.skip(
+            f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed in {PI}: run `bash tests/pi083/up.sh` "
+            "(npm, ~1 min) or set PI083_DIR to a folder whose node_modules holds it"
+        )
+
+
+def read_with_pi(path: Path) -> list[list[Any]]:
+    require_pi()
     done = subprocess.run(
         [str(NODE), "--input-type=module", "-e", READ_WITH_PI, MANAGER.as_uri(), str(path), str(path.parent)],
         capture_output=True,
@@ -95,8 +103,7 @@ console.log(JSON.stringify(seen));
 
 
 def test_pi_finds_a_notebook_saved_session_in_its_own_folder_layout_and_appends_to_it(tmp_path: Path) -> None:
-    if not (NODE.exists() and MANAGER.exists()):
-        pytest.skip(f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed under {PI}; set PI083_DIR")
+    require_pi()
     faux = FauxProvider()
     faux.set_responses([faux_assistant_message("saved by default")])
     registry = SessionRegistry()

@@ -5,34 +5,20 @@ failed, so the next prompt works. Both say what happened in ``compaction_end``'s
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_apis import FIRST_APIS, model_for
 
-from pi_notebook.ai import AssistantMessage, Model, TextContent, UserMessage, close_connections
+from pi_notebook.ai import AssistantMessage, TextContent, UserMessage, close_connections
 from pi_notebook.ai.messages import text_of
-from pi_notebook.ai.models import model_from_spec
 from pi_notebook.session import AgentSession, CompactionEndEvent, SessionStore, Settings, load_session
 from pi_notebook.session._summary import fit_conversation
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply, TokenUsage
 
-APIS = ["openai", "anthropic"]
 PARTIAL = "The first half of a long answer"
 LLAMA_OVERFLOW = "request (2407 tokens) exceeds the available context size (2048 tokens), try increasing it"
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-def model_for(api: str, server: FaultServer, window: int = 128_000) -> Model:
-    kind = "openai" if api == "openai" else "anthropic"
-    base = server.openai_base_url if api == "openai" else server.anthropic_base_url
-    return model_from_spec(f"{kind}-compatible:{base}:local", context_window=window)
 
 
 def session_for(
@@ -42,7 +28,7 @@ def session_for(
         retry={"base_delay_ms": 5}, compaction={"enabled": True, "keep_recent_tokens": keep, "reserve_tokens": 16}
     )
     store = SessionStore(tmp_path / f"{api}.jsonl")
-    model = model_for(api, server, window)
+    model = model_for(api, server, keyless=True, context_window=window)
     session = AgentSession(model=model, settings=settings, store=store, messages=messages)
     recorder = EventRecorder("session")
     session.subscribe(recorder)
@@ -83,7 +69,7 @@ def sent_texts(server: FaultServer, index: int) -> str:
 # -- item 2: a truncated reply ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_truncated_reply_with_nothing_to_compact_is_kept_and_said_so(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -99,7 +85,7 @@ async def test_a_truncated_reply_with_nothing_to_compact_is_kept_and_said_so(
     await settle(session, recorder, server)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_kept_truncated_reply_reaches_the_model_with_the_next_prompt(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -113,7 +99,7 @@ async def test_a_kept_truncated_reply_reaches_the_model_with_the_next_prompt(
     assert recorder.labels.count("agent_settled:aborted=false") == 2
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_truncated_reply_is_kept_when_the_summary_fails(api: str, server: FaultServer, tmp_path: Path) -> None:
     server.script([truncated(), Fault.unauthorized()])
     session, recorder = session_for(api, server, tmp_path, messages=history(4), keep=200)
@@ -125,7 +111,7 @@ async def test_a_truncated_reply_is_kept_when_the_summary_fails(api: str, server
     await settle(session, recorder, server)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_truncated_reply_leaves_only_when_its_turn_runs_again(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -147,7 +133,7 @@ async def test_a_truncated_reply_leaves_only_when_its_turn_runs_again(
 # -- item 5: a prompt that does not fit ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_prompt_too_large_to_compact_leaves_the_context_and_the_next_prompt_works(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -190,7 +176,7 @@ def request_text(request: Any) -> str:
     return "".join(parts)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_the_summary_request_fits_a_small_window(api: str, server: FaultServer, tmp_path: Path) -> None:
     big = [
         m
@@ -235,7 +221,7 @@ def test_a_conversation_is_shortened_in_its_middle() -> None:
     assert fit_conversation("small", 500) == "small"
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_resumed_transcript_ending_in_a_prompt_that_did_not_fit_recovers_too(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:

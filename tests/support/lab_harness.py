@@ -20,9 +20,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from loopback_core import note_url
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
+CLOSED_PORT = 9
+"""The discard port: nothing listens there on a test machine, so a connection to it is refused at once."""
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -32,6 +35,9 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
     "--disable-sync",
     "--disable-quic",
+    # Nothing past loopback (tests/support/loopback_guard.py): every other request goes to a proxy on a closed
+    # port of 127.0.0.1 and fails there; Chromium never sends loopback requests through a proxy.
+    f"--proxy-server=http://127.0.0.1:{CLOSED_PORT}",
 ]
 
 
@@ -39,6 +45,12 @@ def require_chromium() -> None:
     """Browser tests need Debian's chromium; say how to get it instead of skipping silently."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         raise RuntimeError(f"{CHROMIUM} is missing: apt-get install -y chromium (see README, Tests)")
+
+
+def guard(page: Page) -> Page:
+    """Note each request ``page`` tries past loopback (the proxy flag stops it): the loopback guard fails the test."""
+    page.on("request", lambda request: note_url(request.url, "chromium"))
+    return page
 
 
 def free_port() -> int:
@@ -111,7 +123,7 @@ class JupyterLab:
     def open(self, path: Path, workspace: str | None = None, prepare: Callable[[Page], object] | None = None) -> Page:
         """``workspace`` names a fresh JupyterLab workspace, so notebooks opened earlier are not restored;
         ``prepare`` is called with the page before it loads anything (to watch its requests, say)."""
-        page = self.browser.new_page(viewport={"width": 1500, "height": 1000})
+        page = guard(self.browser.new_page(viewport={"width": 1500, "height": 1000}))
         if prepare is not None:
             prepare(page)
         page.goto(self.url(path, workspace))

@@ -9,7 +9,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
@@ -18,6 +18,7 @@ import anyio
 import httpx
 import openai
 import pytest
+from wire_apis import FIRST_APIS
 
 from pi_notebook.testing import (
     Api,
@@ -33,18 +34,11 @@ from pi_notebook.testing import (
     ToolCallBlock,
 )
 
-APIS: list[Api] = ["openai", "anthropic"]
 PATHS: dict[Api, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 TERMINAL: dict[Api, str] = {"openai": "[DONE]", "anthropic": "message_stop"}
 USER: Any = [{"role": "user", "content": "hi"}]  # Any: each SDK wants its own TypedDict
 
 SseEvent = tuple[str | None, str]  # (event name, data)
-
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as fault_server:
-        yield fault_server
 
 
 def http_client(read_timeout: float = 5.0) -> httpx.AsyncClient:
@@ -336,7 +330,7 @@ async def test_length_stop_reason_maps_to_each_format(
         assert chunks[-2]["delta"]["stop_reason"] == wire_value
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_tool_call_arguments_given_as_a_string_are_sent_verbatim(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -350,7 +344,7 @@ async def test_tool_call_arguments_given_as_a_string_are_sent_verbatim(
     assert "".join(arguments) == '{"command": '
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_wire_events_lists_exactly_the_events_sent(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -363,7 +357,7 @@ async def test_wire_events_lists_exactly_the_events_sent(
 # -------------------------------------------------------------------------------------------------- status faults
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_status_fault_sends_its_status_retry_headers_and_a_format_error_body(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -518,7 +512,7 @@ async def test_models_are_listed_once_served(server: FaultServer, http: httpx.As
 # -------------------------------------------------------------------------------------------------- stream faults
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_reset_mid_stream_delivers_n_events_then_a_connection_reset(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -530,7 +524,7 @@ async def test_reset_mid_stream_delivers_n_events_then_a_connection_reset(
     assert caused_by(error, ConnectionResetError)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_reset_on_its_own_resets_before_any_response(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -551,7 +545,7 @@ async def test_sdks_report_a_reset_before_the_response_as_a_connection_error(
         await anthropic_client.messages.create(model="claude-test", max_tokens=10, messages=USER, stream=True)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_disconnect_mid_stream_leaves_the_chunked_body_incomplete(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -562,7 +556,7 @@ async def test_disconnect_mid_stream_leaves_the_chunked_body_incomplete(
     assert "incomplete chunked read" in str(error)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_truncate_ends_the_body_cleanly_without_the_terminal_event(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -577,7 +571,7 @@ async def test_truncate_ends_the_body_cleanly_without_the_terminal_event(
     assert server.connections_accepted == 1
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_a_fault_after_the_last_event_fires_before_the_body_ends(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -588,7 +582,7 @@ async def test_a_fault_after_the_last_event_fires_before_the_body_ends(
     assert isinstance(error, httpx.RemoteProtocolError)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_stall_mid_stream_sends_nothing_more_so_the_client_read_times_out(server: FaultServer, api: Api) -> None:
     server.script([Reply.text("some text here", fault=Fault.stall(after_events=3))])
     async with http_client(read_timeout=0.1) as client:
@@ -632,7 +626,7 @@ async def test_close_ends_a_stalled_stream_promptly() -> None:
     assert server.open_connections == 0
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_malformed_event_is_invalid_json_after_n_events(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -666,7 +660,7 @@ async def test_malformed_payload_is_written_verbatim(server: FaultServer, http: 
     assert body.endswith(b"\n\nnot sse at all\n\n")
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_sse_error_is_an_in_stream_error_event_after_n_events(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -855,7 +849,7 @@ async def test_script_is_fifo_and_each_request_records_the_entry_that_answered(
     assert server.pending == 0
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("api", FIRST_APIS)
 async def test_exhausted_script_answers_500_no_scripted_reply(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:

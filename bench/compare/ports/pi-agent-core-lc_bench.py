@@ -1,6 +1,7 @@
 """Compare workloads on pi-agent-core-lc 0.6.0 (``pi_agent_core.Agent``).
 
-Run with the port's venv:  /work/scratch/venvs/pi-agent-core-lc/bin/python pi-agent-core-lc_bench.py [--quick]
+Run with the port's venv (default ~/.cache/pi-notebook/compare-venvs/<name>, see ../README.md):
+    $PI_COMPARE_VENVS/pi-agent-core-lc/bin/python pi-agent-core-lc_bench.py [--quick]
 The port's only mock streams live in its tests and emit fixed one-delta replies, so it is driven by a
 scripted stream (4-char deltas) built on its own ``AssistantMessageEventStream`` and pydantic events.
 """

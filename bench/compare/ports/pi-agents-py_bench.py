@@ -1,6 +1,7 @@
 """Compare workloads on pi-agents-py 0.58.3 (``pi_agents.agent.Agent``).
 
-Run with the port's venv:  /work/scratch/venvs/pi-agents-py/bin/python pi-agents-py_bench.py [--quick]
+Run with the port's venv (default ~/.cache/pi-notebook/compare-venvs/<name>, see ../README.md):
+    $PI_COMPARE_VENVS/pi-agents-py/bin/python pi-agents-py_bench.py [--quick]
 The port has no faux provider, so it is driven by a scripted stream (4-char deltas) built on its own
 ``AssistantMessageEventStream``. Its events are plain dicts; its stream_fn is called synchronously.
 """

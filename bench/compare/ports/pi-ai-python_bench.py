@@ -1,6 +1,7 @@
 """Compare workloads on pi-ai-python 1.7.0 (``pi_agent.Agent``).
 
-Run with the port's venv:  /work/scratch/venvs/pi-ai-python/bin/python pi-ai-python_bench.py [--quick]
+Run with the port's venv (default ~/.cache/pi-notebook/compare-venvs/<name>, see ../README.md):
+    $PI_COMPARE_VENVS/pi-ai-python/bin/python pi-ai-python_bench.py [--quick]
 [--driver faux|scripted]. ``faux`` (default) is the port's own faux provider with token size 1;
 ``scripted`` is a minimal stream with the same event shape as the other ports' scripted streams.
 """

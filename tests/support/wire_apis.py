@@ -1,0 +1,51 @@
+"""The wire APIs the loopback fault server speaks, and a model that talks to it in each: the one table tests and
+benchmarks parametrize over. A new wire API is one more line in :data:`WIRES` (and its format in
+``pi_notebook.testing``'s fault server); every test parametrized on :data:`APIS` then runs it too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from pi_notebook.ai import Model
+from pi_notebook.testing import Api, FaultServer
+
+
+@dataclass(frozen=True)
+class Wire:
+    """How a model reaches the fault server in one wire API."""
+
+    api: str
+    """``Model.api``: which provider code streams it."""
+    vendor: str
+    """The provider whose key variable applies (``OPENAI_API_KEY``, ...): a missing key is an error."""
+    path: str = ""
+    """What the fault server's base URL takes for this API's routes (``/v1``: OpenAI's)."""
+
+
+WIRES: dict[Api, Wire] = {
+    "openai": Wire(api="openai-completions", vendor="openai", path="/v1"),
+    "anthropic": Wire(api="anthropic-messages", vendor="anthropic"),
+    "responses": Wire(api="openai-responses", vendor="openai", path="/v1"),
+    "google": Wire(api="google-generative-ai", vendor="google", path="/v1beta"),
+}
+APIS: list[Api] = list(WIRES)
+"""What tests parametrize over: ``@pytest.mark.parametrize("api", APIS)``."""
+FIRST_APIS: list[Api] = ["openai", "anthropic"]
+"""The two wire APIs some fault-format and recovery tests were written for: their expected texts and event lists
+are those formats'. The two added later (``responses``, ``google``) have their own checks of the same faults in
+``tests/ai/test_responses_and_gemini.py`` and the modules parametrized on :data:`APIS`."""
+
+
+def model_for(api: str, server: FaultServer | str, *, keyless: bool = False, **fields: Any) -> Model:
+    """A model ``test-model`` speaking ``api`` to ``server`` (or to a fault server's ``base_url``, e.g. one that
+    is closed, for a cassette's replay, or :meth:`FaultServer.refused_url`).
+
+    Its provider is the vendor (``openai``, ``anthropic``): the key comes from ``StreamOptions.api_key`` or the
+    vendor's variable, and a missing one is an error. ``keyless``: a self-hosted server of that format
+    (``openai-compatible``, ...), which needs no key. ``fields`` set any other :class:`Model` field
+    (``context_window``, ``cost``, ...)."""
+    wire = WIRES[cast(Api, api)]  # tests take ``api`` as a str; an unknown one is a KeyError
+    base = server if isinstance(server, str) else server.base_url
+    provider = f"{wire.vendor}-compatible" if keyless else wire.vendor
+    return Model(**{"id": "test-model", "api": wire.api, "provider": provider, "base_url": base + wire.path, **fields})
