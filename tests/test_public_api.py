@@ -29,7 +29,7 @@ PINNED = {
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED", "NEVER_ASK",
-        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
+        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TOOL_PROMPTS", "BashError", "FileToolError", "ToolPrompt",

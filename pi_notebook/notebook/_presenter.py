@@ -77,7 +77,7 @@ class RunPresenter:
             loop=loop,
             number=number,
         )
-        self._live = LiveOutput(key, self.view.transcript)
+        self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)

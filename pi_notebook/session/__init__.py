@@ -21,6 +21,7 @@ from ._events import (
     SummarizationRetryScheduledEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
+from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -73,6 +74,7 @@ __all__ = [
     "SessionsSettings",
     "Settings",
     "SettingsError",
+    "StreamRedactor",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
