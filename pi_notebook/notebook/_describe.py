@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from ..agent import (
@@ -39,6 +38,7 @@ from ..session import (
     SummarizationRetryScheduledEvent,
 )
 from ._inert import code_block, code_span, document, inline, literal
+from ._visible import shown_json
 
 __all__ = ["describe_event", "render_markdown", "result_text", "usage_line"]
 
@@ -165,7 +165,7 @@ def _assistant_markdown(message: AssistantMessage) -> str:
         elif isinstance(block, TextContent) and block.text:
             pieces.append(literal(block.text))
         elif isinstance(block, ToolCall):
-            arguments = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
+            arguments = shown_json(block.arguments)
             # the fence on a line of its own: after "tool call `x` " on the same line it was no fence at all
             pieces.append(f"tool call {code_span(block.name)}\n\n" + code_block(arguments, "json"))
     if message.stop_reason in ("error", "aborted", "length"):

@@ -11,7 +11,6 @@ blocks the loop, so no session event carries it) comes through ``_live``.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -46,6 +45,7 @@ from ..session import (
 from ._describe import result_text, usage_line
 from ._live import LiveOutput
 from ._view import RunView
+from ._visible import shown_json
 
 __all__ = ["RunPresenter"]
 
@@ -143,7 +143,7 @@ class RunPresenter:
                 transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
                 transcript.usage = usage_line(self._session)
             case ToolExecutionStartEvent():
-                args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
+                args = shown_json(event.args)
                 transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
                 self._live.expect(event.tool_call_id)
             case ToolExecutionUpdateEvent():

@@ -17,7 +17,6 @@ given error results saying so, recorded in the file, so the transcript can conti
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ from ..session import (
 from ._describe import describe_event, render_markdown, result_text
 from ._presenter import RunPresenter
 from ._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
+from ._visible import shown_json
 
 __all__ = [
     "CUT_OFF_NOTE",
@@ -247,7 +247,7 @@ def _ops(message: AgentMessage) -> list[Op]:
                 ops.append(TextOp(op="thinking", id=key, text=thinking))
             for block in message.content:
                 if isinstance(block, ToolCall):
-                    args = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
+                    args = shown_json(block.arguments)
                     ops.append(ToolOp(op="tool", call=block.id, name=block.name, args=args))
             ops.append(StatusOp(op="status", id=key, stop_reason=message.stop_reason, error=message.error_message))
             return ops
