@@ -33,7 +33,8 @@ holds in all of them is that the untrusted text forms no construct at all:
   reads ``@@N@@``.
 
 So what the model writes shows as the characters it wrote, its markdown included; the live widget is where a reply
-is rendered as formatted markdown (sanitised by DOMPurify: ``js/run-view``). A
+is rendered as formatted markdown (sanitised by DOMPurify, remote images held back until clicked: ``js/run-view``
+``src/markdown/sanitize.ts``). A
 sanitised ``text/html`` copy would keep formatting in static views, but it would hold every transcript twice in a
 saved notebook, and it would be one more renderer whose output JupyterLab trusts; not done.
 """

@@ -28,14 +28,14 @@ import pytest
 from lab_harness import ARTIFACTS, JupyterLab, notebook
 from nbformat.sign import NotebookNotary
 from playwright.sync_api import Dialog, Page, Route, expect
-from xss_payloads import REPLY
+from xss_payloads import REMOTE_HOST, REPLY
 
 pytestmark = pytest.mark.timeout(400)
 
 WAIT = 60_000
 SHOWN = 'onerror="window.__pwned'
 """Text of a payload that a literal rendering shows."""
-CODE = f"print({REPLY!r})"
+CODE = f"from IPython.display import HTML, display\nprint({REPLY!r})\ndisplay(HTML({REPLY!r}))"
 
 
 def setup(sessions: Path) -> str:
@@ -161,9 +161,17 @@ def test_hostile_replies_run_nothing_and_load_nothing_live_saved_reopened_and_co
     expect(cells.nth(3).locator(".jp-RenderedMarkdown")).to_contain_text("agent_settled", timeout=WAIT)
     expect(cells.nth(1).locator(".jp-RenderedMarkdown")).to_contain_text("agent_settled", timeout=WAIT)
     expect(cells.nth(6)).to_contain_text("Resumed", timeout=WAIT)
-    # the live widgets of the run and the replay load remote images of their own (issue 30 item 7): remote
-    # requests are checked once no widget can draw, below
-    check_inert(lab, page, watches[-1], "lab-inert-live.png", remote=False)
+    check_inert(lab, page, watches[-1], "lab-inert-live.png")
+    # the widget drew the reply's and the tool's images as buttons; a click loads one (issue 30 item 7)
+    held = page.locator(".pi-run-view button.pi-remote-image", has_text="click to load image from attacker.example")
+    assert held.count() >= 4  # the reply's, the tool display's, in the run's widget and the replay's
+    src = held.first.get_attribute("data-pi-src")
+    assert src is not None and src.startswith(f"https://{REMOTE_HOST}/")
+    held.first.click()
+    image = page.locator(f".pi-run-view img[src='{src}']")
+    expect(image).to_have_count(1, timeout=WAIT)
+    page.wait_for_function("img => img.complete", arg=image.element_handle(), timeout=WAIT)  # tried, and aborted
+    assert watches[-1].remote == [src]  # the one image clicked, and nothing before the click
     cells.nth(2).locator(".jp-OutputArea").screenshot(path=str(ARTIFACTS / "lab-inert-report.png"))
 
     page.keyboard.press("Control+s")
