@@ -37,10 +37,20 @@ from ..session import (
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
-from ._inert import code_block, code_span, document, inline, literal
+from ._inert import (
+    code_block,
+    code_span,
+    document,
+    html_code,
+    html_document,
+    html_markdown,
+    html_text,
+    inline,
+    literal,
+)
 from ._visible import shown_json
 
-__all__ = ["describe_event", "render_markdown", "result_text", "usage_line"]
+__all__ = ["describe_event", "render_html", "render_markdown", "result_text", "usage_line"]
 
 
 def _flag(value: bool) -> str:
@@ -176,3 +186,62 @@ def _assistant_markdown(message: AssistantMessage) -> str:
     # a quote (thinking) cannot start on the label's line; text and the rest read on from it
     separator = "\n\n" if pieces[0].startswith(">") else " "
     return "**assistant:**" + separator + "\n\n".join(pieces)
+
+
+def render_html(
+    messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str
+) -> str:
+    """:func:`render_markdown`'s run as HTML, the model's markdown formatted; every string crosses the gate
+    (``_inert``), and the whole is cleaned by it."""
+    parts = [f"<p><strong>{html_text(title)}</strong> — {html_text(status)}</p>"]
+    parts += [_message_html(message) for message in messages]
+    rows = "".join(
+        f'<tr><td style="text-align:right">{seconds:.3f}</td><td {_LEFT}><code>{html_text(label)}</code></td>'
+        f"<td {_LEFT}>{html_text(' '.join(detail.split()))}</td></tr>\n"
+        for seconds, label, detail in log
+    )
+    parts.append(
+        f'<table>\n<thead><tr><th style="text-align:right">t (s)</th><th {_LEFT}>event</th><th {_LEFT}>detail</th>'
+        "</tr></thead>\n"
+        f"<tbody>\n{rows}</tbody>\n</table>"
+    )
+    return html_document("\n".join(parts))
+
+
+_LEFT = 'style="text-align:left"'
+
+
+def _message_html(message: AgentMessage) -> str:
+    match message:
+        case UserMessage():
+            return f"<blockquote><p><strong>user:</strong> {html_text(text_of(message))}</p></blockquote>"
+        case AssistantMessage():
+            return _assistant_html(message)
+        case ToolResultMessage():
+            marker = "error" if message.is_error else "result"
+            label = f"<p><strong>{html_text(message.tool_name)} {marker}:</strong></p>"
+            return label + html_code(result_text(message) or "(no output)")
+        case CompactionSummaryMessage():
+            head = f"<p><strong>compaction summary</strong> ({message.tokens_before} tokens before):</p>"
+            return f"{head}<blockquote>{html_markdown(message.summary)}</blockquote>"
+        case CustomMessage():
+            return f"<p><em>[{html_text(message.role)}]</em></p>"
+
+
+def _assistant_html(message: AssistantMessage) -> str:
+    pieces = ["<p><strong>assistant:</strong></p>"]
+    for block in message.content:
+        if isinstance(block, ThinkingContent) and block.thinking:
+            pieces.append(f"<blockquote><p><em>thinking:</em> {html_text(block.thinking)}</p></blockquote>")
+        elif isinstance(block, TextContent) and block.text:
+            pieces.append(html_markdown(block.text))
+        elif isinstance(block, ToolCall):
+            pieces.append(
+                f"<p>tool call <code>{html_text(block.name)}</code></p>{html_code(shown_json(block.arguments))}"
+            )
+    if message.stop_reason in ("error", "aborted", "length"):
+        why = f"{message.stop_reason}: {message.error_message}" if message.error_message else message.stop_reason
+        pieces.append(f"<p><em>[{html_text(why)}]</em></p>")
+    if len(pieces) == 1:
+        pieces.append("<p><em>(no content)</em></p>")
+    return "\n".join(pieces)

@@ -48,8 +48,8 @@ from ..session import (
     SessionEvent,
 )
 from ..tools import PythonEvent, add_python_listener
-from ._describe import describe_event, render_markdown, usage_line
-from ._display import RunDisplay
+from ._describe import describe_event, render_html, render_markdown, usage_line
+from ._display import RunDisplay, Static
 from ._live import current_run
 from ._presenter import RunPresenter
 from ._protocol import RunStatus
@@ -86,18 +86,23 @@ StateListener: TypeAlias = Callable[[RunState], object]
 
 
 class RunReport:
-    """A finished run as markdown (transcript + event log); what ``await run`` shows in a notebook."""
+    """A finished run (transcript + event log) as markdown and HTML; what ``await run`` shows in a notebook."""
 
-    def __init__(self, markdown: str, *, aborted: bool, error: str | None) -> None:
+    def __init__(self, markdown: str, *, aborted: bool, error: str | None, html: str = "") -> None:
         self.markdown = markdown
+        self.html = html
         self.aborted = aborted
         self.error = error
         self.shown = False
-        """A notebook displayed it (its markdown was asked for)."""
+        """A notebook displayed it (its markdown or HTML was asked for)."""
 
     def _repr_markdown_(self) -> str:
         self.shown = True
         return self.markdown
+
+    def _repr_html_(self) -> str | None:
+        self.shown = True
+        return self.html or None
 
     def __repr__(self) -> str:
         return self.markdown
@@ -153,7 +158,7 @@ class Run:
             f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
-            markdown=lambda: self.report().markdown,
+            static=lambda: self._static(self.report()),
         )
         self._note_text = ""
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
@@ -262,8 +267,14 @@ class Run:
         status: str = self._status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
-        markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
-        return RunReport(markdown, aborted=self.aborted, error=self.error)
+        title = f"Run {self.number}"
+        markdown = render_markdown(self.messages, self.log, title=title, status=status)
+        html = render_html(self.messages, self.log, title=title, status=status)
+        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html)
+
+    @staticmethod
+    def _static(report: RunReport) -> Static:
+        return report.markdown, report.html
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -283,13 +294,17 @@ class Run:
             self._display.refresh_at_cell_end(lambda: self._pointer(report))
         return report
 
-    def _pointer(self, report: RunReport) -> str | None:
+    def _pointer(self, report: RunReport) -> Static | None:
         """At the end of the cell that showed and awaited the run: a line pointing to the report, if the cell
         showed it (its static copy is then not a second transcript), else ``None`` (the transcript)."""
         self._refresh_pending = False
         if not report.shown:
             return None
-        return f"**Run {self.number}** — {self._status}: its transcript and event log are in the report below."
+        where = "its transcript and event log are in the report below."
+        return (
+            f"**Run {self.number}** — {self._status}: {where}",
+            f"<p><strong>Run {self.number}</strong> — {self._status}: {where}</p>",
+        )
 
     def close_view(self) -> None:
         """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is

@@ -35,7 +35,7 @@ from ..session import (
     list_sessions,
     session_folder,
 )
-from ._describe import describe_event, render_markdown, result_text
+from ._describe import describe_event, render_html, render_markdown, result_text
 from ._presenter import RunPresenter
 from ._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
 from ._visible import shown_json
@@ -211,12 +211,17 @@ class Replayed:
     def view(self) -> Any:
         return self.presenter.view if self.presenter is not None else None
 
+    def _status(self) -> str:
+        return f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
+
     def markdown(self) -> str:
-        status = f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
-        return render_markdown(self.messages, self.log, title=self.title, status=status)
+        return render_markdown(self.messages, self.log, title=self.title, status=self._status())
+
+    def html(self) -> str:
+        return render_html(self.messages, self.log, title=self.title, status=self._status())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = {"text/markdown": self.markdown()}
+        bundle: dict[str, Any] = {"text/html": self.html(), "text/markdown": self.markdown()}
         if self.presenter is not None:
             widget_bundle = self.presenter.view._repr_mimebundle_()
             if widget_bundle:
