@@ -48,9 +48,9 @@ from ._inert import (
     inline,
     literal,
 )
-from ._visible import shown_json
+from ._visible import shown_json, visible_text
 
-__all__ = ["describe_event", "render_html", "render_markdown", "result_text", "usage_line"]
+__all__ = ["describe_event", "render_html", "render_markdown", "render_text", "result_text", "usage_line"]
 
 
 def _flag(value: bool) -> str:
@@ -245,3 +245,45 @@ def _assistant_html(message: AssistantMessage) -> str:
     if len(pieces) == 1:
         pieces.append("<p><em>(no content)</em></p>")
     return "\n".join(pieces)
+
+
+def render_text(
+    messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str
+) -> str:
+    """:func:`render_markdown`'s run as plain text (a terminal's view, ``text/plain``): control characters of every
+    untrusted string written as ``<U+001B>``."""
+    parts = [visible_text(f"{title} — {status}")]
+    parts += [visible_text(_message_text(message)) for message in messages]
+    width = max((len(label) for _, label, _ in log), default=5)
+    lines = [f"{'t (s)':>8}  {'event':<{width}}  detail"]
+    lines += [
+        f"{seconds:8.3f}  {label:<{width}}  {' '.join(detail.split())}".rstrip() for seconds, label, detail in log
+    ]
+    parts.append(visible_text("\n".join(lines)))
+    return "\n\n".join(parts)
+
+
+def _message_text(message: AgentMessage) -> str:
+    match message:
+        case UserMessage():
+            return f"user: {text_of(message)}"
+        case AssistantMessage():
+            pieces = []
+            for block in message.content:
+                if isinstance(block, ThinkingContent) and block.thinking:
+                    pieces.append(f"(thinking) {block.thinking}")
+                elif isinstance(block, TextContent) and block.text:
+                    pieces.append(block.text)
+                elif isinstance(block, ToolCall):
+                    pieces.append(f"tool call {block.name}:\n{shown_json(block.arguments)}")
+            if message.stop_reason in ("error", "aborted", "length"):
+                why = message.stop_reason + (f": {message.error_message}" if message.error_message else "")
+                pieces.append(f"[{why}]")
+            return "assistant: " + ("\n\n".join(pieces) if pieces else "(no content)")
+        case ToolResultMessage():
+            marker = "error" if message.is_error else "result"
+            return f"{message.tool_name} {marker}:\n{result_text(message) or '(no output)'}"
+        case CompactionSummaryMessage():
+            return f"compaction summary ({message.tokens_before} tokens before):\n{message.summary}"
+        case CustomMessage():
+            return f"[{message.role}]"

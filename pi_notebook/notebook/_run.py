@@ -48,7 +48,7 @@ from ..session import (
     SessionEvent,
 )
 from ..tools import PythonEvent, add_python_listener
-from ._describe import describe_event, render_html, render_markdown, usage_line
+from ._describe import describe_event, render_html, render_markdown, render_text, usage_line
 from ._display import RunDisplay, Static
 from ._live import current_run
 from ._presenter import RunPresenter
@@ -88,9 +88,11 @@ StateListener: TypeAlias = Callable[[RunState], object]
 class RunReport:
     """A finished run (transcript + event log) as markdown and HTML; what ``await run`` shows in a notebook."""
 
-    def __init__(self, markdown: str, *, aborted: bool, error: str | None, html: str = "") -> None:
+    def __init__(self, markdown: str, *, aborted: bool, error: str | None, html: str = "", text: str = "") -> None:
         self.markdown = markdown
         self.html = html
+        self.text = text or markdown
+        """What a terminal shows (``text/plain``)."""
         self.aborted = aborted
         self.error = error
         self.shown = False
@@ -105,7 +107,7 @@ class RunReport:
         return self.html or None
 
     def __repr__(self) -> str:
-        return self.markdown
+        return self.text
 
 
 class Run:
@@ -270,7 +272,8 @@ class Run:
         title = f"Run {self.number}"
         markdown = render_markdown(self.messages, self.log, title=title, status=status)
         html = render_html(self.messages, self.log, title=title, status=status)
-        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html)
+        text = render_text(self.messages, self.log, title=title, status=status)
+        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text)
 
     @staticmethod
     def _static(report: RunReport) -> Static:

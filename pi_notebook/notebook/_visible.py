@@ -29,7 +29,16 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-__all__ = ["BLANK_LINES", "MARKER_CLASS", "MAX_CHARS", "SPACES", "Visible", "shown_json", "visible_html"]
+__all__ = [
+    "BLANK_LINES",
+    "MARKER_CLASS",
+    "MAX_CHARS",
+    "SPACES",
+    "Visible",
+    "shown_json",
+    "visible_html",
+    "visible_text",
+]
 
 MAX_CHARS = 20_000
 """Characters shown at most (head and tail together)."""
@@ -174,3 +183,10 @@ def _json_escape(char: str) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def visible_text(text: str) -> str:
+    """``text`` for a terminal or a ``text/plain`` output: each character :func:`visible_html` would mark written as
+    ``<U+001B>`` (an ANSI escape from the model cannot move the cursor, clear the screen or set the clipboard)."""
+    text = text.replace("\r\n", "\n")
+    return "".join(f"<U+{ord(char):04X}>" if _hidden(char) else char for char in text)
