@@ -6,7 +6,8 @@
 Each notebook runs in a fresh kernel with nbclient, in this folder, with ``PI_NOTEBOOK_CASSETTE_MODE=none`` (so it
 replays its cassette and never calls out), ``PI_NOTEBOOK_SESSIONS__DIR=none`` (no session files, no greeting) and
 without widget state: a run's display keeps its widget view reference and its static copy (the transcript and event
-log, text/markdown), but not the widget's model state, which would repeat every streamed operation in the file.
+log, text/html and text/markdown), but not the widget's model state, which would repeat every streamed operation in
+the file.
 ``pytest --nbval notebooks/`` compares these outputs.
 ``cassettes/record_04.py`` records notebook 04's cassette again and saves its outputs the same way.
 """

@@ -33,7 +33,7 @@ PINNED = {
         "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
         "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
-        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
+        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError",

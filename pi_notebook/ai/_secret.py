@@ -34,6 +34,7 @@ __all__ = [
     "is_sensitive_header",
     "mask_headers",
     "scrub_secrets",
+    "secret_spellings",
     "secret_value",
     "strip_api_key",
 ]
@@ -116,14 +117,23 @@ def scrub_secrets(text: str, secrets: Iterable[str | None]) -> str:
     return _pattern(usable).sub(REDACTED, text)
 
 
+def secret_spellings(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    """Every spelling :func:`scrub_secrets` replaces, for these secrets (longest first)."""
+    return _variants(tuple(sorted({s for s in secrets if s and len(s.strip()) >= MIN_SECRET_LEN})))
+
+
 @functools.lru_cache(maxsize=32)
-def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+def _variants(secrets: tuple[str, ...]) -> tuple[str, ...]:
     variants: set[str] = set()
     for secret in secrets:
         for value in {secret, secret.strip()}:
             variants.update(_spellings(value))
-    ordered = sorted((v for v in variants if len(v) >= MIN_SECRET_LEN), key=len, reverse=True)
-    return re.compile("|".join(re.escape(v) for v in ordered))
+    return tuple(sorted((v for v in variants if len(v) >= MIN_SECRET_LEN), key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=32)
+def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(v) for v in _variants(secrets)))
 
 
 def _spellings(value: str) -> set[str]:

@@ -30,14 +30,15 @@ from typing import Any, Protocol
 from ..ai import AbortSignal
 from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
+from ._visible import MAX_CHARS
 from .widget import RunPresenter
 
 __all__ = ["FRONTEND_WAIT_S", "MAX_PREVIEW", "NO_FRONTEND", "NotebookApprover", "describe_tools", "preview_call"]
 
 FRONTEND_WAIT_S = 2.0
 """How long after a run starts a frontend has to render its widget before asking tools are refused."""
-MAX_PREVIEW = 20_000
-"""The call shown in the question is cut to this many characters."""
+MAX_PREVIEW = MAX_CHARS
+"""The call shown in the question is cut to this many characters: its head and its tail (``_visible``)."""
 NO_FRONTEND = (
     "{name} was not run: it needs the user's approval (setting tools.approval), and no notebook frontend is "
     "showing this run's widget to ask (nbclient, nbval, nbconvert and plain IPython cannot answer; nor can a run "
@@ -112,7 +113,7 @@ def preview_call(request: ApprovalRequest) -> str:
             text = None
     if text is None:
         text = json.dumps(_plain(request.args), ensure_ascii=False, indent=1, default=str)
-    return text if len(text) <= MAX_PREVIEW else text[:MAX_PREVIEW] + f"\n… ({len(text) - MAX_PREVIEW} more characters)"
+    return text  # the box shows it with what would hide marked, and cut in the middle if long (``_visible``)
 
 
 def describe_tools(session: AgentSession) -> str:

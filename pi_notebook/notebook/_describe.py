@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from ..agent import AgentMessage, AgentToolResult, CustomMessage
@@ -34,9 +33,20 @@ from ..session import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from ._inert import code_block, code_span, document, inline, literal
+from ._inert import (
+    code_block,
+    code_span,
+    document,
+    html_code,
+    html_document,
+    html_markdown,
+    html_text,
+    inline,
+    literal,
+)
+from ._visible import shown_json, visible_text
 
-__all__ = ["describe_event", "render_markdown", "result_text", "usage_line"]
+__all__ = ["describe_event", "render_html", "render_markdown", "render_text", "result_text", "usage_line"]
 
 
 def _flag(value: bool) -> str:
@@ -185,7 +195,7 @@ def _assistant_markdown(message: AssistantMessage) -> str:
         elif isinstance(block, TextContent) and block.text:
             pieces.append(literal(block.text))
         elif isinstance(block, ToolCall):
-            arguments = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
+            arguments = shown_json(block.arguments)
             # the fence on a line of its own: after "tool call `x` " on the same line it was no fence at all
             pieces.append(f"tool call {code_span(block.name)}\n\n" + code_block(arguments, "json"))
     if message.stop_reason in ("error", "aborted", "length"):
@@ -196,3 +206,118 @@ def _assistant_markdown(message: AssistantMessage) -> str:
     # a quote (thinking) cannot start on the label's line; text and the rest read on from it
     separator = "\n\n" if pieces[0].startswith(">") else " "
     return "**assistant:**" + separator + "\n\n".join(pieces)
+
+
+def render_html(
+    messages: Sequence[AgentMessage],
+    log: Sequence[tuple[float, str, str]],
+    *,
+    title: str,
+    status: str,
+    usage: str = "",
+) -> str:
+    """:func:`render_markdown`'s run as HTML, the model's markdown formatted; every string crosses the gate
+    (``_inert``), and the whole is cleaned by it."""
+    parts = [f"<p><strong>{html_text(title)}</strong> — {html_text(status)}</p>"]
+    parts += [_message_html(message) for message in messages]
+    rows = "".join(
+        f'<tr><td style="text-align:right">{seconds:.3f}</td><td {_LEFT}><code>{html_text(label)}</code></td>'
+        f"<td {_LEFT}>{html_text(' '.join(detail.split()))}</td></tr>\n"
+        for seconds, label, detail in log
+    )
+    parts.append(
+        f'<table>\n<thead><tr><th style="text-align:right">t (s)</th><th {_LEFT}>event</th><th {_LEFT}>detail</th>'
+        "</tr></thead>\n"
+        f"<tbody>\n{rows}</tbody>\n</table>"
+    )
+    if usage:
+        parts.append(f"<p>usage: {html_text(usage)}</p>")
+    return html_document("\n".join(parts))
+
+
+_LEFT = 'style="text-align:left"'
+
+
+def _message_html(message: AgentMessage) -> str:
+    match message:
+        case UserMessage():
+            return f"<blockquote><p><strong>user:</strong> {html_text(text_of(message))}</p></blockquote>"
+        case AssistantMessage():
+            return _assistant_html(message)
+        case ToolResultMessage():
+            marker = "error" if message.is_error else "result"
+            label = f"<p><strong>{html_text(message.tool_name)} {marker}:</strong></p>"
+            return label + html_code(result_text(message) or "(no output)")
+        case CompactionSummaryMessage():
+            head = f"<p><strong>compaction summary</strong> ({message.tokens_before} tokens before):</p>"
+            return f"{head}<blockquote>{html_markdown(message.summary)}</blockquote>"
+        case CustomMessage():
+            return f"<p><em>[{html_text(message.role)}]</em></p>"
+
+
+def _assistant_html(message: AssistantMessage) -> str:
+    pieces = ["<p><strong>assistant:</strong></p>"]
+    for block in message.content:
+        if isinstance(block, ThinkingContent) and block.thinking:
+            pieces.append(f"<blockquote><p><em>thinking:</em> {html_text(block.thinking)}</p></blockquote>")
+        elif isinstance(block, TextContent) and block.text:
+            pieces.append(html_markdown(block.text))
+        elif isinstance(block, ToolCall):
+            pieces.append(
+                f"<p>tool call <code>{html_text(block.name)}</code></p>{html_code(shown_json(block.arguments))}"
+            )
+    if message.stop_reason in ("error", "aborted", "length"):
+        why = f"{message.stop_reason}: {message.error_message}" if message.error_message else message.stop_reason
+        pieces.append(f"<p><em>[{html_text(why)}]</em></p>")
+    if len(pieces) == 1:
+        pieces.append("<p><em>(no content)</em></p>")
+    return "\n".join(pieces)
+
+
+def render_text(
+    messages: Sequence[AgentMessage],
+    log: Sequence[tuple[float, str, str]],
+    *,
+    title: str,
+    status: str,
+    usage: str = "",
+) -> str:
+    """:func:`render_markdown`'s run as plain text (a terminal's view, ``text/plain``): control characters of every
+    untrusted string written as ``<U+001B>``."""
+    parts = [visible_text(f"{title} — {status}")]
+    parts += [visible_text(_message_text(message)) for message in messages]
+    width = max((len(label) for _, label, _ in log), default=5)
+    lines = [f"{'t (s)':>8}  {'event':<{width}}  detail"]
+    lines += [
+        f"{seconds:8.3f}  {label:<{width}}  {' '.join(detail.split())}".rstrip() for seconds, label, detail in log
+    ]
+    parts.append(visible_text("\n".join(lines)))
+    if usage:
+        parts.append(visible_text(f"usage: {usage}"))
+    return "\n\n".join(parts)
+
+
+def _message_text(message: AgentMessage) -> str:
+    match message:
+        case UserMessage():
+            return f"user: {text_of(message)}"
+        case AssistantMessage():
+            pieces = []
+            for block in message.content:
+                if isinstance(block, ThinkingContent) and block.thinking:
+                    pieces.append(f"(thinking) {block.thinking}")
+                elif isinstance(block, TextContent) and block.text:
+                    pieces.append(block.text)
+                elif isinstance(block, ToolCall):
+                    pieces.append(f"tool call {block.name}:\n{shown_json(block.arguments)}")
+            if message.stop_reason in ("error", "aborted", "length"):
+                why = message.stop_reason + (f": {message.error_message}" if message.error_message else "")
+                pieces.append(f"[{why}]")
+            return "assistant: " + ("\n\n".join(pieces) if pieces else "(no content)")
+        case ToolResultMessage():
+            marker = "error" if message.is_error else "result"
+            return f"{message.tool_name} {marker}:\n{result_text(message) or '(no output)'}"
+        case CompactionSummaryMessage():
+            return f"compaction summary ({message.tokens_before} tokens before):\n{message.summary}"
+        case CustomMessage():
+            return f"[{message.role}]"

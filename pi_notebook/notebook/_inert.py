@@ -32,17 +32,50 @@ holds in all of them is that the untrusted text forms no construct at all:
   would take an escaped backslash before ``(`` for a ``\\(`` delimiter, and it puts math back where the HTML
   reads ``@@N@@``.
 
-So what the model writes shows as the characters it wrote, its markdown included; the live widget is where a reply
-is rendered as formatted markdown (sanitised by DOMPurify: ``js/run-view``). A
-sanitised ``text/html`` copy would keep formatting in static views, but it would hold every transcript twice in a
-saved notebook, and it would be one more renderer whose output JupyterLab trusts; not done.
+So the markdown shows what the model wrote as the characters it wrote, its markdown included.
+
+The same outputs also carry ``text/html``, which JupyterLab, nbconvert, GitHub and VS Code prefer when both are
+there, so a report reads as the live widget does (formatted, sanitised by DOMPurify there, remote images held back
+until clicked: ``js/run-view`` ``src/markdown/sanitize.ts``). It is built as carefully, since JupyterLab runs the
+scripts of a trusted notebook's HTML outputs:
+
+- Our own structure (labels, quotes, code blocks, the event log table) is written here, with every untrusted
+  string escaped (:func:`html_text`, :func:`html_code`).
+- The model's markdown (replies, compaction summaries) is rendered by markdown-it with raw HTML off, so a tag in
+  it is text (:func:`html_markdown`); an image becomes a link to it saying which host it is on (a static page has
+  no click-to-load; nothing loads until the link is opened), and markdown-it refuses ``javascript:``, ``data:``
+  and the like in links.
+- :func:`html_document` then cleans the whole with nh3 (ammonia): an allow-list of the elements a report uses,
+  ``href`` only on links and only ``http``, ``https`` or ``mailto`` (no relative URL, which JupyterLab would open
+  in itself), ``rel="noopener noreferrer nofollow"``, ``style`` only for a table column's ``text-align``, classes
+  only ours, comments dropped, and ``<script>``/``<style>`` dropped with their content. No ``src`` survives.
+
+The price is that a saved notebook holds each report twice (markdown and HTML).
 """
 
 from __future__ import annotations
 
+import html
 import re
+from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["MATH_IGNORE", "code_block", "code_span", "document", "inline", "literal"]
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+
+__all__ = [
+    "MATH_IGNORE",
+    "code_block",
+    "code_span",
+    "document",
+    "html_code",
+    "html_document",
+    "html_markdown",
+    "html_text",
+    "inline",
+    "literal",
+]
 
 _SPECIAL = re.compile(r"""[\\`*_{}\[\]()<>#+\-.!|~&$=:@^]""")
 """ASCII punctuation with a meaning somewhere in CommonMark or GFM (or JupyterLab's ``$`` math)."""
@@ -132,3 +165,66 @@ def document(markdown: str) -> str:
     """A whole output built from the functions above, in the ``<div>`` MathJax leaves alone (blank lines around
     the markdown, so it is parsed as markdown inside the block)."""
     return f'<div class="{MATH_IGNORE}">\n\n{markdown}\n\n</div>'
+
+
+# -- text/html -------------------------------------------------------------------------------------------------
+
+_TAGS = {"div", "p", "br", "strong", "em", "code", "pre", "blockquote", "ul", "ol", "li", "hr", "del", "s", "a",
+         "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"}  # fmt: skip
+_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {"style"}}
+_CLASSES = {"div": set(MATH_IGNORE.split())}
+
+
+def _html_escaped(text: str) -> str:
+    """Escaped, NUL as U+FFFD (the HTML parser would drop it; markdown shows U+FFFD)."""
+    return html.escape(text.replace("\0", "\ufffd"))
+
+
+def html_text(text: str) -> str:
+    """Untrusted text as HTML text: escaped, line breaks as ``<br>``."""
+    return _html_escaped(text).replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>\n")
+
+
+def html_code(text: str) -> str:
+    """Untrusted text as a code block."""
+    return f"<pre><code>{_html_escaped(text)}</code></pre>"
+
+
+def _image(self: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+    """A markdown image as a link to it (a remote image never loads from a static page), or as its text."""
+    token = tokens[index]
+    src = str(token.attrGet("src") or "")
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    label = f"image: {alt}" if alt else "image"
+    host = urlsplit(src).hostname if src.startswith(("http://", "https://")) else None
+    if host:
+        return f'<a href="{escapeHtml(src)}">[{escapeHtml(label)}, from {escapeHtml(host)}: not loaded]</a>'
+    return f"[{escapeHtml(label)}: not shown]"
+
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_MARKDOWN.enable(["table", "strikethrough"])
+_MARKDOWN.add_render_rule("image", _image)
+
+
+def html_markdown(text: str) -> str:
+    """The model's markdown, formatted: raw HTML in it stays text, images become links (see the module
+    docstring)."""
+    return str(_MARKDOWN.render(text))
+
+
+def html_document(body: str) -> str:
+    """A whole output built from the functions above (and our own structure), cleaned by nh3 and put in the
+    ``<div>`` MathJax leaves alone."""
+    cleaned = nh3.clean(
+        f'<div class="{MATH_IGNORE}">\n{body}\n</div>',
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        allowed_classes=_CLASSES,
+        url_schemes={"http", "https", "mailto"},
+        url_relative="deny",
+        link_rel="noopener noreferrer nofollow",
+        filter_style_properties={"text-align"},
+        strip_comments=True,
+    )
+    return str(cleaned)

@@ -41,9 +41,9 @@ from ..session import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from ._describe import describe_event, render_markdown, usage_line
+from ._describe import describe_event, render_html, render_markdown, render_text, usage_line
 from ._run_state import RunState, StateListener, StatusMachine
-from .widget._display import RunDisplay
+from .widget._display import RunDisplay, Static
 from .widget._live import current_run
 from .widget._presenter import RunPresenter
 from .widget._protocol import RunStatus
@@ -53,21 +53,28 @@ __all__ = ["Run", "RunReport"]
 
 
 class RunReport:
-    """A finished run as markdown (transcript + event log); what ``await run`` shows in a notebook."""
+    """A finished run (transcript + event log) as markdown and HTML; what ``await run`` shows in a notebook."""
 
-    def __init__(self, markdown: str, *, aborted: bool, error: str | None) -> None:
+    def __init__(self, markdown: str, *, aborted: bool, error: str | None, html: str = "", text: str = "") -> None:
         self.markdown = markdown
+        self.html = html
+        self.text = text or markdown
+        """What a terminal shows (``text/plain``)."""
         self.aborted = aborted
         self.error = error
         self.shown = False
-        """A notebook displayed it (its markdown was asked for)."""
+        """A notebook displayed it (its markdown or HTML was asked for)."""
 
     def _repr_markdown_(self) -> str:
         self.shown = True
         return self.markdown
 
+    def _repr_html_(self) -> str | None:
+        self.shown = True
+        return self.html or None
+
     def __repr__(self) -> str:
-        return self.markdown
+        return self.text
 
 
 class Run:
@@ -107,7 +114,7 @@ class Run:
             f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
-            markdown=lambda: self.report().markdown,
+            static=lambda: self._static(self.report()),
         )
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
         self._unsubscribe = session.subscribe(self._on_event)
@@ -201,8 +208,15 @@ class Run:
         if self.error:
             status += f" — {self.error}"
         title = f"Run {self.number}"
-        markdown = render_markdown(self.messages, self.log, title=title, status=status, usage=self._cache_usage)
-        return RunReport(markdown, aborted=self.aborted, error=self.error)
+        usage = self._cache_usage
+        markdown = render_markdown(self.messages, self.log, title=title, status=status, usage=usage)
+        html = render_html(self.messages, self.log, title=title, status=status, usage=usage)
+        text = render_text(self.messages, self.log, title=title, status=status, usage=usage)
+        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text)
+
+    @staticmethod
+    def _static(report: RunReport) -> Static:
+        return report.markdown, report.html
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -222,13 +236,18 @@ class Run:
             self._display.refresh_at_cell_end(lambda: self._pointer(report))
         return report
 
-    def _pointer(self, report: RunReport) -> str | None:
+    def _pointer(self, report: RunReport) -> Static | None:
         """At the end of the cell that showed and awaited the run: a line pointing to the report, if the cell
         showed it (its static copy is then not a second transcript), else ``None`` (the transcript)."""
         self._refresh_pending = False
         if not report.shown:
             return None
-        return f"**Run {self.number}** — {self.status.status}: its transcript and event log are in the report below."
+        where = "its transcript and event log are in the report below."
+        status = self.status.status
+        return (
+            f"**Run {self.number}** — {status}: {where}",
+            f"<p><strong>Run {self.number}</strong> — {status}: {where}</p>",
+        )
 
     def close_view(self) -> None:
         """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is

@@ -17,7 +17,6 @@ given error results saying so, recorded in the file, so the transcript can conti
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,7 +36,8 @@ from ..session import (
     list_sessions,
     session_folder,
 )
-from ._describe import describe_event, render_markdown, result_text
+from ._describe import describe_event, render_html, render_markdown, result_text
+from ._visible import shown_json
 from .widget._presenter import RunPresenter
 from .widget._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
 
@@ -212,12 +212,17 @@ class Replayed:
     def view(self) -> Any:
         return self.presenter.view if self.presenter is not None else None
 
+    def _status(self) -> str:
+        return f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
+
     def markdown(self) -> str:
-        status = f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
-        return render_markdown(self.messages, self.log, title=self.title, status=status)
+        return render_markdown(self.messages, self.log, title=self.title, status=self._status())
+
+    def html(self) -> str:
+        return render_html(self.messages, self.log, title=self.title, status=self._status())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle: dict[str, Any] = {"text/markdown": self.markdown()}
+        bundle: dict[str, Any] = {"text/html": self.html(), "text/markdown": self.markdown()}
         if self.presenter is not None:
             widget_bundle = self.presenter.view._repr_mimebundle_()
             if widget_bundle:
@@ -248,7 +253,7 @@ def _ops(message: AgentMessage) -> list[Op]:
                 ops.append(TextOp(op="thinking", id=key, text=thinking))
             for block in message.content:
                 if isinstance(block, ToolCall):
-                    args = json.dumps(block.arguments, ensure_ascii=False, indent=1, default=str)
+                    args = shown_json(block.arguments)
                     ops.append(ToolOp(op="tool", call=block.id, name=block.name, args=args))
             ops.append(StatusOp(op="status", id=key, stop_reason=message.stop_reason, error=message.error_message))
             return ops

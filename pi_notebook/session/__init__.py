@@ -31,6 +31,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
+from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -86,6 +87,7 @@ __all__ = [
     "SessionsSettings",
     "Settings",
     "SettingsError",
+    "StreamRedactor",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",

@@ -23,9 +23,9 @@ from pydantic import SecretStr
 from ..agent import Agent, AgentToolResult
 from ..ai import TextContent, maybe_await
 from ..ai._keys import provider_key_values
-from ..ai._secret import MIN_SECRET_LEN, REDACTED, scrub_secrets, secret_value
+from ..ai._secret import MIN_SECRET_LEN, REDACTED, scrub_secrets, secret_spellings, secret_value
 
-__all__ = ["SessionKeys", "redact_result", "redact_text"]
+__all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text"]
 
 _EDGE_MIN = 6  # the shortest cut-off piece of a key redacted at a snapshot's edge
 
@@ -83,6 +83,49 @@ def _redact_edges(text: str, key: str) -> str:
             text = REDACTED + text[size:]
             break
     return text
+
+
+class StreamRedactor:
+    """Keys out of text that arrives in pieces (the ``python`` tool's live output, before it leaves the kernel).
+
+    :meth:`feed` returns what can be shown now, keys redacted; the end of the text that could still become a key
+    (a prefix of any spelling of one) is held back until the next piece completes or refutes it, or until
+    :meth:`flush`. So a key split across two pieces, at any character, never shows; what is held back is a few
+    characters, and only while they could begin a key. :meth:`reset` forgets what is held (the text before the
+    next piece was dropped: its start is a cut, which :func:`redact_text` handles at the edge)."""
+
+    def __init__(self, keys: Callable[[], list[str]]) -> None:
+        self._keys = keys
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        keys = self._keys()
+        raw, self._held = self._held + text, ""
+        if not keys:
+            return raw
+        hold = _open_prefix(raw, secret_spellings(keys))
+        if hold:
+            raw, self._held = raw[:-hold], raw[-hold:]
+        return redact_text(raw, keys)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return redact_text(held, self._keys())
+
+    def reset(self) -> None:
+        self._held = ""
+
+
+def _open_prefix(text: str, spellings: Iterable[str]) -> int:
+    """The length of the longest end of ``text`` that is a proper prefix of one of ``spellings`` (0: none)."""
+    longest = 0
+    last = text[-1:]
+    for spelling in spellings:
+        for size in range(min(len(spelling) - 1, len(text)), longest, -1):
+            if spelling[size - 1] == last and text.endswith(spelling[:size]):
+                longest = size
+                break
+    return longest
 
 
 def redact_result(result: AgentToolResult, keys: list[str]) -> AgentToolResult:

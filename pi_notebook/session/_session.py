@@ -263,6 +263,11 @@ class AgentSession:
     def queue(self) -> QueueSnapshot:
         return self._queue.snapshot()
 
+    def secret_keys(self) -> list[str]:
+        """The keys this session redacts from tool output (see ``_redact``), read now. For redacting only: never
+        show, log or send them."""
+        return self._keys()
+
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(event)`` for every :data:`SessionEvent` (synchronously); returns an unsubscribe
         function."""

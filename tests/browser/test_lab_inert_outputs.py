@@ -28,21 +28,21 @@ import pytest
 from lab_harness import ARTIFACTS, JupyterLab, notebook
 from nbformat.sign import NotebookNotary
 from playwright.sync_api import Dialog, Page, Route, expect
-from xss_payloads import REPLY
+from xss_payloads import REMOTE_HOST, REPLY
 
 pytestmark = pytest.mark.timeout(400)
 
 WAIT = 60_000
 SHOWN = 'onerror="window.__pwned'
 """Text of a payload that a literal rendering shows."""
-CODE = f"print({REPLY!r})"
+CODE = f"from IPython.display import HTML, display\nprint({REPLY!r})\ndisplay(HTML({REPLY!r}))"
 
 
 def setup(sessions: Path) -> str:
     return (
         "%load_ext pi_notebook\n"
         "from pi_notebook.notebook import configure, get_notebook_session\n"
-        "from pi_notebook.tools import python_tool\n"
+        "from pi_notebook.kernel import python_tool\n"
         "from pi_notebook.ai.providers.faux import (FauxProvider, faux_assistant_message, faux_text, faux_thinking,\n"
         "    faux_tool_call)\n"
         f"REPLY = {REPLY!r}\n"
@@ -102,12 +102,13 @@ def handlers_had_their_chance(page: Page) -> None:
 
 LIVE_ELEMENTS = """() => {
   const bad = [];
-  for (const out of document.querySelectorAll('.jp-RenderedMarkdown, .jp-RenderedHTMLCommon')) {
+  for (const out of document.querySelectorAll('.jp-RenderedHTMLCommon')) {
     if (out.closest('.pi-run-view')) continue;  // the live widget (js/run-view) is checked by its own tests
     for (const el of out.querySelectorAll('*')) {
       const tag = el.tagName.toLowerCase();
       if (['script', 'img', 'iframe', 'object', 'embed', 'svg', 'video', 'form', 'style', 'link', 'base', 'meta',
-           'math', 'input', 'details', 'a', 'image', 'source'].includes(tag)) bad.push(el.outerHTML.slice(0, 120));
+           'math', 'input', 'details', 'image', 'source'].includes(tag)) bad.push(el.outerHTML.slice(0, 120));
+      if (tag === 'a' && !/^(https?|mailto):/.test(el.getAttribute('href') || 'https:')) bad.push(el.outerHTML);
       for (const attr of el.attributes) {
         if (/^on/i.test(attr.name) || /javascript:|url\\(/i.test(attr.value)) bad.push(`${tag} ${attr.name}`);
       }
@@ -134,7 +135,7 @@ def check_inert(
     assert page.evaluate(LIVE_ELEMENTS) == []  # only the report's own elements, no handler, no URL
     if remote:
         assert set(watch.remote) <= remote_allowed, set(watch.remote) - remote_allowed
-    shown = page.locator(".jp-RenderedMarkdown").filter(has_text=SHOWN)
+    shown = page.locator(".jp-RenderedHTMLCommon").filter(has_text=SHOWN)
     assert shown.count() >= 1, "the payloads are not shown as text"
 
 
@@ -157,13 +158,21 @@ def test_hostile_replies_run_nothing_and_load_nothing_live_saved_reopened_and_co
     page = lab.open(path, workspace="hostile", prepare=lambda page: watches.append(Watch(page)))
     run_all(lab, page, len(CELLS) + 1)
     cells = page.locator(".jp-Notebook .jp-Cell")
-    expect(cells.nth(2).locator(".jp-RenderedMarkdown")).to_contain_text("agent_settled", timeout=WAIT)
-    expect(cells.nth(3).locator(".jp-RenderedMarkdown")).to_contain_text("agent_settled", timeout=WAIT)
-    expect(cells.nth(1).locator(".jp-RenderedMarkdown")).to_contain_text("agent_settled", timeout=WAIT)
+    expect(cells.nth(2).locator(".jp-RenderedHTML")).to_contain_text("agent_settled", timeout=WAIT)  # text/html
+    expect(cells.nth(3).locator(".jp-RenderedHTMLCommon")).to_contain_text("agent_settled", timeout=WAIT)
+    expect(cells.nth(1).locator(".jp-RenderedHTMLCommon")).to_contain_text("agent_settled", timeout=WAIT)
     expect(cells.nth(6)).to_contain_text("Resumed", timeout=WAIT)
-    # the live widgets of the run and the replay load remote images of their own (issue 30 item 7): remote
-    # requests are checked once no widget can draw, below
-    check_inert(lab, page, watches[-1], "lab-inert-live.png", remote=False)
+    check_inert(lab, page, watches[-1], "lab-inert-live.png")
+    # the widget drew the reply's and the tool's images as buttons; a click loads one (issue 30 item 7)
+    held = page.locator(".pi-run-view button.pi-remote-image", has_text="click to load image from attacker.example")
+    assert held.count() >= 4  # the reply's, the tool display's, in the run's widget and the replay's
+    src = held.first.get_attribute("data-pi-src")
+    assert src is not None and src.startswith(f"https://{REMOTE_HOST}/")
+    held.first.click()
+    image = page.locator(f".pi-run-view img[src='{src}']")
+    expect(image).to_have_count(1, timeout=WAIT)
+    page.wait_for_function("img => img.complete", arg=image.element_handle(), timeout=WAIT)  # tried, and aborted
+    assert watches[-1].remote == [src]  # the one image clicked, and nothing before the click
     cells.nth(2).locator(".jp-OutputArea").screenshot(path=str(ARTIFACTS / "lab-inert-report.png"))
 
     page.keyboard.press("Control+s")
@@ -172,7 +181,7 @@ def test_hostile_replies_run_nothing_and_load_nothing_live_saved_reopened_and_co
     assert NotebookNotary().check_signature(saved), "JupyterLab did not trust what its user saved"
     lab.shutdown_kernels()  # a new kernel has no widget models: every run shows its static copy
     page = lab.open(path, workspace="reopened", prepare=lambda page: watches.append(Watch(page)))
-    expect(page.locator(".jp-RenderedMarkdown").filter(has_text="agent_settled")).to_have_count(3, timeout=WAIT)
+    expect(page.locator(".jp-RenderedHTMLCommon").filter(has_text="agent_settled")).to_have_count(3, timeout=WAIT)
     check_inert(lab, page, watches[-1], "lab-inert-reopened.png")
 
     bare = lab.root / "bare.ipynb"

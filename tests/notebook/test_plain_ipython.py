@@ -1,7 +1,9 @@
-"""Plain IPython (no running event loop, as in the terminal): %pi runs to the end and prints the report."""
+"""Plain IPython (no running event loop, as in the terminal): %pi runs to the end and prints the report, as plain
+text whose control characters are shown, not sent to the terminal."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +17,7 @@ SCRIPT = textwrap.dedent(
         "from pi_notebook.notebook import configure\\n"
         "from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message\\n"
         "faux = FauxProvider()\\n"
-        "faux.set_responses([faux_assistant_message('hello from the terminal')])\\n"
+        "faux.set_responses([faux_assistant_message('hello from the terminal\\\\x1b[2J')])\\n"
         "configure(model=faux.model, stream_fn=faux.stream);"
     )
     shell.run_cell("%pi are you there?")
@@ -28,7 +30,8 @@ def test_without_a_running_loop_a_run_completes_before_the_magic_returns() -> No
     result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "> **user:** are you there?" in out
-    assert "**assistant:** hello from the terminal" in out
-    assert "`agent_settled` | aborted=false" in out
+    assert "\nuser: are you there?\n" in out  # the report as plain text
+    assert "\nassistant: hello from the terminal" in out
+    assert re.search(r"\n +\d+\.\d{3}  agent_settled +aborted=false\n", out)
+    assert "hello from the terminal<U+001B>[2J" in out  # the reply's escape shown, not sent to the terminal
     assert "pi: %pi interrupt needs a running event loop (a Jupyter kernel)" in out

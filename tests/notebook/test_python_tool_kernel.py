@@ -285,6 +285,39 @@ def test_prints_and_rich_outputs_reach_the_widget_while_the_code_runs(frontend: 
     assert tool_end["text"] == end["text"]  # the result replaces the live text, as for any tool
 
 
+CANARY = "sk-canary-live-0123456789abcdef"
+
+
+def test_a_key_the_agents_code_prints_never_reaches_the_widget_even_cut_between_two_writes(
+    frontend: Frontend, tmp_path: Any
+) -> None:
+    """The code prints a provider key whole, then its first 7 characters, waits until that write was sent over the
+    comm, then the rest: every live operation is redacted, as the result is (issue 30 item 5)."""
+    sent, rest_sent = tmp_path / "first-piece-sent", tmp_path / "second-piece-sent"
+    code = (
+        "import os, pathlib, sys, time\nkey = os.environ['OPENAI_API_KEY']\nprint('whole', key)\n"
+        "sys.stdout.write('cut ' + key[:7]); sys.stdout.flush()\n"
+        f"while not pathlib.Path({str(sent)!r}).exists():\n    time.sleep(0.01)\n"
+        "sys.stdout.write(key[7:] + ' done\\n'); sys.stdout.flush()\n"
+        f"while not pathlib.Path({str(rest_sent)!r}).exists():\n    time.sleep(0.01)\n"
+    )
+    frontend.run(f"import os\nos.environ['OPENAI_API_KEY'] = {CANARY!r}")
+    try:
+        start(frontend, code)
+        wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "cut" in op["text"], "the first write")
+        sent.touch()
+        wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "done" in op["text"], "the second write")
+        rest_sent.touch()
+        finish(frontend)
+    finally:
+        frontend.run("_ = os.environ.pop('OPENAI_API_KEY', None)")
+    live = [op["text"] for m in frontend.seen for op in widget_ops(m) if op["op"] == "tool_append"]
+    assert "".join(live) == "whole ***\ncut *** done\n", live  # sent while the code ran, each key redacted
+    outputs = [m["content"] for m in frontend.seen if m["msg_type"] != "execute_input"]  # (the test's code has it)
+    for piece in (CANARY, CANARY[:7], CANARY[7:]):
+        assert piece not in json.dumps(outputs)  # no comm message or output holds the key or either piece
+
+
 def test_code_stuck_in_a_c_call_is_reported_and_the_run_settles_only_after_it_returns(
     frontend: Frontend, record_property: Any
 ) -> None:

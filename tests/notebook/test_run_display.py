@@ -127,7 +127,7 @@ def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(
     ]:
         cell = cell_html(html, marker)
         assert f"<strong>Run {number}</strong> — settled" in cell, cell
-        assert reply in cell and "**transcript**" in cell  # the reply, as the model wrote it (never rendered)
+        assert reply in cell and "<strong>transcript</strong>" in cell  # the reply, as rendered markdown (text/html)
         assert "agent_settled" in cell and "aborted=false" in cell  # the event log
         assert "(running)" not in cell and "— running" not in cell
 

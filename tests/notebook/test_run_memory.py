@@ -64,7 +64,7 @@ async def test_closing_a_settled_runs_view_closes_every_widget_and_keeps_the_com
     assert not any(event.type in ("message_update", "tool_execution_update") for event in run.events)
     assert [m.role for m in run.transcript] == ["user", "assistant"]
     bundle = run._repr_mimebundle_()
-    assert set(bundle) == {"text/markdown", "text/plain"}
+    assert set(bundle) == {"text/html", "text/markdown", "text/plain"}
     assert "hello hello" in bundle["text/markdown"] and "`agent_settled`" in bundle["text/markdown"]
     run.close_view()  # closing again does nothing
 

@@ -1,10 +1,11 @@
-"""The markdown a run leaves in a notebook (the ``await run`` report, a display's static copy, ``%pi events``, the
-``%pi resume`` replay) is inert and literal whatever the model, the user or a tool wrote: rendered by real CommonMark
-renderers (markdown-it, and mistune as ``jupyter nbconvert --to html`` uses it), every hostile payload of
-``xss_payloads`` shows as the characters it is made of, and the HTML holds only the report's own structure (no
-script, no event handler, no link, no image, no URL at all). Also the shape of the static copy of every kind of run
-(text, thinking, tool call, tool error, error, aborted, retry, compaction): code in ``<pre>``, the event log a
-``<table>`` with one row per event."""
+"""The markdown and HTML a run leaves in a notebook (the ``await run`` report, a display's static copy, ``%pi
+events``, the ``%pi resume`` replay) are inert whatever the model, the user or a tool wrote. The markdown is literal:
+rendered by real CommonMark renderers (markdown-it, and mistune as ``jupyter nbconvert --to html`` uses it), every
+hostile payload of ``xss_payloads`` shows as the characters it is made of, and the HTML holds only the report's own
+structure (no script, no event handler, no link, no image, no URL at all). The ``text/html`` copy formats the
+model's markdown and holds only a report's elements, links only to http(s)/mailto, no ``src`` at all, no style but
+a column's alignment. Also the shape of the static copy of every kind of run (text, thinking, tool call, tool error,
+error, aborted, retry, compaction), in both: code in ``<pre>``, the event log a ``<table>`` with one row per event."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from typing import Any
 import dummy_comm as dummy
 import pytest
 from agent_helpers import recording_tool
-from rendered_html import Node, render, squeezed
+from rendered_html import Node, parse, render, squeezed
 from xss_payloads import ALL, REMOTE_HOST, REPLY
 
 from pi_notebook.agent import AgentMessage, AgentToolResult
 from pi_notebook.ai import TextContent, ToolResultMessage, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_text, faux_thinking, faux_tool_call
 from pi_notebook.notebook import Run
-from pi_notebook.notebook._describe import render_markdown
+from pi_notebook.notebook._describe import render_html, render_markdown
 from pi_notebook.notebook._inert import MATH_IGNORE, code_block, inline, literal
 from pi_notebook.notebook._saved import Replayed
 from pi_notebook.session import AgentSession, Settings
@@ -50,6 +51,28 @@ def assert_inert(root: Node) -> None:
             )
             assert allowed, f"<{node.tag} {name}={value!r}>"
             assert "javascript" not in (value or "").lower() and REMOTE_HOST not in (value or "")
+
+
+HTML_STRUCTURE = STRUCTURE | {"a", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "hr", "del", "s"}
+
+
+def assert_inert_html(html: str) -> Node:
+    """The report's HTML: a report's elements only, links to http(s) or mailto only (never a script URL, never
+    relative), nothing that loads (no ``src``), no style but a column's alignment, no class but ours."""
+    root = parse(html)
+    for node in root.walk():
+        assert node.tag in HTML_STRUCTURE, f"<{node.tag}> in the HTML: {node.attrs}"
+        for name, value in node.attrs.items():
+            if node.tag == "a" and name == "href":
+                assert (value or "").startswith(("http://", "https://", "mailto:")), value
+            elif node.tag == "a" and name == "rel":
+                assert value == "noopener noreferrer nofollow"
+            else:
+                allowed = (name == "class" and node.tag == "div" and value == MATH_IGNORE) or (
+                    name == "style" and value in ("text-align:right", "text-align:left")
+                )
+                assert allowed, f"<{node.tag} {name}={value!r}>"
+    return enclosed(root)
 
 
 def enclosed(root: Node) -> Node:
@@ -114,6 +137,32 @@ def test_a_report_with_every_slot_hostile_is_inert_and_keeps_its_shape(renderer:
     assert text.count(expected(REPLY)) >= 6  # title, status, prompt, thinking, reply, error reply
 
 
+@pytest.mark.parametrize("payload", ALL)
+def test_each_payload_as_model_markdown_in_html_is_inert(payload: str) -> None:
+    report = render_html([faux_assistant_message(payload)], [(0.1, payload, payload)], title=payload, status=payload)
+    div = assert_inert_html(report)
+    row = div.find_all("table")[-1].find_all("tbody")[0].find_all("td")  # the event log (a reply may hold a table)
+    assert [squeezed(cell.text) for cell in row[1:]] == [expected(payload)] * 2  # log cells: literal text
+    assert squeezed(div.find_all("p")[0].text) == expected(f"{payload} — {payload}")
+
+
+def test_a_report_with_every_slot_hostile_in_html_is_inert_and_keeps_its_shape() -> None:
+    messages: list[AgentMessage] = [
+        UserMessage(content=[TextContent(text=REPLY)]),
+        faux_assistant_message([faux_thinking(REPLY), faux_text(REPLY), faux_tool_call(REPLY, {"code": REPLY})]),
+        ToolResultMessage(tool_call_id="c", tool_name=REPLY, content=[TextContent(text=REPLY)], is_error=True),
+    ]
+    div = assert_inert_html(render_html(messages, [(0.5, "x", REPLY)], title="Run 1", status=REPLY))
+    assert expected(REPLY) in [squeezed(pre.text) for pre in div.find_all("pre")]  # the tool's output, as it is
+    assert expected(REPLY) in squeezed(div.find_all("blockquote")[0].text)  # the prompt, as typed
+    images = [a for a in div.find_all("a") if "not loaded" in a.text]
+    assert {a.attrs["href"] for a in images} == {  # an image is a link to it, saying from where; nothing loads
+        f"https://{REMOTE_HOST}/md-image.png?q=SECRET",
+        f"https://{REMOTE_HOST}/titled.png",
+        f"https://{REMOTE_HOST}/ref-image.png",
+    }
+
+
 def test_a_replayed_session_goes_through_the_same_gate() -> None:
     session = AgentSession(
         model=FauxProvider().model,
@@ -124,6 +173,7 @@ def test_a_replayed_session_goes_through_the_same_gate() -> None:
         root = render(replayed.markdown(), renderer)
         assert_inert(root)
         assert squeezed(enclosed(root).text).count(expected(REPLY)) >= 4
+    assert expected(REPLY) in squeezed(assert_inert_html(replayed.html()).text)  # the prompt, as typed
 
 
 # -- the static copy of every kind of run --------------------------------------------------------------------------
@@ -212,3 +262,12 @@ async def test_the_static_copy_of_each_kind_of_run_renders_with_its_structure(ki
             assert {"auto_retry_start", "auto_retry_end"} <= set(labels)
         if kind not in ("error", "compaction", "aborted"):
             assert expected(REPLY) in text
+    div = assert_inert_html(report.html)
+    rows = div.find_all("table")[-1].find_all("tbody")[0].find_all("tr")
+    assert [squeezed(row.find_all("td")[1].text) for row in rows] == labels
+    calls = [pre for pre in div.find_all("pre") if pre.text.startswith('{\n "code": ')]  # (the reply has code too)
+    assert len(calls) == (1 if kind in ("tool call", "tool error") else 0)
+    if kind == "tool call":
+        assert expected(REPLY) in [squeezed(pre.text) for pre in div.find_all("pre")]  # the tool's result, as is
+    if kind == "thinking":
+        assert expected(f"thinking: {REPLY}") in squeezed(div.find_all("blockquote")[1].text)

@@ -6,6 +6,7 @@ import "./run_view.css";
 import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
 import { MessageView, sanitize } from "./message";
+import { loadRemoteImage } from "./markdown/sanitize";
 import { isBatch, retryAt, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
 import { warmUp } from "./warmUp";
@@ -19,6 +20,7 @@ interface Painter {
 
 function render({ model, el: root }: { model: Model; el: HTMLElement }): () => void {
   root.classList.add("pi-run");
+  root.addEventListener("click", loadRemoteImage); // an image held back by the sanitiser loads on a click
   const title = el("span", "pi-run-title");
   const state = el("span", "pi-run-state");
   const usage = el("span", "pi-run-usage");

@@ -82,7 +82,8 @@ describe("live output of a tool's code", () => {
     const [html, image, notImage, plain] = [...displays.children] as HTMLElement[];
     assert.ok(html.querySelector("table td"));
     assert.equal(html.querySelector("script"), null);
-    assert.equal(html.querySelector("img")!.getAttribute("onerror"), null);
+    assert.equal(html.querySelector("img"), null, "a remote (here relative) image waits for a click");
+    assert.equal(html.querySelector("button.pi-remote-image")!.getAttribute("onerror"), null);
     assert.equal((image as HTMLImageElement).src, "data:image/png;base64,iVBORw0KGgo=");
     assert.equal(notImage.tagName, "PRE", "data that is not base64 is shown as text");
     assert.equal(plain.tagName, "PRE");

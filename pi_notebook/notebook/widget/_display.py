@@ -1,10 +1,10 @@
 """How a run shows in a notebook: its live widget, with a static copy beside it for readers without widgets.
 
 Every display of a run is one bundle: the widget view (``application/vnd.jupyter.widget-view+json``), the run's
-transcript and event log as ``text/markdown`` (what GitHub, nbviewer and ``nbconvert --to html`` show: they cannot
-run the widget, and a notebook saved without widget state has none to draw) and a one-line ``text/plain`` that does
-not change while the run goes on. Every display of a run carries the run's display id, so when the run settles
-``update_display`` gives each of them the final transcript.
+transcript and event log as ``text/html`` and ``text/markdown`` (what GitHub, nbviewer and ``nbconvert --to html``
+show: they cannot run the widget, and a notebook saved without widget state has none to draw; built through the gate
+of ``_inert``) and a one-line ``text/plain`` that does not change while the run goes on. Every display of a run
+carries the run's display id, so when the run settles ``update_display`` gives each of them the final transcript.
 
 The ``%pi`` magics call :meth:`RunDisplay.show` once per run. A run shows at most once per cell: a further
 display of it in the cell that last showed it shows nothing (``run = %pi ...`` then ``run``, or a bare
@@ -29,12 +29,16 @@ from typing import Any
 from IPython.core.getipython import get_ipython
 from IPython.display import display, update_display
 
-__all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay"]
+__all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay", "Static"]
 
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->"
-"""First line of a run display's ``text/markdown`` (an HTML comment: readers show nothing of it). The teaching
-notebooks' nbval sanitizer collapses what follows it, since nbval does not apply ``update_display``."""
+"""First line of a run display's ``text/markdown`` and ``text/html`` (an HTML comment: readers show nothing of
+it). The teaching notebooks' nbval sanitizer collapses what follows it, since nbval does not apply
+``update_display``."""
+
+Static = tuple[str, str]
+"""A static copy: its markdown and its HTML (built through the gate, ``_inert``)."""
 
 
 def _current_cell() -> int | None:
@@ -45,7 +49,7 @@ def _current_cell() -> int | None:
 
 class RunDisplay:
     """The displays of one run. ``widget()`` gives its widget view bundle (``None`` without a live widget),
-    ``markdown()`` its transcript and event log, ``plain`` its one-line text."""
+    ``static()`` its transcript and event log (markdown and HTML), ``plain`` its one-line text."""
 
     def __init__(
         self,
@@ -53,22 +57,24 @@ class RunDisplay:
         *,
         plain: str,
         widget: Callable[[], dict[str, Any] | None],
-        markdown: Callable[[], str],
+        static: Callable[[], Static],
     ) -> None:
         self.display_id = display_id
         self._plain = plain
         self._widget = widget
-        self._markdown = markdown
+        self._static = static
         self._shown_in: int | None = None
         self.shown = False
 
-    def bundle(self, static: str | None = None) -> dict[str, Any]:
+    def bundle(self, static: Static | None = None) -> dict[str, Any]:
         """The display's bundle; ``static`` replaces the transcript as its static copy."""
         bundle: dict[str, Any] = {}
         widget = self._widget()
         if widget is not None:
             bundle[WIDGET_MIMETYPE] = widget
-        bundle["text/markdown"] = f"{STATIC_MARKER}\n{self._markdown() if static is None else static}"
+        markdown, html = self._static() if static is None else static
+        bundle["text/html"] = f"{STATIC_MARKER}\n{html}"
+        bundle["text/markdown"] = f"{STATIC_MARKER}\n{markdown}"
         bundle["text/plain"] = self._plain
         return bundle
 
@@ -88,13 +94,13 @@ class RunDisplay:
         """The run was displayed in the cell running now."""
         return self.shown and self._shown_in == _current_cell()
 
-    def refresh(self, static: str | None = None) -> None:
+    def refresh(self, static: Static | None = None) -> None:
         """Send every display of the run its current bundle (from ``await run``, and when its view closes);
         ``static`` replaces the transcript as its static copy."""
         if self.shown:
             update_display(self.bundle(static), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
 
-    def refresh_at_cell_end(self, static: Callable[[], str | None]) -> None:
+    def refresh_at_cell_end(self, static: Callable[[], Static | None]) -> None:
         """:meth:`refresh` when the running cell has finished running its code (IPython's ``post_run_cell``, still
         before the cell's reply, so executing clients keep the update), with ``static()``'s static copy."""
         shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]

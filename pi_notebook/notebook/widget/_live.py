@@ -11,6 +11,9 @@ stream instead and keeps the same batching:
   ``display()`` bundles become ``tool_display`` operations (at most :data:`MAX_DISPLAYS` per call, counted again
   after each ``clear_output()``; the richest type the panel can show), ``clear_output()`` a ``tool_clear`` (the
   displays not sent yet are dropped instead), a ``stuck`` event a ``tool_note``.
+- Text leaves the kernel with the session's keys redacted, as the call's result is
+  (:class:`~pi_notebook.session.StreamRedactor`): a key printed in two writes, cut anywhere, is redacted too (an end
+  of the text that could begin a key waits for the next write, or for the code's end).
 - While the code runs, one flusher thread sends what was recorded every ``FLUSH_INTERVAL`` seconds with
   :meth:`~._view.TranscriptWidget.send_now` (ipykernel's iopub channel is thread-safe). It is the only one to
   touch the widget then: the main thread is inside the code, and the loop, which would otherwise, is blocked.
@@ -30,12 +33,13 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...agent import AgentToolResult
 from ...kernel import PythonEvent, add_python_listener
 from ...kernel.python_tool import MAX_RICH_OUTPUTS
+from ...session import StreamRedactor
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 
@@ -66,10 +70,13 @@ def display_op(call: str, data: Mapping[str, Any]) -> ToolDisplayOp | None:
 
 
 class _Call:
-    """What one live call recorded and has not sent yet (guarded by :class:`LiveOutput`'s lock)."""
+    """What one live call recorded and has not sent yet (guarded by :class:`LiveOutput`'s lock). Its text leaves
+    with the session's keys redacted (``redactor``), as the call's result will be."""
 
-    def __init__(self, call: str) -> None:
+    def __init__(self, call: str, redactor: StreamRedactor) -> None:
         self.call = call
+        self._redactor = redactor
+        self._cut = False  # a flood dropped the head of what was written since the last send
         self.written = 0
         self.displays = 0
         self.shown = False  # a display was sent or queued since the last clear_output()
@@ -85,6 +92,7 @@ class _Call:
         if self._chars > 2 * TOOL_TAIL_CHARS:  # a flood between two flushes: keep only what can be shown
             self._pieces = ["".join(self._pieces)[-TOOL_TAIL_CHARS:]]
             self._chars = TOOL_TAIL_CHARS
+            self._cut = True
 
     def add(self, op: Op) -> None:
         self._close_text()
@@ -111,17 +119,27 @@ class _Call:
         if not self._pending or self._pending[-1]["op"] != "tool_clear":
             self.add({"op": "tool_clear", "call": self.call})
 
-    def take(self) -> list[Op]:
+    def take(self, *, last: bool = False) -> list[Op]:
+        """The operations recorded since the last take; ``last``: the code ended, so text held back because it
+        could begin a key goes too."""
         self._close_text()
+        if last:
+            self._append(self._redactor.flush())
         ops, self._pending = self._pending, []
         return ops
 
     def _close_text(self) -> None:
         if not self._pieces:
             return
-        text = "".join(self._pieces)[-TOOL_TAIL_CHARS:]
-        self._pending.append({"op": "tool_append", "call": self.call, "text": text, "total": self.written})
+        if self._cut:  # what was held back came before the dropped head
+            self._redactor.reset()
+            self._cut = False
+        self._append(self._redactor.feed("".join(self._pieces)[-TOOL_TAIL_CHARS:]))
         self._pieces, self._chars = [], 0
+
+    def _append(self, text: str) -> None:
+        if text:
+            self._pending.append({"op": "tool_append", "call": self.call, "text": text, "total": self.written})
 
 
 class LiveOutput:
@@ -131,9 +149,11 @@ class LiveOutput:
     :meth:`close` when the run settles or its view closes.
     """
 
-    def __init__(self, key: str, transcript: TranscriptWidget) -> None:
+    def __init__(self, key: str, transcript: TranscriptWidget, keys: Callable[[], list[str]] = list) -> None:
+        """``keys``: the session's keys, redacted from the live text before it is sent."""
         self._key = key
         self._transcript = transcript
+        self._keys = keys
         self._expected: set[str] = set()  # tool calls of this run that started and have not ended (loop thread)
         self._lock = threading.Lock()
         self._calls: dict[str, _Call] = {}  # live calls (under the lock)
@@ -190,7 +210,7 @@ class LiveOutput:
 
     def _begin(self, call: str) -> None:
         with self._lock:
-            self._calls[call] = _Call(call)
+            self._calls[call] = _Call(call, StreamRedactor(self._keys))
         if self._flusher is None:
             stop = threading.Event()
             context = contextvars.copy_context()  # the kernel's parent message, as sends from the loop have
@@ -210,7 +230,7 @@ class LiveOutput:
         self._stop_flusher()
         with self._lock:
             self._calls.pop(call, None)
-            ops = live.take()
+            ops = live.take(last=True)
         if live.noted:
             ops.append({"op": "tool_note", "call": call, "text": ""})
         for op in ops:

@@ -11,7 +11,6 @@ blocks the loop, so no session event carries it) comes through ``_live``.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -42,6 +41,7 @@ from ...session import (
     TurnStartEvent,
 )
 from .._describe import result_text, usage_line
+from .._visible import shown_json
 from ._live import LiveOutput
 from ._view import RunView
 
@@ -75,7 +75,7 @@ class RunPresenter:
             loop=loop,
             number=number,
         )
-        self._live = LiveOutput(key, self.view.transcript)
+        self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)
@@ -146,7 +146,7 @@ class RunPresenter:
                 transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
                 transcript.usage = usage_line(self._session)
             case ToolExecutionStartEvent():
-                args = json.dumps(event.args, ensure_ascii=False, indent=1, default=str)
+                args = shown_json(event.args)
                 transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
                 self._live.expect(event.tool_call_id)
             case ToolExecutionUpdateEvent():

@@ -30,6 +30,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ...ai import AbortSignal
+from .._visible import visible_html
 from ._protocol import (
     STOP_CLASS,
     TOOL_TAIL_CHARS,
@@ -225,12 +226,16 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         self.add_class("pi-approval")
 
     def show(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+        """Ask about a call: ``preview`` is what it will run, drawn so that nothing in it hides (``_visible``:
+        invisible and bidi characters marked, long blank runs collapsed, long text cut in the middle), with a line
+        saying what was marked or cut."""
         self._on_answer = on_answer
-        self.title.value = f"<b>{html.escape(title)}</b>"
+        shown = visible_html(preview)
+        notes = f'<div class="pi-approval-notes">⚠ {html.escape("; ".join(shown.notes))}</div>' if shown.notes else ""
+        self.title.value = f"<b>{html.escape(title)}</b>{notes}"
         self.preview.value = (
-            '<pre style="max-height: 24em; overflow: auto; white-space: pre-wrap; margin: 0">'
-            + html.escape(preview)
-            + "</pre>"
+            '<pre class="pi-approval-preview" style="max-height: 24em; overflow: auto; white-space: pre-wrap; '
+            f'margin: 0">{shown.html}</pre>'
         )
         self.layout.display = None
 
