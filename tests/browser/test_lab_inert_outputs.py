@@ -155,7 +155,7 @@ def run_all(lab: JupyterLab, page: Page, count: int) -> None:
 def test_hostile_replies_run_nothing_and_load_nothing_live_saved_reopened_and_converted(lab: JupyterLab) -> None:
     path = notebook([setup(lab.root / "sessions"), *CELLS], lab.root / "hostile.ipynb")
     watches: list[Watch] = []
-    page = lab.open(path, workspace="hostile", prepare=lambda page: watches.append(Watch(page)))
+    page = lab.open(path, workspace="hostile", prepare=lambda page: watches.append(Watch(page)), watched=True)
     run_all(lab, page, len(CELLS) + 1)
     cells = page.locator(".jp-Notebook .jp-Cell")
     expect(cells.nth(2).locator(".jp-RenderedHTML")).to_contain_text("agent_settled", timeout=WAIT)  # text/html
@@ -180,7 +180,7 @@ def test_hostile_replies_run_nothing_and_load_nothing_live_saved_reopened_and_co
     saved = nbformat.read(path, as_version=4)
     assert NotebookNotary().check_signature(saved), "JupyterLab did not trust what its user saved"
     lab.shutdown_kernels()  # a new kernel has no widget models: every run shows its static copy
-    page = lab.open(path, workspace="reopened", prepare=lambda page: watches.append(Watch(page)))
+    page = lab.open(path, workspace="reopened", prepare=lambda page: watches.append(Watch(page)), watched=True)
     expect(page.locator(".jp-RenderedHTMLCommon").filter(has_text="agent_settled")).to_have_count(3, timeout=WAIT)
     check_inert(lab, page, watches[-1], "lab-inert-reopened.png")
 
