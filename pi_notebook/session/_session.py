@@ -19,12 +19,13 @@ Where this differs from Pi 0.84, on purpose:
 Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
 reach the run. The session is a façade over the objects that do the work: its
 :class:`~._operation.Operation` (running an operation, stopping it, the bookkeeping at each agent event),
-:class:`~._compactor.Compactor`, :class:`~._turn_retry.TurnRetry` and :class:`~._queues.QueueTexts`.
+:class:`~._agent_setup.AgentSetup` (the agent's options from the settings, its guarded tools),
+:class:`~._compactor.Compactor`, :class:`~._turn_retry.TurnRetry`, :class:`~._queues.QueueTexts` and
+:class:`~._listeners.Listeners`.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -33,10 +34,12 @@ from typing import Any
 from ..agent import Agent, AgentMessage, AgentTool, Hooks
 from ..ai import ImageContent, Model, StreamFn, TextContent, UserMessage
 from ..ai import stream as default_stream
+from ._agent_setup import AgentSetup
 from ._approval_gate import ApprovalGate, Approver
 from ._compactor import Compactor
-from ._events import SessionEvent, SessionListener
-from ._guard import RunBudget, guard_tool
+from ._events import SessionListener
+from ._guard import RunBudget
+from ._listeners import Listeners
 from ._operation import Operation, SessionBusyError
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
@@ -47,8 +50,6 @@ from ._summary import CompactionPlan
 from ._turn_retry import TurnRetry
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
-
-_log = logging.getLogger(__name__)
 
 
 class AgentSession:
@@ -85,6 +86,8 @@ class AgentSession:
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
         settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
         self.store = store
+        self._listeners = Listeners()
+        emit = self._listeners.emit
         hooks = hooks or Hooks()
         self._approval = ApprovalGate(hooks.before_tool_call, lambda: self._settings.tools.approval)
         self._approval.approver = approver
@@ -97,12 +100,10 @@ class AgentSession:
             **agent_options,
         )
         self._keys = SessionKeys(agent)
-        self._tools = list(tools)
-        self._listeners: tuple[SessionListener, ...] = ()
-        self._retry = TurnRetry(agent, lambda: self._settings, self._emit)
-        self._queue = QueueTexts(agent, self._emit)
-        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
-        self._compactor = Compactor(agent, settings, store, self._emit)
+        self._retry = TurnRetry(agent, lambda: self._settings, emit)
+        self._queue = QueueTexts(agent, emit)
+        self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
+        self._compactor = Compactor(agent, settings, store, emit)
         self._operation = Operation(
             agent,
             retry=self._retry,
@@ -111,9 +112,10 @@ class AgentSession:
             settings=lambda: self._settings,
             budget=lambda: self.budget,
             store=lambda: self.store,
-            emit=self._emit,
+            emit=emit,
             prepare_request=hooks.prepare_request,
         )
+        self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
         agent.hooks = replace(
             agent.hooks, prepare_request=self._operation.before_request, get_api_key=self._keys.wrap(hooks.get_api_key)
         )
@@ -136,35 +138,17 @@ class AgentSession:
     def _apply(self, settings: Settings) -> None:
         self._settings = settings
         self._compactor.settings = settings
-        agent = self.agent
-        agent.steering_mode = settings.steering_mode
-        agent.follow_up_mode = settings.follow_up_mode
-        agent.tool_execution = settings.tool_execution
-        provider = settings.retry.provider
-        agent.stream_options = replace(
-            agent.stream_options,
-            max_retries=provider.max_retries,
-            max_retry_delay_ms=provider.max_retry_delay_ms,
-            timeout_ms=provider.timeout_ms,
-            idle_timeout_ms=settings.timeouts.http_idle_ms or None,
-            total_timeout_ms=settings.timeouts.http_total_ms or None,
-        )
         self.budget = RunBudget(settings.budget)
-        self._guard_tools()
-
-    def _guard_tools(self) -> None:
-        timeouts = self._settings.timeouts
-        self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._operation) for tool in self._tools]
+        self._setup.apply(settings)
 
     @property
     def tools(self) -> list[AgentTool]:
         """The tools as given (the agent holds them wrapped with the timeout guard)."""
-        return list(self._tools)
+        return self._setup.tools
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = list(tools)
-        self._guard_tools()
+        self._setup.tools = tools
 
     @property
     def approver(self) -> Approver | None:
@@ -183,7 +167,7 @@ class AgentSession:
     def approval_mode(self, tool_name: str) -> ApprovalMode:
         """``"ask"`` or ``"auto"``: what a call of the session's tool ``tool_name`` does now (the setting, the
         tool's default and "always" answers). Raises ``KeyError`` for a tool the session does not have."""
-        tool = next((tool for tool in self.tools if tool.name == tool_name), None)
+        tool = self._setup.find(tool_name)
         if tool is None:
             raise KeyError(f"the session has no tool {tool_name!r}")
         return self._approval.mode(tool)
@@ -224,20 +208,8 @@ class AgentSession:
 
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(event)`` for every :data:`SessionEvent` (synchronously); returns an unsubscribe
-        function."""
-        self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            self._listeners = tuple(item for item in self._listeners if item is not listener)
-
-        return unsubscribe
-
-    def _emit(self, event: SessionEvent) -> None:
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:
-                _log.exception("session listener %r raised on %s", listener, event.type)
+        function. An exception in a listener is logged and goes no further."""
+        return self._listeners.subscribe(listener)
 
     # -- operations -------------------------------------------------------------------------------------
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> None:
@@ -299,7 +271,7 @@ class AgentSession:
             self.store.close()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
-        self._listeners = ()
+        self._listeners.clear()
 
     # -- the session file -------------------------------------------------------------------------------
     def resume(self, path: str | Path) -> LoadedSession:
@@ -327,7 +299,7 @@ class AgentSession:
             self.store.close()
         self.store = store
         self._compactor.store = store
-        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None
+        self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
         if messages is not None:
             self.agent.state.messages = list(messages)
 
