@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from ..agent import (
@@ -57,11 +58,12 @@ class SessionBusyError(BusyError):
 class Operation:
     """The operations of one session, one at a time, and their bookkeeping.
 
-    The session passes what the operation works with: its ``agent`` (subscribe :meth:`on_agent_event` to it and
-    give it :meth:`before_request` as its ``prepare_request`` hook), the turn ``retry``, the ``compactor``, the
+    The session passes what the operation works with: its ``agent``, the turn ``retry``, the ``compactor``, the
     ``queue`` texts, getters for its ``settings``, run ``budget`` and ``store`` (each can change between
-    operations), ``emit`` for the session's events and the user's ``prepare_request`` hook. The operation is also
-    the ``RunHooks`` of the tool guard (:meth:`deadlines`, :meth:`abort_run`).
+    operations) and ``emit`` for the session's events. The operation attaches itself to the agent: it hears every
+    event (:meth:`on_agent_event`) and its :meth:`before_request` becomes the agent's ``prepare_request`` hook
+    (calling the one the agent had after it); :meth:`dispose` detaches it. It is also the ``RunHooks`` of the
+    tool guard (:meth:`deadlines`, :meth:`abort_run`).
     """
 
     def __init__(
@@ -75,7 +77,6 @@ class Operation:
         budget: Callable[[], RunBudget],
         store: Callable[[], SessionStore | None],
         emit: Callable[[SessionEvent], None],
-        prepare_request: PrepareRequestHook | None,
     ) -> None:
         self._agent = agent
         self._retry = retry
@@ -84,7 +85,6 @@ class Operation:
         self._settings = settings
         self._store = store
         self._emit = emit
-        self._user_prepare_request = prepare_request
         self._budget = budget
         self._timers = RunTimers(self.stop)
         self.active = False
@@ -93,6 +93,9 @@ class Operation:
         self._aborted = False
         self._abort_reason: str | None = None
         self._last_assistant: AssistantMessage | None = None
+        self._user_prepare_request: PrepareRequestHook | None = agent.hooks.prepare_request
+        agent.hooks = replace(agent.hooks, prepare_request=self.before_request)
+        self._unsubscribe = agent.subscribe(self.on_agent_event)
 
     # -- state --------------------------------------------------------------------------------------------
     @property
@@ -196,9 +199,10 @@ class Operation:
         self.abort_all(event.reason)
 
     def dispose(self) -> None:
-        """Abort everything without waiting and cancel the timers."""
+        """Abort everything without waiting, cancel the timers and detach from the agent."""
         self.abort_all()
         self._timers.cancel()
+        self._unsubscribe()
 
     # -- what the tool guard asks (RunHooks) ----------------------------------------------------------------
     def deadlines(self) -> list[Deadline]:

@@ -113,14 +113,10 @@ class AgentSession:
             budget=lambda: self.budget,
             store=lambda: self.store,
             emit=emit,
-            prepare_request=hooks.prepare_request,
         )
+        agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
         self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
-        agent.hooks = replace(
-            agent.hooks, prepare_request=self._operation.before_request, get_api_key=self._keys.wrap(hooks.get_api_key)
-        )
         self._apply(settings)
-        self._unsubscribe_agent = agent.subscribe(self._operation.on_agent_event)
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -266,7 +262,6 @@ class AgentSession:
         """Abort everything without waiting, detach from the agent, close the store (listeners still hear
         whether its last write failed), drop listeners."""
         self._operation.dispose()
-        self._unsubscribe_agent()
         if self.store is not None:
             self.store.close()
         if self._unsubscribe_store is not None:
