@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
@@ -42,6 +41,8 @@ from ..ai._secret import clean_api_key
 from ._config import LoopConfig
 from ._hooks import Hooks
 from ._loop import run_agent_loop, run_agent_loop_continue
+from ._message_queue import MessageQueue, QueueMode, check_mode
+from ._state import AgentState
 from ._types import (
     AgentContext,
     AgentEndEvent,
@@ -54,9 +55,7 @@ from ._types import (
     TurnEndEvent,
 )
 
-__all__ = ["Agent", "AgentBusyError", "AgentListener", "AgentState", "QueueMode", "set_default_stream_fn"]
-
-QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+__all__ = ["Agent", "AgentBusyError", "AgentListener", "set_default_stream_fn"]
 
 
 class AgentBusyError(BusyError):
@@ -77,79 +76,6 @@ def set_default_stream_fn(stream_fn: StreamFn | None) -> None:
     """The stream function used by agents created without ``stream_fn``."""
     global _default_stream_fn
     _default_stream_fn = stream_fn
-
-
-class AgentState:
-    """The agent's observable state. Assigning ``messages`` or ``tools`` stores a copy of the list."""
-
-    __slots__ = (
-        "_messages",
-        "_tools",
-        "error_message",
-        "is_streaming",
-        "model",
-        "pending_tool_calls",
-        "streaming_message",
-        "system_prompt",
-        "thinking_level",
-    )
-
-    def __init__(
-        self,
-        system_prompt: str,
-        model: Model,
-        thinking_level: ThinkingLevel,
-        tools: Iterable[AgentTool],
-        messages: Iterable[AgentMessage],
-    ) -> None:
-        self.system_prompt = system_prompt
-        self.model = model
-        self.thinking_level: ThinkingLevel = thinking_level
-        self._tools = list(tools)
-        self._messages = list(messages)
-        self.is_streaming = False
-        self.streaming_message: AgentMessage | None = None
-        self.pending_tool_calls: set[str] = set()
-        self.error_message: str | None = None
-
-    @property
-    def messages(self) -> list[AgentMessage]:
-        return self._messages
-
-    @messages.setter
-    def messages(self, value: Iterable[AgentMessage]) -> None:
-        self._messages = list(value)
-
-    @property
-    def tools(self) -> list[AgentTool]:
-        return self._tools
-
-    @tools.setter
-    def tools(self, value: Iterable[AgentTool]) -> None:
-        self._tools = list(value)
-
-
-class _Queue:
-    __slots__ = ("items", "mode")
-
-    def __init__(self, mode: QueueMode) -> None:
-        _check_mode(mode)
-        self.mode: QueueMode = mode
-        self.items: deque[AgentMessage] = deque()
-
-    def drain(self) -> list[AgentMessage]:
-        if not self.items:
-            return []
-        if self.mode == "all":
-            drained = list(self.items)
-            self.items.clear()
-            return drained
-        return [self.items.popleft()]
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in ("all", "one-at-a-time"):
-        raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', got {mode!r}")
 
 
 @dataclass(slots=True)
@@ -191,8 +117,8 @@ class Agent:
         self._state = AgentState(system_prompt, model or UNKNOWN_MODEL, thinking_level, tools, messages)
         self.stream_fn = stream_fn
         self.tool_execution: Literal["parallel", "sequential"] = tool_execution
-        self._steering = _Queue(steering_mode)
-        self._follow_up = _Queue(follow_up_mode)
+        self._steering = MessageQueue(steering_mode)
+        self._follow_up = MessageQueue(follow_up_mode)
         self.hooks = hooks or Hooks()
         self.api_key = api_key
         self.session_id = session_id
@@ -238,7 +164,7 @@ class Agent:
 
     @steering_mode.setter
     def steering_mode(self, mode: QueueMode) -> None:
-        _check_mode(mode)
+        check_mode(mode)
         self._steering.mode = mode
 
     @property
@@ -247,7 +173,7 @@ class Agent:
 
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None:
-        _check_mode(mode)
+        check_mode(mode)
         self._follow_up.mode = mode
 
     def steer(self, message: AgentMessage | str) -> None:
