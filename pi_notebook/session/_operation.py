@@ -39,8 +39,9 @@ from ..agent import (
 from ..agent import AgentEndEvent as AgentRunEndEvent
 from ..ai import AbortSignal, AssistantMessage, BusyError, Deadline, UserMessage, maybe_await
 from ._compactor import Compactor
-from ._events import AgentEndEvent, AgentSettledEvent, BudgetExceededEvent, SessionEvent
+from ._events import AgentEndEvent, AgentSettledEvent, BudgetExceededEvent
 from ._guard import RunBudget
+from ._listeners import Listeners
 from ._queues import QueueTexts
 from ._settings import Settings
 from ._store import SessionStore
@@ -59,11 +60,12 @@ class Operation:
     """The operations of one session, one at a time, and their bookkeeping.
 
     The session passes what the operation works with: its ``agent``, the turn ``retry``, the ``compactor``, the
-    ``queue`` texts, getters for its ``settings``, run ``budget`` and ``store`` (each can change between
-    operations) and ``emit`` for the session's events. The operation attaches itself to the agent: it hears every
-    event (:meth:`on_agent_event`) and its :meth:`before_request` becomes the agent's ``prepare_request`` hook
-    (calling the one the agent had after it); :meth:`dispose` detaches it. It is also the ``RunHooks`` of the
-    tool guard (:meth:`deadlines`, :meth:`abort_run`).
+    ``queue`` texts, its ``settings`` and ``store`` (the session sets :attr:`settings` and :attr:`store` again when
+    they change, between operations) and its ``listeners``, to which the operation emits the session's events.
+    The operation owns the run :attr:`budget` (new settings make a new one). The operation attaches
+    itself to the agent: it hears every event (:meth:`on_agent_event`) and its :meth:`before_request` becomes the
+    agent's ``prepare_request`` hook (calling the one the agent had after it); :meth:`dispose` detaches it. It is
+    also the ``RunHooks`` of the tool guard (:meth:`deadlines`, :meth:`abort_run`).
     """
 
     def __init__(
@@ -73,21 +75,19 @@ class Operation:
         retry: TurnRetry,
         compactor: Compactor,
         queue: QueueTexts,
-        settings: Callable[[], Settings],
-        budget: Callable[[], RunBudget],
-        store: Callable[[], SessionStore | None],
-        emit: Callable[[SessionEvent], None],
+        settings: Settings,
+        store: SessionStore | None,
+        listeners: Listeners,
     ) -> None:
         self._agent = agent
         self._retry = retry
         self._compactor = compactor
         self._queue = queue
-        self._settings = settings
-        self._store = store
-        self._emit = emit
-        self._budget = budget
+        self.settings = settings
+        self.store = store
+        self._listeners = listeners  # listeners.emit(...), a method call: cheaper per delta than a stored bound method
         self._timers = RunTimers(self.stop)
-        self.active = False
+        self._active = False
         self._compacting = False
         self._idle: asyncio.Event | None = None
         self._aborted = False
@@ -99,12 +99,28 @@ class Operation:
 
     # -- state --------------------------------------------------------------------------------------------
     @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        """New settings (between operations) come with a new run budget."""
+        self._settings = settings
+        self.budget = RunBudget(settings.budget)
+
+    @property
+    def active(self) -> bool:
+        """Whether an operation runs: from its start until just before ``agent_settled`` (whose listeners see
+        the session idle)."""
+        return self._active
+
+    @property
     def is_idle(self) -> bool:
-        return not self.active and not self._compacting
+        return not self._active and not self._compacting
 
     def check_free(self) -> None:
         """Raise :class:`SessionBusyError` while an operation is active or a manual compaction runs."""
-        if self.active:
+        if self._active:
             raise SessionBusyError(
                 "Agent is already processing. Use steer() or follow_up() to queue the message, or wait for it."
             )
@@ -135,15 +151,14 @@ class Operation:
     # -- running ------------------------------------------------------------------------------------------
     async def run(self, start: Callable[[], Awaitable[None]]) -> None:
         """Run ``start`` (which runs the agent), then continue as the triage says, until the session settles."""
-        self.active = True
+        self._active = True
         self._idle = asyncio.Event()
         self._aborted = False
         self._abort_reason = None
         self._last_assistant = None
         try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
-            budget = self._budget()
-            budget.start()
-            self._timers.arm_wall(self._settings(), budget)
+            self.budget.start()
+            self._timers.arm_wall(self._settings, self.budget)
             await start()
             while await self._after_run():
                 await self._agent.continue_()
@@ -151,8 +166,8 @@ class Operation:
             self._timers.cancel()
             last = self._last_transcript_assistant()
             aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
-            self.active = False
-            self._emit(AgentSettledEvent(aborted))
+            self._active = False
+            self._listeners.emit(AgentSettledEvent(aborted))
             self._idle.set()
 
     async def _after_run(self) -> bool:
@@ -179,7 +194,7 @@ class Operation:
     # -- stopping -----------------------------------------------------------------------------------------
     def abort(self) -> None:
         """Stop the operation (run, retry backoff, compaction) without waiting; it settles as aborted."""
-        if self.active or self._compacting:
+        if self._active or self._compacting:
             self._aborted = True
         self.abort_all()
 
@@ -191,9 +206,9 @@ class Operation:
 
     def stop(self, event: BudgetExceededEvent) -> None:
         """A budget or the turn timeout ran out: report it and abort with the reason."""
-        if self._aborted or not self.active:
+        if self._aborted or not self._active:
             return
-        self._emit(event)
+        self._listeners.emit(event)
         self._aborted = True
         self._abort_reason = event.reason
         self.abort_all(event.reason)
@@ -211,7 +226,7 @@ class Operation:
 
     def abort_run(self) -> None:
         """A tool raised ``AbortRun`` (the kernel's interrupt ended the agent's code): abort as Stop does."""
-        if self.active:
+        if self._active:
             self._aborted = True
         self.abort_all()
 
@@ -219,14 +234,14 @@ class Operation:
     def on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
         """Session bookkeeping around each agent event, then the event for the session's listeners."""
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
-            self._emit(event)
+            self._listeners.emit(event)
             return
         match event:
             case MessageStartEvent(message=UserMessage() as message):
                 self._compactor.user_message_started()
                 self._queue.delivered(message)
             case TurnStartEvent():
-                self._timers.arm_turn(self._settings())
+                self._timers.arm_turn(self._settings)
             case MessageEndEvent(message=message):
                 self._record(message)
             case TurnEndEvent():
@@ -235,7 +250,9 @@ class Operation:
                 pass
         match event:
             case AgentRunEndEvent(messages=messages):
-                self._emit(AgentEndEvent(messages, will_retry=not self._aborted and self._retry.will_retry(messages)))
+                self._listeners.emit(
+                    AgentEndEvent(messages, will_retry=not self._aborted and self._retry.will_retry(messages))
+                )
             case (
                 AgentStartEvent()
                 | TurnStartEvent()
@@ -247,12 +264,12 @@ class Operation:
                 | ToolExecutionUpdateEvent()
                 | ToolExecutionEndEvent()
             ):
-                self._emit(event)
+                self._listeners.emit(event)
         match event:
             case MessageEndEvent(message=AssistantMessage() as message):
                 self._after_reply(message)
-            case TurnEndEvent() if self.active:
-                exceeded = self._budget().check(before_request=False)
+            case TurnEndEvent() if self._active:
+                exceeded = self.budget.check(before_request=False)
                 if exceeded is not None:
                     self.stop(exceeded)
             case _:
@@ -263,11 +280,10 @@ class Operation:
         (durable first, unlike Pi), the budget's usage."""
         if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
             message.error_message = self._abort_reason
-        store = self._store()
-        if store is not None and not isinstance(message, CompactionSummaryMessage):
-            store.append_message(message)
+        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+            self.store.append_message(message)
         if isinstance(message, AssistantMessage):
-            self._budget().record(message)
+            self.budget.record(message)
 
     def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message
@@ -278,8 +294,8 @@ class Operation:
         self, request: RequestContext, signal: AbortSignal
     ) -> TurnUpdate | Mapping[str, Any] | None:
         """The agent's ``prepare_request`` hook: check the budget before each model request, then the user's."""
-        if self.active:
-            exceeded = self._budget().check(before_request=True)
+        if self._active:
+            exceeded = self.budget.check(before_request=True)
             if exceeded is not None:
                 self.stop(exceeded)
                 return None

@@ -109,10 +109,9 @@ class AgentSession:
             retry=self._retry,
             compactor=self._compactor,
             queue=self._queue,
-            settings=lambda: self._settings,
-            budget=lambda: self.budget,
-            store=lambda: self.store,
-            emit=emit,
+            settings=settings,
+            store=store,
+            listeners=self._listeners,
         )
         agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
         self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
@@ -134,7 +133,7 @@ class AgentSession:
     def _apply(self, settings: Settings) -> None:
         self._settings = settings
         self._compactor.settings = settings
-        self.budget = RunBudget(settings.budget)
+        self._operation.settings = settings
         self._setup.apply(settings)
 
     @property
@@ -189,6 +188,11 @@ class AgentSession:
     @property
     def is_idle(self) -> bool:
         return self._operation.is_idle
+
+    @property
+    def budget(self) -> RunBudget:
+        """The run budget: its limits (``settings.budget``) and what the current or last operation used."""
+        return self._operation.budget
 
     @property
     def is_retrying(self) -> bool:
@@ -294,6 +298,7 @@ class AgentSession:
             self.store.close()
         self.store = store
         self._compactor.store = store
+        self._operation.store = store
         self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
         if messages is not None:
             self.agent.state.messages = list(messages)
