@@ -1,6 +1,6 @@
 """The agent loop (Pi's ``pi-agent-core``): tools, events, the stateless loop and the stateful ``Agent``."""
 
-from ._agent import Agent, AgentBusyError, AgentListener, AgentState, QueueMode, set_default_stream_fn
+from ._agent import Agent, set_default_stream_fn
 from ._config import LoopConfig
 from ._hooks import (
     AfterToolCallHook,
@@ -14,7 +14,10 @@ from ._hooks import (
     TransformContextHook,
     call_hook,
 )
+from ._lifecycle import AgentBusyError, AgentListener
 from ._loop import run_agent_loop, run_agent_loop_continue
+from ._message_queue import QueueMode
+from ._state import AgentState
 from ._types import (
     AfterToolCallContext,
     AfterToolCallResult,

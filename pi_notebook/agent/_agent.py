@@ -1,5 +1,11 @@
 """``Agent``: the stateful shell around the loop (Pi's ``Agent``): transcript, queues, listeners, abort, idle.
 
+The agent is a façade over its parts: its :class:`~._state.AgentState`, its two
+:class:`~._message_queue.MessageQueue` (steering, follow-up), and its :class:`~._lifecycle.RunLifecycle` (one
+run at a time, its listeners, abort and idle, Pi's ending for a run whose loop raises).
+What the agent adds: the configuration of each run (``LoopConfig``: model, hooks, key, request options, the
+queues to poll) and the entry points ``prompt()`` and ``continue_()``.
+
 One run at a time. Each run gets a new :class:`~pi_notebook.ai.AbortController`; ``abort()`` aborts it (a no-op
 when idle) and everything that received the signal — stream function, tools, hooks, listeners — is expected to
 stop promptly. ``state.is_streaming`` stays true until the awaited ``agent_end`` listeners have finished, and
@@ -14,18 +20,13 @@ same synthetic ending, and the cancellation propagates.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Literal
 
-import anyio
 from pydantic import SecretStr
 
 from ..ai import (
-    AbortController,
     AbortSignal,
     AssistantMessage,
     ImageContent,
@@ -37,34 +38,16 @@ from ..ai import (
     ToolResultMessage,
     UserMessage,
 )
-from ..ai._errors import BusyError
 from ..ai._secret import clean_api_key
 from ._config import LoopConfig
 from ._hooks import Hooks
+from ._lifecycle import AgentBusyError, AgentListener, RunLifecycle
 from ._loop import run_agent_loop, run_agent_loop_continue
-from ._types import (
-    AgentContext,
-    AgentEndEvent,
-    AgentEvent,
-    AgentMessage,
-    AgentTool,
-    CustomMessage,
-    MessageEndEvent,
-    MessageStartEvent,
-    TurnEndEvent,
-)
+from ._message_queue import MessageQueue, QueueMode, check_mode
+from ._state import AgentState
+from ._types import AgentContext, AgentMessage, AgentTool, CustomMessage
 
-__all__ = ["Agent", "AgentBusyError", "AgentListener", "AgentState", "QueueMode", "set_default_stream_fn"]
-
-QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
-
-
-class AgentBusyError(BusyError):
-    """``prompt()`` / ``continue_()`` / ``reset()`` while the agent runs: queue with ``steer`` / ``follow_up``."""
-
-
-AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
-"""``listener(event, signal)``, sync or async: awaited in subscription order before the loop goes on."""
+__all__ = ["Agent", "set_default_stream_fn"]
 
 _default_stream_fn: StreamFn | None = None
 
@@ -77,85 +60,6 @@ def set_default_stream_fn(stream_fn: StreamFn | None) -> None:
     """The stream function used by agents created without ``stream_fn``."""
     global _default_stream_fn
     _default_stream_fn = stream_fn
-
-
-class AgentState:
-    """The agent's observable state. Assigning ``messages`` or ``tools`` stores a copy of the list."""
-
-    __slots__ = (
-        "_messages",
-        "_tools",
-        "error_message",
-        "is_streaming",
-        "model",
-        "pending_tool_calls",
-        "streaming_message",
-        "system_prompt",
-        "thinking_level",
-    )
-
-    def __init__(
-        self,
-        system_prompt: str,
-        model: Model,
-        thinking_level: ThinkingLevel,
-        tools: Iterable[AgentTool],
-        messages: Iterable[AgentMessage],
-    ) -> None:
-        self.system_prompt = system_prompt
-        self.model = model
-        self.thinking_level: ThinkingLevel = thinking_level
-        self._tools = list(tools)
-        self._messages = list(messages)
-        self.is_streaming = False
-        self.streaming_message: AgentMessage | None = None
-        self.pending_tool_calls: set[str] = set()
-        self.error_message: str | None = None
-
-    @property
-    def messages(self) -> list[AgentMessage]:
-        return self._messages
-
-    @messages.setter
-    def messages(self, value: Iterable[AgentMessage]) -> None:
-        self._messages = list(value)
-
-    @property
-    def tools(self) -> list[AgentTool]:
-        return self._tools
-
-    @tools.setter
-    def tools(self, value: Iterable[AgentTool]) -> None:
-        self._tools = list(value)
-
-
-class _Queue:
-    __slots__ = ("items", "mode")
-
-    def __init__(self, mode: QueueMode) -> None:
-        _check_mode(mode)
-        self.mode: QueueMode = mode
-        self.items: deque[AgentMessage] = deque()
-
-    def drain(self) -> list[AgentMessage]:
-        if not self.items:
-            return []
-        if self.mode == "all":
-            drained = list(self.items)
-            self.items.clear()
-            return drained
-        return [self.items.popleft()]
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in ("all", "one-at-a-time"):
-        raise ValueError(f"queue mode must be 'all' or 'one-at-a-time', got {mode!r}")
-
-
-@dataclass(slots=True)
-class _Run:
-    controller: AbortController
-    idle: asyncio.Future[None]
 
 
 class Agent:
@@ -191,14 +95,13 @@ class Agent:
         self._state = AgentState(system_prompt, model or UNKNOWN_MODEL, thinking_level, tools, messages)
         self.stream_fn = stream_fn
         self.tool_execution: Literal["parallel", "sequential"] = tool_execution
-        self._steering = _Queue(steering_mode)
-        self._follow_up = _Queue(follow_up_mode)
+        self._steering = MessageQueue(steering_mode)
+        self._follow_up = MessageQueue(follow_up_mode)
         self.hooks = hooks or Hooks()
         self.api_key = api_key
         self.session_id = session_id
         self.stream_options = stream_options or StreamOptions()
-        self._listeners: tuple[AgentListener, ...] = ()
-        self._run: _Run | None = None
+        self._lifecycle = RunLifecycle(self._state)
 
     @property
     def api_key(self) -> SecretStr | None:
@@ -216,7 +119,7 @@ class Agent:
     @property
     def signal(self) -> AbortSignal | None:
         """The active run's abort signal (``None`` when idle)."""
-        return self._run.controller.signal if self._run else None
+        return self._lifecycle.signal
 
     def subscribe(self, listener: AgentListener) -> Callable[[], None]:
         """Call ``listener(event, signal)`` for every event; returns an unsubscribe function.
@@ -224,12 +127,7 @@ class Agent:
         Listeners are awaited in subscription order before the loop goes on, and the run is not idle until
         the ``agent_end`` listeners have finished.
         """
-        self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            self._listeners = tuple(item for item in self._listeners if item is not listener)
-
-        return unsubscribe
+        return self._lifecycle.subscribe(listener)
 
     # -- queues ---------------------------------------------------------------------------------------
     @property
@@ -238,7 +136,7 @@ class Agent:
 
     @steering_mode.setter
     def steering_mode(self, mode: QueueMode) -> None:
-        _check_mode(mode)
+        check_mode(mode)
         self._steering.mode = mode
 
     @property
@@ -247,7 +145,7 @@ class Agent:
 
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None:
-        _check_mode(mode)
+        check_mode(mode)
         self._follow_up.mode = mode
 
     def steer(self, message: AgentMessage | str) -> None:
@@ -286,7 +184,7 @@ class Agent:
         images: Sequence[ImageContent] = (),
     ) -> None:
         """Run from new message(s). Text becomes one user message (with ``images`` after the text)."""
-        if self._run is not None:
+        if self._lifecycle.active:
             raise AgentBusyError(
                 "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
                 "or wait for completion."
@@ -299,7 +197,7 @@ class Agent:
         From a user or tool-result tail the loop simply runs. From an assistant tail, queued steering (or
         else follow-up) messages are run as the prompt; with nothing queued this raises.
         """
-        if self._run is not None:
+        if self._lifecycle.active:
             raise AgentBusyError("Agent is already processing. Wait for completion before continuing.")
         stream_fn = self._stream()
         messages = self._state.messages
@@ -317,23 +215,22 @@ class Agent:
             raise RuntimeError("Cannot continue from message role: assistant")
 
         async def executor(signal: AbortSignal) -> None:
-            await run_agent_loop_continue(self._snapshot(), self._config(), self._process, signal, stream_fn)
+            await run_agent_loop_continue(self._snapshot(), self._config(), self._lifecycle.emit, signal, stream_fn)
 
-        await self._lifecycle(executor)
+        await self._lifecycle.run(executor)
 
     async def _run_prompts(self, messages: list[AgentMessage], skip_initial_steering_poll: bool = False) -> None:
         stream_fn = self._stream()
 
         async def executor(signal: AbortSignal) -> None:
             config = self._config(skip_initial_steering_poll)
-            await run_agent_loop(messages, self._snapshot(), config, self._process, signal, stream_fn)
+            await run_agent_loop(messages, self._snapshot(), config, self._lifecycle.emit, signal, stream_fn)
 
-        await self._lifecycle(executor)
+        await self._lifecycle.run(executor)
 
     def abort(self, reason: object = "aborted") -> None:
         """Abort the active run's signal. Does nothing when idle; never raises; leaves the queues alone."""
-        if self._run is not None:
-            self._run.controller.abort(reason)
+        self._lifecycle.abort(reason)
 
     async def request_options(self, signal: AbortSignal) -> StreamOptions:
         """The options a model request made now would get (key, headers, timeouts, retries, thinking level),
@@ -342,13 +239,11 @@ class Agent:
 
     async def wait_for_idle(self) -> None:
         """Return once the active run, including its awaited listeners, has finished (at once if idle)."""
-        run = self._run
-        if run is not None:
-            await asyncio.shield(run.idle)
+        await self._lifecycle.wait_for_idle()
 
     def reset(self) -> None:
         """Clear the transcript, runtime state and both queues."""
-        if self._run is not None:
+        if self._lifecycle.active:
             raise AgentBusyError("Agent is already processing. Wait for completion before resetting.")
         state = self._state
         state.messages = []
@@ -399,106 +294,6 @@ class Agent:
     def _requeue(self, messages: list[AgentMessage], source: str) -> None:
         queue = self._steering if source == "steering" else self._follow_up
         queue.items.extendleft(reversed(messages))
-
-    async def _lifecycle(self, executor: Callable[[AbortSignal], Awaitable[None]]) -> None:
-        if self._run is not None:
-            raise AgentBusyError("Agent is already processing.")
-        run = _Run(AbortController(), asyncio.get_running_loop().create_future())
-        self._run = run
-        state = self._state
-        state.is_streaming = True
-        state.streaming_message = None
-        state.error_message = None
-        signal = run.controller.signal
-        try:
-            await executor(signal)
-        except Exception as exc:
-            await self._fail(exc, signal.aborted)
-        except BaseException as exc:
-            if not isinstance(exc, anyio.get_cancelled_exc_class()):
-                raise
-            # The awaiting task was cancelled (e.g. a kernel interrupt): treat it as an abort, still end the
-            # run with its events, then let the cancellation go on.
-            run.controller.abort("cancelled")
-            with anyio.CancelScope(shield=True):
-                await self._fail(RuntimeError("Run cancelled"), aborted=True)
-            raise
-        finally:
-            self._finish(run)
-
-    async def _fail(self, error: BaseException, aborted: bool) -> None:
-        model = self._state.model
-        failure = AssistantMessage(
-            content=[TextContent(text="")],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            stop_reason="aborted" if aborted else "error",
-            error_message=str(error) or type(error).__name__,
-        )
-        await _settle(self._process(MessageStartEvent(failure)))
-        await _settle(self._process(MessageEndEvent(failure)))
-        await _settle(self._process(TurnEndEvent(failure, [])))
-        await _settle(self._process(AgentEndEvent([failure])))
-
-    def _finish(self, run: _Run) -> None:
-        state = self._state
-        state.is_streaming = False
-        state.streaming_message = None
-        state.pending_tool_calls = set()
-        run.idle.set_result(None)
-        self._run = None
-
-    def _process(self, event: AgentEvent) -> Awaitable[None] | None:
-        """Reduce the event into state, then call every listener in order (the loop's ``emit``).
-
-        Sync listeners are called here and then, as long as none returns an awaitable, ``None`` is returned:
-        the loop has nothing to await. From the first listener that returns an awaitable on, the rest is
-        returned as one coroutine, so each later listener still runs only after the earlier one finished.
-        """
-        state = self._state
-        # One string compare per branch (most frequent first) instead of a chain of isinstance checks.
-        if event.type == "message_update" or event.type == "message_start":
-            state.streaming_message = event.message
-        elif event.type == "message_end":
-            state.streaming_message = None
-            state.messages.append(event.message)
-        elif event.type == "tool_execution_start":
-            state.pending_tool_calls.add(event.tool_call_id)
-        elif event.type == "tool_execution_end":
-            state.pending_tool_calls.discard(event.tool_call_id)
-        elif event.type == "turn_end":
-            message = event.message
-            if isinstance(message, AssistantMessage) and message.error_message:
-                state.error_message = message.error_message
-        elif event.type == "agent_end":
-            state.streaming_message = None
-        run = self._run
-        if run is None:
-            raise RuntimeError("Agent listener invoked outside active run")
-        signal = run.controller.signal
-        listeners = self._listeners
-        for index, listener in enumerate(listeners):
-            outcome = listener(event, signal)
-            if outcome is not None and inspect.isawaitable(outcome):
-                return _finish_listeners(outcome, event, signal, listeners[index + 1 :])
-        return None
-
-
-async def _finish_listeners(
-    first: Awaitable[object], event: AgentEvent, signal: AbortSignal, rest: tuple[AgentListener, ...]
-) -> None:
-    """Await a listener's outcome, then call (and await) the listeners after it, in order."""
-    await first
-    for listener in rest:
-        outcome = listener(event, signal)
-        if outcome is not None and inspect.isawaitable(outcome):
-            await outcome
-
-
-async def _settle(waiting: Awaitable[None] | None) -> None:
-    if waiting is not None:
-        await waiting
 
 
 def _as_message(message: AgentMessage | str) -> AgentMessage:

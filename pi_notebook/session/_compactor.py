@@ -1,8 +1,9 @@
 """The session's compaction (PI-SPEC §7.5): overflow -> compact and retry once, threshold, manual.
 
-:class:`Compactor` is owned by an :class:`~pi_notebook.session.AgentSession`: the session tells it about the
-messages that start and end, asks it after each run whether to compact, and reports its events. The summary
-itself is made in :mod:`._summary`.
+:class:`Compactor` is owned by an :class:`~pi_notebook.session.AgentSession`: the session's operation
+(``_operation``) tells it about the messages that start and end and asks it after each run whether to compact;
+``compact()`` asks it for a manual compaction; it reports its events. The summary itself is made in
+:mod:`._summary`.
 
 Where this differs from Pi (0.84, which added the truncated-reply recovery), on purpose:
 
@@ -210,6 +211,20 @@ class Compactor:
         return outcome
 
     # -- compaction ---------------------------------------------------------------------------------------
+    async def compact_manual(self, instructions: str | None = None) -> None:
+        """``AgentSession.compact``'s compaction: raises ``RuntimeError`` when the summary fails ("Compaction
+        failed: ...", reported by ``compaction_end`` first), :class:`CompactionCancelled` when an abort stops it,
+        and ``ValueError`` when there is nothing to compact."""
+        try:
+            outcome = await self.compact("manual", instructions=instructions)
+        except SummarizationFailed as failure:
+            self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
+            raise RuntimeError(f"Compaction failed: {failure}") from None
+        if outcome == "nothing":
+            raise ValueError("Nothing to compact (session too small)")
+        if outcome == "aborted":
+            raise CompactionCancelled
+
     async def compact(
         self, reason: CompactionReason, *, will_retry: bool = False, instructions: str | None = None
     ) -> CompactionOutcome:

@@ -17,80 +17,40 @@ Where this differs from Pi 0.84, on purpose:
   timeout are built in (see ``Settings``).
 
 Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
-reach the run. Compaction is done by the session's :class:`~._compactor.Compactor`.
+reach the run. The session is a façade over the objects that do the work: its
+:class:`~._operation.Operation` (running an operation, stopping it, the bookkeeping at each agent event),
+:class:`~._agent_setup.AgentSetup` (the agent's options from the settings, its guarded tools),
+:class:`~._compactor.Compactor`, :class:`~._turn_retry.TurnRetry`, :class:`~._queues.QueueTexts` and
+:class:`~._listeners.Listeners`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..agent import (
-    Agent,
-    AgentEvent,
-    AgentMessage,
-    AgentStartEvent,
-    AgentTool,
-    Hooks,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    PrepareRequestHook,
-    RequestContext,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-    TurnEndEvent,
-    TurnStartEvent,
-    TurnUpdate,
-    call_hook,
-)
-from ..agent import AgentEndEvent as AgentRunEndEvent
-from ..ai import (
-    AbortSignal,
-    AssistantMessage,
-    BusyError,
-    Deadline,
-    ImageContent,
-    Model,
-    StreamFn,
-    TextContent,
-    UserMessage,
-    maybe_await,
-)
+from ..agent import Agent, AgentMessage, AgentTool, Hooks
+from ..ai import ImageContent, Model, StreamFn, TextContent, UserMessage
 from ..ai import stream as default_stream
+from ._agent_setup import AgentSetup
 from ._approval_gate import ApprovalGate, Approver
-from ._compactor import CompactionCancelled, Compactor, SummarizationFailed
-from ._events import (
-    AgentEndEvent,
-    AgentSettledEvent,
-    BudgetExceededEvent,
-    CompactionEndEvent,
-    SessionEvent,
-    SessionListener,
-)
-from ._guard import RunBudget, guard_tool
+from ._compactor import Compactor
+from ._events import SessionListener
+from ._guard import RunBudget
+from ._listeners import Listeners
+from ._operation import Operation, SessionBusyError
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
-from ._summary import CompactionPlan, CompactionSummaryMessage
-from ._timers import RunTimers
+from ._summary import CompactionPlan
 from ._turn_retry import TurnRetry
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
-
-_log = logging.getLogger(__name__)
-
-
-class SessionBusyError(BusyError):
-    """``prompt()``/``continue_()`` while an operation is active: queue with ``steer``/``follow_up`` instead."""
 
 
 class AgentSession:
@@ -127,38 +87,38 @@ class AgentSession:
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
         settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
         self.store = store
+        self._listeners = Listeners()
+        emit = self._listeners.emit
         hooks = hooks or Hooks()
         self._approval = ApprovalGate(hooks.before_tool_call, lambda: self._settings.tools.approval)
         self._approval.approver = approver
-        self._user_prepare_request: PrepareRequestHook | None = hooks.prepare_request
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
-        self.agent = Agent(
+        agent = self.agent = Agent(
             stream_fn=stream_fn or default_stream,
             model=model,
             messages=history,
-            hooks=replace(hooks, prepare_request=self._before_request, before_tool_call=self._approval),
+            hooks=replace(hooks, before_tool_call=self._approval),
             **agent_options,
         )
-        if self.agent.session_id is None:  # keys the provider's prompt cache (Pi's AgentSession does the same)
-            self.agent.session_id = (store.session_id if store is not None else None) or uuid.uuid4().hex
-        self._keys = SessionKeys(self.agent)
-        self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
-        self._tools = list(tools)
-        self._timers = RunTimers(self._stop)
-        self._hooks = _Hooks(self)
-        self._listeners: tuple[SessionListener, ...] = ()
-        self._active = False
-        self._compacting = False
-        self._idle: asyncio.Event | None = None
-        self._aborted = False
-        self._abort_reason: str | None = None
-        self._retry = TurnRetry(self.agent, lambda: self._settings, self._emit)
-        self._last_assistant: AssistantMessage | None = None
-        self._queue = QueueTexts(self.agent, self._emit)
-        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
-        self._compactor = Compactor(self.agent, settings, store, self._emit)
+        if agent.session_id is None:  # keys the provider's prompt cache (Pi's AgentSession does the same)
+            agent.session_id = (store.session_id if store is not None else None) or uuid.uuid4().hex
+        self._keys = SessionKeys(agent)
+        self._retry = TurnRetry(agent, lambda: self._settings, emit)
+        self._queue = QueueTexts(agent, emit)
+        self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
+        self._compactor = Compactor(agent, settings, store, emit)
+        self._operation = Operation(
+            agent,
+            retry=self._retry,
+            compactor=self._compactor,
+            queue=self._queue,
+            settings=settings,
+            store=store,
+            listeners=self._listeners,
+        )
+        agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
+        self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
         self._apply(settings)
-        self._unsubscribe_agent = self.agent.subscribe(self._on_agent_event)
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -169,43 +129,24 @@ class AgentSession:
     def settings(self, settings: Settings) -> None:
         """Apply new settings (queue modes, tool execution and timeouts, provider options, budget).
         Takes effect from the next operation; raises while one is active."""
-        if self._active:
+        if self._operation.active:
             raise SessionBusyError("Settings cannot change while an operation is active.")
         self._apply(settings)
 
     def _apply(self, settings: Settings) -> None:
         self._settings = settings
         self._compactor.settings = settings
-        agent = self.agent
-        agent.steering_mode = settings.steering_mode
-        agent.follow_up_mode = settings.follow_up_mode
-        agent.tool_execution = settings.tool_execution
-        provider = settings.retry.provider
-        agent.stream_options = replace(
-            agent.stream_options,
-            max_retries=provider.max_retries,
-            max_retry_delay_ms=provider.max_retry_delay_ms,
-            timeout_ms=provider.timeout_ms,
-            idle_timeout_ms=settings.timeouts.http_idle_ms or None,
-            total_timeout_ms=settings.timeouts.http_total_ms or None,
-            cache_retention=settings.cache_retention,
-        )
-        self.budget = RunBudget(settings.budget)
-        self._guard_tools()
-
-    def _guard_tools(self) -> None:
-        timeouts = self._settings.timeouts
-        self.agent.state.tools = [guard_tool(tool, timeouts, self._keys, self._hooks) for tool in self._tools]
+        self._operation.settings = settings
+        self._setup.apply(settings)
 
     @property
     def tools(self) -> list[AgentTool]:
         """The tools as given (the agent holds them wrapped with the timeout guard)."""
-        return list(self._tools)
+        return self._setup.tools
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = list(tools)
-        self._guard_tools()
+        self._setup.tools = tools
 
     @property
     def approver(self) -> Approver | None:
@@ -221,10 +162,15 @@ class AgentSession:
         """Tools the user allowed "always for this session" (they no longer ask)."""
         return frozenset(self._approval.always)
 
+    def secret_keys(self) -> list[str]:
+        """The keys this session redacts from tool output (see ``_redact``), read now. For redacting only: never
+        show, log or send them."""
+        return self._keys()
+
     def approval_mode(self, tool_name: str) -> ApprovalMode:
         """``"ask"`` or ``"auto"``: what a call of the session's tool ``tool_name`` does now (the setting, the
         tool's default and "always" answers). Raises ``KeyError`` for a tool the session does not have."""
-        tool = next((tool for tool in self.tools if tool.name == tool_name), None)
+        tool = self._setup.find(tool_name)
         if tool is None:
             raise KeyError(f"the session has no tool {tool_name!r}")
         return self._approval.mode(tool)
@@ -249,7 +195,12 @@ class AgentSession:
 
     @property
     def is_idle(self) -> bool:
-        return not self._active and not self._compacting
+        return self._operation.is_idle
+
+    @property
+    def budget(self) -> RunBudget:
+        """The run budget: its limits (``settings.budget``) and what the current or last operation used."""
+        return self._operation.budget
 
     @property
     def is_retrying(self) -> bool:
@@ -263,90 +214,28 @@ class AgentSession:
     def queue(self) -> QueueSnapshot:
         return self._queue.snapshot()
 
-    def secret_keys(self) -> list[str]:
-        """The keys this session redacts from tool output (see ``_redact``), read now. For redacting only: never
-        show, log or send them."""
-        return self._keys()
-
     def subscribe(self, listener: SessionListener) -> Callable[[], None]:
         """Call ``listener(event)`` for every :data:`SessionEvent` (synchronously); returns an unsubscribe
-        function."""
-        self._listeners = (*self._listeners, listener)
-
-        def unsubscribe() -> None:
-            self._listeners = tuple(item for item in self._listeners if item is not listener)
-
-        return unsubscribe
-
-    def _emit(self, event: SessionEvent) -> None:
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:
-                _log.exception("session listener %r raised on %s", listener, event.type)
+        function. An exception in a listener is logged and goes no further."""
+        return self._listeners.subscribe(listener)
 
     # -- operations -------------------------------------------------------------------------------------
     async def prompt(self, text: str, images: Sequence[ImageContent] = ()) -> None:
         """Run from a new user message until the session settles. Raises :class:`SessionBusyError` while an
         operation is active (use ``steer``/``follow_up``) or a manual compaction runs."""
-        self._check_free()
+        self._operation.check_free()
         message = UserMessage(content=[TextContent(text=text), *images])
 
         async def start() -> None:
             await self._compactor.check_last_reply()
             await self.agent.prompt(message)
 
-        await self._operation(start)
+        await self._operation.run(start)
 
     async def continue_(self) -> None:
         """Continue from the transcript (queued messages first, from an assistant tail) until settled."""
-        self._check_free()
-        await self._operation(self.agent.continue_)
-
-    def _check_free(self) -> None:
-        if self._active:
-            raise SessionBusyError(
-                "Agent is already processing. Use steer() or follow_up() to queue the message, or wait for it."
-            )
-        if self._compacting:
-            raise SessionBusyError(
-                "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
-            )
-
-    async def _operation(self, start: Callable[[], Awaitable[None]]) -> None:
-        self._active = True
-        self._idle = asyncio.Event()
-        self._aborted = False
-        self._abort_reason = None
-        self._last_assistant = None
-        try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
-            self.budget.start()
-            self._timers.arm_wall(self._settings, self.budget)
-            await start()
-            while await self._after_run():
-                await self.agent.continue_()
-        finally:
-            self._timers.cancel()
-            last = self._last_transcript_assistant()
-            aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
-            self._active = False
-            self._emit(AgentSettledEvent(aborted))
-            self._idle.set()
-
-    async def _after_run(self) -> bool:
-        """Pi's post-run triage (§7.3): retry, report exhaustion, compact, deliver queued messages."""
-        message, self._last_assistant = self._last_assistant, None
-        if message is None:
-            return False
-        if self._aborted or message.stop_reason == "aborted":  # stop means stop: nothing continues
-            return False
-        decision = self._retry.decision(message)
-        if decision.retry and await self._retry.retry(message, decision.delay_ms):
-            return True
-        self._retry.gave_up(message)
-        if await self._compactor.check(message):
-            return True  # an overflow was compacted: retry the turn
-        return not self._aborted and self.agent.has_queued_messages()
+        self._operation.check_free()
+        await self._operation.run(self.agent.continue_)
 
     # -- queues -----------------------------------------------------------------------------------------
     async def steer(self, text: str) -> None:
@@ -366,9 +255,7 @@ class AgentSession:
     async def abort(self) -> None:
         """Stop the operation (run, retry backoff, compaction) and wait until the session is idle. Queued
         messages stay queued (see ``clear_queue``)."""
-        if self._active or self._compacting:
-            self._aborted = True
-        self._abort_all()
+        self._operation.abort()
         await self.wait_for_idle()
 
     def abort_retry(self) -> None:
@@ -379,40 +266,19 @@ class AgentSession:
         """Stop a running compaction (its summary request and retry backoff)."""
         self._compactor.abort()
 
-    def _abort_all(self, reason: object = "aborted") -> None:
-        """Abort the retry backoff, a compaction and the agent's run, without waiting."""
-        self.abort_retry()
-        self.abort_compaction()
-        self.agent.abort(reason)
-
-    def _stop(self, event: BudgetExceededEvent) -> None:
-        """A budget or the turn timeout ran out: report it and abort with the reason."""
-        if self._aborted or not self._active:
-            return
-        self._emit(event)
-        self._aborted = True
-        self._abort_reason = event.reason
-        self._abort_all(event.reason)
-
     async def wait_for_idle(self) -> None:
         """Return once the session is idle (after ``agent_settled`` was emitted)."""
-        while not self.is_idle:
-            idle = self._idle
-            if idle is None:
-                return
-            await idle.wait()
+        await self._operation.wait_for_idle()
 
     def dispose(self) -> None:
         """Abort everything without waiting, detach from the agent, close the store (listeners still hear
         whether its last write failed), drop listeners."""
-        self._abort_all()
-        self._timers.cancel()
-        self._unsubscribe_agent()
+        self._operation.dispose()
         if self.store is not None:
             self.store.close()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
-        self._listeners = ()
+        self._listeners.clear()
 
     # -- the session file -------------------------------------------------------------------------------
     def resume(self, path: str | Path) -> LoadedSession:
@@ -421,7 +287,7 @@ class AgentSession:
         ``problems`` say what could not be read). Raises :class:`SessionBusyError` while an operation is active,
         :class:`SessionFileError` for a file that must not be continued, ``OSError`` (``FileNotFoundError``) if
         it cannot be opened; on any of these nothing changes."""
-        self._check_free()
+        self._operation.check_free()
         if not Path(path).is_file():
             raise FileNotFoundError(f"no session file {path}")
         store = SessionStore(path)
@@ -433,19 +299,19 @@ class AgentSession:
         """Record from now on in ``store`` (``None``: nowhere); the previous store is closed. ``messages``, if
         given, replace the transcript (``%pi new`` passes ``[]``). Raises :class:`SessionBusyError` while an
         operation is active."""
-        self._check_free()
+        self._operation.check_free()
         if self._unsubscribe_store is not None:
             self._unsubscribe_store()
         if self.store is not None and self.store is not store:
             self.store.close()
         self.store = store
         self._compactor.store = store
-        self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None
+        self._operation.store = store
+        self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
         if store is not None and store.session_id:
             self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
         if messages is not None:
             self.agent.state.messages = list(messages)
-            self._last_assistant = None
 
     # -- compaction -------------------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None) -> None:
@@ -456,118 +322,9 @@ class AgentSession:
         is nothing to compact.
         """
         await self.abort()
-        self._compacting = True
-        self._idle = asyncio.Event()
-        try:
-            outcome = await self._compactor.compact("manual", instructions=instructions)
-        except SummarizationFailed as failure:
-            self._emit(CompactionEndEvent("manual", error_message=f"Compaction failed: {failure}"))
-            raise RuntimeError(f"Compaction failed: {failure}") from None
-        finally:
-            self._compacting = False
-            self._idle.set()
-        if outcome == "nothing":
-            raise ValueError("Nothing to compact (session too small)")
-        if outcome == "aborted":
-            raise CompactionCancelled
+        with self._operation.compacting():
+            await self._compactor.compact_manual(instructions)
 
     def compaction_plan(self) -> CompactionPlan | None:
         """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
         return self._compactor.plan()
-
-    # -- the agent's events -----------------------------------------------------------------------------
-    def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
-        """Session bookkeeping around each agent event, then the event for the session's listeners."""
-        if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
-            self._emit(event)
-            return
-        match event:
-            case MessageStartEvent(message=UserMessage() as message):
-                self._compactor.user_message_started()
-                self._queue.delivered(message)
-            case TurnStartEvent():
-                self._timers.arm_turn(self._settings)
-            case MessageEndEvent(message=message):
-                self._record(message)
-            case TurnEndEvent():
-                self._timers.disarm("turn", fire_if_due=True)
-            case _:
-                pass
-        match event:
-            case AgentRunEndEvent(messages=messages):
-                self._emit(AgentEndEvent(messages, will_retry=not self._aborted and self._retry.will_retry(messages)))
-            case (
-                AgentStartEvent()
-                | TurnStartEvent()
-                | TurnEndEvent()
-                | MessageStartEvent()
-                | MessageUpdateEvent()
-                | MessageEndEvent()
-                | ToolExecutionStartEvent()
-                | ToolExecutionUpdateEvent()
-                | ToolExecutionEndEvent()
-            ):
-                self._emit(event)
-        match event:
-            case MessageEndEvent(message=AssistantMessage() as message):
-                self._after_reply(message)
-            case TurnEndEvent() if self._active:
-                exceeded = self.budget.check(before_request=False)
-                if exceeded is not None:
-                    self._stop(exceeded)
-            case _:
-                pass
-
-    def _record(self, message: AgentMessage) -> None:
-        """At ``message_end``, before anyone is told: the stop reason of a budget abort, the session file
-        (durable first, unlike Pi), the budget's usage."""
-        if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
-            message.error_message = self._abort_reason
-        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
-            self.store.append_message(message)
-        if isinstance(message, AssistantMessage):
-            self.budget.record(message, self.agent.state.model)
-
-    def _after_reply(self, message: AssistantMessage) -> None:
-        self._last_assistant = message
-        self._compactor.reply_ended(message)
-        self._retry.reply_ended(message)
-
-    async def _before_request(
-        self, request: RequestContext, signal: AbortSignal
-    ) -> TurnUpdate | Mapping[str, Any] | None:
-        if self._active:
-            exceeded = self.budget.check(before_request=True)
-            if exceeded is not None:
-                self._stop(exceeded)
-                return None
-        if self._user_prepare_request is not None:
-            return await maybe_await(call_hook(self._user_prepare_request, request, signal))
-        return None
-
-    def _abort_from_tool(self) -> None:
-        """A tool raised ``AbortRun`` (the kernel's interrupt ended the agent's code): abort as Stop does."""
-        if self._active:
-            self._aborted = True
-        self._abort_all()
-
-    def _last_transcript_assistant(self) -> AssistantMessage | None:
-        for message in reversed(self.agent.state.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
-
-
-class _Hooks:
-    """The session as ``guard_tool`` sees it (``RunHooks``): the run's deadlines, and abort from a tool."""
-
-    __slots__ = ("_session",)
-
-    def __init__(self, session: AgentSession) -> None:
-        self._session = session
-
-    def deadlines(self) -> list[Deadline]:
-        return self._session._timers.deadlines()
-
-    def abort_run(self) -> None:
-        self._session._abort_from_tool()

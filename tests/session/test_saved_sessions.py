@@ -13,6 +13,7 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.session import (
     AgentSession,
     SessionBusyError,
+    SessionEvent,
     SessionFileError,
     SessionStore,
     Settings,
@@ -86,9 +87,19 @@ async def test_resume_refuses_while_busy_a_missing_file_and_a_foreign_file(tmp_p
     with pytest.raises(SessionFileError, match="no session header"):
         session.resume(tmp_path / "x.jsonl")
     assert session.store is None and session.messages == []
-    session._active = True  # what an operation in progress sets
-    with pytest.raises(SessionBusyError):
-        session.resume(tmp_path / "x.jsonl")
+    refused: list[SessionBusyError] = []
+
+    def resume_while_busy(event: SessionEvent) -> None:
+        if event.type == "agent_start":  # inside an operation
+            try:
+                session.resume(tmp_path / "x.jsonl")
+            except SessionBusyError as error:
+                refused.append(error)
+
+    session.subscribe(resume_while_busy)
+    faux.set_responses([faux_assistant_message("answer")])
+    await session.prompt("hi")
+    assert len(refused) == 1 and session.store is None
 
 
 def test_sessions_dir_defaults_under_home_follows_the_environment_and_none_turns_saving_off(
