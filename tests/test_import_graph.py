@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
-LAYERS = ["ai", "agent", "session", "tools", "notebook"]
+LAYERS = ["ai", "agent", "session", "tools", "kernel", "notebook"]
 """In import order: a layer may import the ones before it (``testing`` may use any of them)."""
 
 

@@ -24,15 +24,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from ..ai import AbortSignal
+from ..kernel import CELL_TOOL_NAMES, cell_preview
 from ..session import NEVER_ASK, AgentSession, Approval, ApprovalRequest
 from ..tools import preview_edit
 from ._run import Run
 
-__all__ = ["FRONTEND_WAIT_S", "MAX_PREVIEW", "NO_FRONTEND", "NotebookApprover", "describe_tools", "preview_call"]
+__all__ = [
+    "CELLS_NOT_HERE",
+    "FRONTEND_WAIT_S",
+    "MAX_PREVIEW",
+    "NO_FRONTEND",
+    "NotebookApprover",
+    "describe_tools",
+    "preview_call",
+]
 
 FRONTEND_WAIT_S = 2.0
 """How long after a run starts a frontend has to render its widget before asking tools are refused."""
@@ -43,6 +52,11 @@ NO_FRONTEND = (
     "showing this run's widget to ask (nbclient, nbval, nbconvert and plain IPython cannot answer; nor can a run "
     "that is not displayed). To let it run without asking: %pi settings tools.approval=auto (or "
     "tools.approval.{name}=auto), or configure(settings={{'tools': {{'approval': 'auto'}}}})."
+)
+
+CELLS_NOT_HERE = (
+    "cell tools: not available here (the notebook is not open in JupyterLab with the pi-notebook extension); "
+    "the model is not offered them"
 )
 
 
@@ -72,7 +86,11 @@ class NotebookApprover:
         if not await view.transcript.wait_rendered(wait, signal):
             return refused
         cwd = self._entry.cwd or os.getcwd()
-        return await run.ask_approval(request, preview_call(request, cwd), signal)
+        if request.tool_name in CELL_TOOL_NAMES:  # the cell's diff or source, read from the live notebook
+            preview = _cut_preview(await cell_preview(request.tool_name, request.args, signal))
+        else:
+            preview = preview_call(request, cwd)
+        return await run.ask_approval(request, preview, signal)
 
 
 def preview_call(request: ApprovalRequest, cwd: str) -> str:
@@ -91,12 +109,17 @@ def preview_call(request: ApprovalRequest, cwd: str) -> str:
         text = f"{args.get('path')} ({len(content)} characters)\n\n{content}"
     else:
         text = json.dumps(_plain(request.args), ensure_ascii=False, indent=1, default=str)
+    return _cut_preview(text)
+
+
+def _cut_preview(text: str) -> str:
     return text if len(text) <= MAX_PREVIEW else text[:MAX_PREVIEW] + f"\n… ({len(text) - MAX_PREVIEW} more characters)"
 
 
-def describe_tools(session: AgentSession) -> str:
+def describe_tools(session: AgentSession, left_out: Collection[str] = ()) -> str:
     """``%pi tools``: each tool, whether it asks before it runs (and why not), and its description's first
-    sentence; then how to change it."""
+    sentence; then how to change it. ``left_out``: tools a run started here would not be offered (the cell tools
+    where no JupyterLab page can act on the notebook), marked as such."""
     tools = session.tools
     if not tools:
         return "pi: no tools (configure(tools=default_tools()) gives the notebook's set back)"
@@ -104,13 +127,17 @@ def describe_tools(session: AgentSession) -> str:
     lines = []
     for tool in tools:
         mode: str = session.approval_mode(tool.name)
-        if tool.name in NEVER_ASK:
+        if tool.name in left_out:
+            mode = "not available here"
+        elif tool.name in NEVER_ASK:
             mode = "auto (only looks)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")
         lines.append(f"{tool.name.ljust(width)}  {mode.ljust(27)}  {_cut(summary, 70)}")
     lines.append("")
+    if any(name in CELL_TOOL_NAMES for name in left_out):
+        lines.append(CELLS_NOT_HERE)
     lines.append("approval: %pi settings tools.approval=auto | ask | tools.approval.<tool>=auto")
     return "\n".join(lines)
 

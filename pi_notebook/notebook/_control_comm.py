@@ -11,6 +11,10 @@ Frontend -> kernel (``comm_msg`` data):
   (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the new state,
   ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
+* ``{"action": "cells", "request": N, ...}``: a page's answer to a cells request (the cell tools,
+  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`. A page that opens the comm with
+  ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
+  client id of its kernel connection, from the message header) until the comm closes.
 
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
 "now": ms}`` right after the comm opens, as each reply, and pushed whenever a run changes state. ``state`` is
@@ -47,6 +51,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, get_args
 
+from ..kernel import FRONTENDS, Frontend
 from ..tools import hold_interrupt
 from ._protocol import ControlAction
 from ._run import Run, RunState
@@ -71,6 +76,8 @@ class RunSource(Protocol):
 
 
 _comms: list[Any] = []
+_frontends: dict[str, Frontend] = {}
+"""Per comm id, the notebook page it connects (pages that said they can act on cells)."""
 _contexts: dict[str, contextvars.Context] = {}
 """Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's subshell.
 ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel sent on
@@ -118,12 +125,22 @@ def _on_open(comm: Any, open_msg: Any) -> None:
     comm.on_msg(lambda msg: _on_msg(comm, msg))
     comm.on_close(lambda msg: _forget(comm))
     _marshal(_send_status, comm)
+    data = _data(open_msg)
+    client = ((open_msg or {}).get("header") or {}).get("session")
+    if data.get("cells") and isinstance(client, str):
+        path = data.get("path")
+        frontend = Frontend(client, path if isinstance(path, str) else None, lambda message: _send(comm, message))
+        _frontends[comm.comm_id] = frontend
+        _marshal(FRONTENDS.connect, frontend)
 
 
 def _forget(comm: Any) -> None:
     if comm in _comms:
         _comms.remove(comm)
     _contexts.pop(comm.comm_id, None)
+    frontend = _frontends.pop(comm.comm_id, None)
+    if frontend is not None:
+        _marshal(FRONTENDS.disconnect, frontend)
 
 
 def _marshal(function: Any, *args: Any) -> None:
@@ -169,6 +186,8 @@ def _handle(comm: Any, msg: Any, release: Callable[[], None] = _nothing) -> None
         _abort(comm, run, release)
     elif action == "status":
         _send_status(comm, reply="status")
+    elif action == "cells":
+        FRONTENDS.reply(data)
     else:
         known = " or ".join(repr(name) for name in get_args(ControlAction))
         _send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})

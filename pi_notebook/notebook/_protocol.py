@@ -6,7 +6,11 @@ Three channels share these names:
   kernel, and the widget's traits (its ``state`` is a :data:`RunStatus`);
 * the JupyterLab control comm (``_control_comm``, ``labextension/src/control.ts``): :data:`ControlAction` browser ->
   kernel, :data:`ControlMessageType` kernel -> browser;
-* the run's state (``Run.state()``), which both show.
+* the run's state (``Run.state()``), which both show;
+* the notebook's cells (the cell tools, ``pi_notebook.kernel``): ``{"type": "cells", ...}`` requests kernel ->
+  browser and ``{"action": "cells", ...}`` answers on the control comm, defined in
+  ``pi_notebook.kernel._cell_protocol`` (a floor above this one, where the tools that send them live) and
+  re-exported here.
 
 The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
 ``ControlAction``, ``ControlMessageType``) and one interface per operation; ``tests/test_protocol.py`` parses them
@@ -22,11 +26,28 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, TypedDict, get_args
 
+from ..kernel._cell_protocol import (
+    AGENT_TAG,
+    CELL_MESSAGES,
+    METADATA_KEY,
+    PROTECTED_TAG,
+    CellError,
+    CellOp,
+    CellType,
+)
+
 __all__ = [
     "ACTIVE_STATUSES",
+    "AGENT_TAG",
+    "CELL_MESSAGES",
+    "METADATA_KEY",
+    "PROTECTED_TAG",
     "TOOL_TAIL_CHARS",
     "ActiveStatus",
     "BatchType",
+    "CellError",
+    "CellOp",
+    "CellType",
     "ControlAction",
     "ControlMessageType",
     "EventOp",
@@ -85,8 +106,10 @@ BatchType: TypeAlias = Literal["batch", "snapshot"]
 WidgetRequest: TypeAlias = Literal["hello"]
 """Widget -> kernel: a new view asks for the snapshot."""
 
-ControlAction: TypeAlias = Literal["abort", "status"]
-ControlMessageType: TypeAlias = Literal["state", "error"]
+ControlAction: TypeAlias = Literal["abort", "status", "cells"]
+"""``cells``: the page's answer to a cells request."""
+ControlMessageType: TypeAlias = Literal["state", "error", "cells"]
+"""``cells``: a request about the notebook's cells (``pi_notebook.kernel._cell_protocol``)."""
 
 
 class MessageOp(TypedDict):

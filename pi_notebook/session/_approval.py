@@ -39,7 +39,7 @@ __all__ = [
     "approval_mode",
 ]
 
-NEVER_ASK = frozenset({"read", "ls", "grep", "find"})
+NEVER_ASK = frozenset({"read", "ls", "grep", "find", "notebook_read"})
 """Tools that only look: they never ask, whatever ``tools.approval`` says."""
 DECLINED = "The user declined to run this {name} call; it was not run. Ask the user or try something else."
 

@@ -111,8 +111,18 @@ class BudgetSettings(_Section):
 
 ApprovalMode = Literal["ask", "auto"]
 
-DEFAULT_APPROVAL: dict[str, ApprovalMode] = {"python": "ask", "bash": "ask", "write": "ask", "edit": "ask"}
-"""Who asks by default: the tools that run code or change files. Any other tool runs without asking."""
+DEFAULT_APPROVAL: dict[str, ApprovalMode] = {
+    "python": "ask",
+    "bash": "ask",
+    "write": "ask",
+    "edit": "ask",
+    # the cell tools (pi_notebook.kernel) that change or run the notebook's cells
+    "cell_insert": "ask",
+    "cell_edit": "ask",
+    "cell_delete": "ask",
+    "cell_run": "ask",
+}
+"""Who asks by default: the tools that run code or change files or cells. Any other tool runs without asking."""
 
 
 class ToolSettings(_Section):
@@ -122,8 +132,8 @@ class ToolSettings(_Section):
     """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
     named follows the map's ``"*"`` entry, else :data:`DEFAULT_APPROVAL`; ``updated()`` turns a plain value
     into that entry when one tool is changed, so ``auto`` then ``bash=ask`` leaves the others ``auto``).
-    ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs a host that can ask (the notebook's
-    widget); a session without an approver runs every tool."""
+    ``read``, ``ls``, ``grep``, ``find`` and ``notebook_read`` never ask. Asking needs a host that can ask (the
+    notebook's widget); a session without an approver runs every tool."""
 
 
 def _default_sessions_dir() -> str | None:

@@ -16,6 +16,7 @@ from agent_helpers import ToolLog, recording_tool
 from pi_notebook.ai import ToolResultMessage
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_notebook.kernel import CELL_TOOL_NAMES
 from pi_notebook.notebook import _approval, default_tools
 from pi_notebook.notebook._approval import NO_FRONTEND, describe_tools, preview_call
 from pi_notebook.notebook._defaults import MAX_VARIABLES, variables_summary
@@ -32,7 +33,7 @@ def test_a_notebook_session_starts_with_the_whole_tool_set_and_configure_keeps_o
     registry = SessionRegistry()
     entry = registry.get()
     names = [tool.name for tool in entry.session.tools]
-    assert names == ["read", "bash", "edit", "write", "grep", "find", "ls", "python"]
+    assert names == ["read", "bash", "edit", "write", "grep", "find", "ls", "python", *CELL_TOOL_NAMES]
     mine = recording_tool("mine")
     assert [t.name for t in registry.configure(tools=[mine]).session.tools] == ["mine"]
     assert [t.name for t in registry.configure().session.tools] == ["mine"]  # kept
@@ -93,7 +94,8 @@ def test_percent_pi_tools_lists_each_tool_with_its_approval_mode() -> None:
     text = describe_tools(session)
     rows = {line.split()[0]: line.split()[1] for line in text.splitlines() if line and not line.startswith("approval")}
     assert rows == {"read": "auto", "bash": "ask", "edit": "ask", "write": "ask", "grep": "auto", "find": "auto",
-                    "ls": "auto", "python": "ask"}  # fmt: skip
+                    "ls": "auto", "python": "ask", "notebook_read": "auto", "cell_insert": "ask", "cell_edit": "ask",
+                    "cell_delete": "ask", "cell_run": "ask"}  # fmt: skip
     session.settings = session.settings.updated(tools={"approval": "auto"})
     assert "ask" not in describe_tools(session).split("approval:")[0]
 

@@ -40,7 +40,8 @@ def test_which_tools_ask_by_default_under_ask_auto_and_a_map() -> None:
 def test_the_setting_merges_like_other_settings_and_rejects_bad_values() -> None:
     assert Settings().updated(tools={"approval": "auto"}).tools.approval == "auto"
     merged = Settings().updated(tools={"approval": {"bash": "auto"}}).tools.approval
-    assert merged == {"python": "ask", "bash": "auto", "write": "ask", "edit": "ask"}
+    cells = {"cell_insert": "ask", "cell_edit": "ask", "cell_delete": "ask", "cell_run": "ask"}
+    assert merged == {"python": "ask", "bash": "auto", "write": "ask", "edit": "ask", **cells}
     # "auto" then one tool changed: the others stay auto (the plain value becomes the map's "*")
     changed = Settings().updated(tools={"approval": "auto"}).updated(tools={"approval": {"bash": "ask"}})
     assert changed.tools.approval == {"*": "auto", "bash": "ask"}

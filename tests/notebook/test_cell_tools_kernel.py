@@ -1,0 +1,201 @@
+"""The cell tools in a real kernel (jupyter_client), against a page double (``fake_page.FakePage``: what the
+extension's ``cells.ts`` does, on an in-memory notebook, over a real control comm on a real subshell): the agent (a
+scripted faux model) reads, inserts, edits, deletes and runs cells; ``cell_run`` is stopped by every stop path as a
+cell is, the third of three runs never starts after a Stop, and a cell awaiting the run does not block it. The real
+page is tested in tests/browser/test_lab_cells.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from control_frontend import Frontend
+from fake_page import FakePage, code, markdown
+from kernel_harness import Kernel
+
+pytestmark = pytest.mark.timeout(180)
+
+SETUP = """
+import json, sys, time
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.kernel import cell_tools
+from pi_notebook.tools import add_python_listener, python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+globals().get("remove_listener", lambda: None)()
+real_stdout = sys.stdout
+ends = []
+def on_python(event):
+    if event.kind == "start":
+        print(f"code start {{event.call_id}}", file=real_stdout, flush=True)
+remove_listener = add_python_listener(on_python)
+faux = FauxProvider(token_size=(1, 1))
+calls = {calls}
+faux.set_responses([*(faux_assistant_message([call], "toolUse") for call in calls), faux_assistant_message("done")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[*cell_tools(), python_tool()], settings={settings})
+def on_event(event):
+    if event.type == "tool_execution_end":
+        ends.append({{"name": event.tool_name, "text": event.result.content[0].text, "is_error": event.is_error,
+                      "details": event.result.details}})
+get_session().subscribe(on_event)
+"""
+REPORT = """
+report = await run
+print("REPORT " + json.dumps({"ends": ends, "aborted": run.aborted, "labels": run.labels}, default=str))
+"""
+SETTINGS = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
+BUSY = "print('working')\nn = 0\nwhile True:\n    n += 1"
+SLEEP = "import time\nprint('working')\ntime.sleep(1000)"
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    kernel = Kernel()
+    kernel.run("%load_ext pi_notebook")
+    yield kernel
+    kernel.shutdown()
+
+
+@pytest.fixture
+def frontend(kernel: Kernel) -> Frontend:
+    return Frontend(kernel)
+
+
+def call(name: str, arguments: dict[str, Any], id: str | None = None) -> str:
+    return f"faux_tool_call({name!r}, {arguments!r}, id={(id or name)!r})"
+
+
+def setup(frontend: Frontend, calls: list[str], settings: dict[str, Any] | None = None) -> None:
+    frontend.run(SETUP.format(calls="[" + ", ".join(calls) + "]", settings=repr({**SETTINGS, **(settings or {})})))
+
+
+def finish(frontend: Frontend) -> dict[str, Any]:
+    """Await the run (it must settle) and return what the kernel recorded."""
+    msg_id = frontend.execute(REPORT)
+    frontend.finished(msg_id)
+    text = "".join(
+        m["content"]["text"]
+        for m in frontend.seen
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
+    )
+    report: dict[str, Any] = json.loads(text.split("REPORT ", 1)[1])
+    return report
+
+
+def run_agent(
+    frontend: Frontend, calls: list[str], settings: dict[str, Any] | None = None, *, idle: FakePage | None = None
+) -> dict[str, Any]:
+    """Run the agent on ``calls``; with ``idle`` (the page), no cell of the user's runs meanwhile: the run is
+    awaited only once the page's status says it settled."""
+    setup(frontend, calls, settings)
+    mark = len(frontend.seen)
+    frontend.execute("run = %pi go")
+    if idle is not None:
+        frontend.wait(lambda m: settled(m, idle.comm) and m in frontend.seen[mark:], what="the run settled")
+    return finish(frontend)
+
+
+def settled(message: dict[str, Any], comm_id: str) -> bool:
+    """A state push on ``comm_id`` saying the run settled."""
+    if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != comm_id:
+        return False
+    return message["content"]["data"].get("state") in ("settled", "aborted", "error")
+
+
+def notebook() -> list[dict[str, Any]]:
+    return [
+        markdown("intro", "# Prices"),
+        code("load", "prices = [3, 1, 2]", execution_count=1),
+        code("show", "print(sum(prices))", [{"output_type": "stream", "name": "stdout", "text": "6\n"}]),
+        code("keep", "SECRET = 1", tags=["pi-protected"]),
+    ]
+
+
+def test_notebook_read_gives_every_cell_with_its_id_source_and_outputs(frontend: Frontend) -> None:
+    FakePage(frontend, notebook())
+    report = run_agent(frontend, [call("notebook_read", {})])
+    [end] = report["ends"]
+    assert end["is_error"] is False
+    text = end["text"]
+    assert '<cell index="0" id="intro" type="markdown">\n# Prices\n</cell>' in text
+    assert '<cell index="1" id="load" type="code" execution_count="1">\nprices = [3, 1, 2]\n</cell>' in text
+    show = '<cell index="2" id="show" type="code" execution_count="">\nprint(sum(prices))\n<outputs>\n6\n</outputs>'
+    assert show in text
+    assert 'id="keep" type="code" execution_count="" tags="pi-protected"' in text
+    details = end["details"]
+    assert [cell["id"] for cell in details["cells"]] == ["intro", "load", "show", "keep"]
+    assert details["total"] == 4 and details["path"] == "work/notebook.ipynb"
+
+
+def test_insert_after_a_cell_edit_it_with_old_and_new_text_and_delete_one(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_insert", {"source": "mean = sum(prices) / len(prices)", "after": "load"}),
+        call("cell_edit", {"cell_id": "show", "edits": [{"oldText": "sum(prices)", "newText": "max(prices)"}]}),
+        call("cell_delete", {"cell_id": "intro"}),
+    ]
+    report = run_agent(frontend, calls)
+    insert, edit, delete = report["ends"]
+    assert insert["text"] == "Inserted code cell new-1 at index 2 (after cell load)."
+    assert [cell["id"] for cell in page.cells] == ["load", "new-1", "show", "keep"]
+    assert page.cell("new-1")["tags"] == ["pi-agent"]
+    assert page.cell("new-1")["metadata"] == {"pi_notebook": {"run": 1, "change": "inserted"}}
+    assert edit["is_error"] is False
+    assert edit["text"].startswith("Successfully replaced 1 block(s) in cell show.\n\n")
+    assert "-1 print(sum(prices))\n+1 print(max(prices))" in edit["text"]
+    assert page.cell("show")["source"] == "print(max(prices))"
+    assert page.cell("show")["tags"] == ["pi-agent"]
+    assert delete["text"] == "Deleted markdown cell intro (it was at index 0)."
+    [edit_request] = page.ops("edit")
+    assert edit_request["expect"] == "print(sum(prices))"  # only applied if the user has not typed meanwhile
+
+
+def test_an_edit_that_does_not_match_fails_with_the_edit_tools_text(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    edits = [{"oldText": "nope", "newText": "x"}]
+    report = run_agent(frontend, [call("cell_edit", {"cell_id": "show", "edits": edits})])
+    [end] = report["ends"]
+    assert end["is_error"] is True
+    assert end["text"] == (
+        "Could not find the exact text in cell show. The old text must match exactly including all whitespace and "
+        "newlines."
+    )
+    assert page.ops("edit") == []
+
+
+def test_a_protected_cell_is_neither_edited_deleted_nor_run(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}),
+        call("cell_delete", {"cell_id": "keep"}),
+        call("cell_run", {"cell_id": "keep"}),
+    ]
+    report = run_agent(frontend, calls)
+    for end in report["ends"]:
+        assert end["is_error"] is True
+        assert end["text"].startswith("Cell keep is tagged pi-protected: the agent may not edit, delete or run it.")
+    assert page.cell("keep")["source"] == "SECRET = 1"
+    assert frontend.run("print('SECRET' in globals())").strip() == "False"
+
+
+def test_cell_run_runs_the_cell_in_the_users_namespace_and_writes_its_outputs_and_count(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    frontend.run("prices = [3, 1, 2]")
+    page.cell("show")["source"] = "print(sum(prices))\nsorted(prices)"
+    report = run_agent(frontend, [call("cell_run", {"cell_id": "show"})], idle=page)
+    [end] = report["ends"]
+    assert end["is_error"] is False
+    count = end["details"]["execution_count"]
+    assert end["text"] == f"Cell show ran as In [{count}].\n\n6\n[1, 2, 3]"
+    cell = page.cell("show")
+    assert cell["execution_count"] == count
+    assert cell["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": "6\n"},
+        {"output_type": "execute_result", "execution_count": count, "data": {"text/plain": "[1, 2, 3]"}}
+        | {"metadata": {}},
+    ]
+    assert page.ops("run_output")  # the print went to the page while the cell ran
+    assert frontend.run(f"print(Out[{count}], _{count}, In[{count}].splitlines()[0])").strip() == (
+        "[1, 2, 3] [1, 2, 3] print(sum(prices))"
+    )
