@@ -144,13 +144,60 @@ class Refusal extends Error {
   }
 }
 
+/** A stack item of Yjs' undo manager: its `meta` travels with it between the undo and redo stacks. */
+interface IStackItem {
+  meta: Map<unknown, unknown>;
+}
+
+interface IStackEvent {
+  stackItem: IStackItem;
+  type: 'undo' | 'redo';
+}
+
 /** The parts of Yjs' undo manager used here (the shared models expose it; yjs is not a direct dependency). */
-interface IUndoable {
-  undoManager?: { stopCapturing(): void } | null;
+interface IUndoManager {
+  stopCapturing(): void;
+  on(name: 'stack-item-added' | 'stack-item-popped', listener: (event: IStackEvent) => void): void;
+  off(name: 'stack-item-added' | 'stack-item-popped', listener: (event: IStackEvent) => void): void;
+  undoStack: IStackItem[];
+  redoStack: IStackItem[];
+}
+
+function undoManagerOf(shared: unknown): IUndoManager | null {
+  return (shared as { undoManager?: IUndoManager | null }).undoManager ?? null;
 }
 
 function stopCapturing(shared: unknown): void {
-  (shared as IUndoable).undoManager?.stopCapturing();
+  undoManagerOf(shared)?.stopCapturing();
+}
+
+/** A cell's mark: its tags and `metadata.pi_notebook` (`undefined`: the key is absent). */
+interface IMark {
+  tags: unknown;
+  run: unknown;
+}
+
+/** The marks before and after one agent edit, kept on its undo stack item (see `_edit`). */
+interface IEditMarks {
+  cellId: string;
+  before: IMark;
+  after: IMark;
+}
+
+const EDIT_META = 'pi-notebook:edit';
+
+function markOf(cell: ISharedCell): IMark {
+  return { tags: cell.getMetadata('tags'), run: cell.getMetadata(METADATA_KEY) };
+}
+
+function setMark(cell: ISharedCell, mark: IMark): void {
+  for (const [key, value] of [['tags', mark.tags], [METADATA_KEY, mark.run]] as const) {
+    if (value === undefined) {
+      cell.deleteMetadata(key);
+    } else {
+      cell.setMetadata(key, value as never);
+    }
+  }
 }
 
 function tagsOf(cell: ISharedCell): string[] {
@@ -324,16 +371,51 @@ export class NotebookCells {
       throw new Refusal('changed', 'the cell changed since it was read');
     }
     const tags = tagsOf(cell);
-    stopCapturing(cell);
-    cell.transact(() => {
-      replaceMinimal(cell, before, request.source);
-      if (!tags.includes(AGENT_TAG)) {
-        cell.setMetadata('tags', [...tags, AGENT_TAG]);
+    const marks: IEditMarks = {
+      cellId: request.cell_id,
+      before: markOf(cell),
+      after: { tags: tags.includes(AGENT_TAG) ? tags : [...tags, AGENT_TAG], run: { run: request.run, change: 'edited' } }
+    };
+    // The source change is one undo step of the cell. The mark is metadata, which JupyterLab changes outside undo
+    // (running a cell rewrites it), so it is set outside undo too and follows the step: the step carries it in its
+    // meta, and undoing or redoing the step sets the mark back or again (`_followUndo`).
+    const undo = undoManagerOf(cell);
+    this._followUndo(undo);
+    const remember = (event: IStackEvent): void => {
+      if (event.type === 'undo') {
+        event.stackItem.meta.set(EDIT_META, marks);
       }
-      cell.setMetadata(METADATA_KEY, { run: request.run, change: 'edited' });
-    });
-    stopCapturing(cell);
+    };
+    undo?.stopCapturing();
+    undo?.on('stack-item-added', remember);
+    try {
+      cell.transact(() => replaceMinimal(cell, before, request.source));
+    } finally {
+      undo?.off('stack-item-added', remember);
+      undo?.stopCapturing();
+    }
+    setMark(cell, marks.after);
     return { index };
+  }
+
+  /** Undoing an agent edit takes its mark off, redoing it puts the mark back (once per undo manager). */
+  private _followUndo(undo: IUndoManager | null): void {
+    if (undo === null || this._followed.has(undo)) {
+      return;
+    }
+    this._followed.add(undo);
+    undo.on('stack-item-popped', ({ stackItem, type }) => {
+      const marks = stackItem.meta.get(EDIT_META) as IEditMarks | undefined;
+      if (marks === undefined) {
+        return;
+      }
+      const other = type === 'undo' ? undo.redoStack : undo.undoStack;
+      other[other.length - 1]?.meta.set(EDIT_META, marks); // the step that does it again carries it on
+      const cell = this._shared.cells.find(candidate => candidate.getId() === marks.cellId);
+      if (cell !== undefined) {
+        setMark(cell, type === 'undo' ? marks.before : marks.after);
+      }
+    });
   }
 
   private _delete(request: ICellsDeleteRequest): Record<string, unknown> {
@@ -413,6 +495,7 @@ export class NotebookCells {
   }
 
   private _notebook: () => NotebookPanel | null;
+  private _followed = new WeakSet<IUndoManager>();
   private _running = new Set<string>();
   private _restore = new Map<string, IRestore>();
 }

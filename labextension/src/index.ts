@@ -11,7 +11,7 @@
  *   click is also sent over the control comm (`{"action": "abort", "run": N}`), which the kernel serves on
  *   a subshell thread and which interrupts the code at once;
  * - the agent's cell tools: the kernel asks over the same comm to read or change this notebook's cells, and the
- *   page acts on its live model (./cells.ts).
+ *   page acts on its live model (./cells.ts); cells the agent made or changed carry a mark (./marks.ts).
  *
  * All of them talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
@@ -26,6 +26,7 @@ import { Widget } from '@lumino/widgets';
 
 import { NotebookCells } from './cells';
 import { ControlConnection } from './control';
+import { markAgentCells } from './marks';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
@@ -233,6 +234,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
     const watch = (panel: NotebookPanel): void => {
       connections.get(panel.sessionContext).changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      markAgentCells(panel);
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);
