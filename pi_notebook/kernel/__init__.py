@@ -12,7 +12,16 @@ The protocol with the browser is ``_cell_protocol`` (re-exported by ``pi_noteboo
 from ._cell_common import CellKernelInterrupt, CellToolError
 from ._cell_protocol import AGENT_TAG, METADATA_KEY, PROTECTED_TAG
 from ._cells import CELL_PROMPTS, CELL_TOOL_NAMES, cell_preview, cell_tools
-from ._frontend import FRONTENDS, Frontend, Frontends, NotebookTarget, NotebookUnavailable, current_notebook
+from ._frontend import (
+    FRONTENDS,
+    CellChange,
+    CellChanges,
+    Frontend,
+    Frontends,
+    NotebookTarget,
+    NotebookUnavailable,
+    current_notebook,
+)
 
 __all__ = [
     "AGENT_TAG",
@@ -21,6 +30,8 @@ __all__ = [
     "FRONTENDS",
     "METADATA_KEY",
     "PROTECTED_TAG",
+    "CellChange",
+    "CellChanges",
     "CellKernelInterrupt",
     "CellToolError",
     "Frontend",

@@ -8,9 +8,16 @@ from typing import Any
 from ..ai import AbortSignal
 from ..session import AbortRun
 from ._cell_protocol import PROTECTED_TAG, CellInfo
-from ._frontend import FRONTENDS, FrontendRefused, Frontends, NotebookUnavailable, current_notebook
+from ._frontend import (
+    FRONTENDS,
+    CellChangeKind,
+    FrontendRefused,
+    Frontends,
+    NotebookUnavailable,
+    current_notebook,
+)
 
-__all__ = ["CellKernelInterrupt", "CellToolError", "ask", "cell_id_argument", "refused_text"]
+__all__ = ["CellKernelInterrupt", "CellToolError", "ask", "cell_id_argument", "record", "refused_text"]
 
 
 class CellToolError(RuntimeError):
@@ -79,3 +86,10 @@ async def ask(
 def cell_summary(cell: CellInfo) -> dict[str, Any]:
     """A cell's identity for a result's ``details`` (and the run's receipt)."""
     return {"cell_id": cell["id"], "index": cell["index"], "cell_type": cell["cell_type"]}
+
+
+def record(call: str, kind: CellChangeKind, cell_id: str, reason: str = "") -> None:
+    """Note what a tool did to the notebook on the run's ledger (``NotebookTarget.changes``)."""
+    target = current_notebook.get()
+    if target is not None:
+        target.changes.record(call, kind, cell_id, reason)

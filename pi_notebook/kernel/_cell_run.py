@@ -72,7 +72,7 @@ from ..tools._output import OutputAccumulator
 from ..tools._python_exec import current_shell
 from ..tools.bash import resolve_timeout
 from ..tools.python import CodeRun, run_stoppable
-from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument
+from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument, record
 from ._cell_outputs import CellOutputs
 from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 from ._frontend import FRONTENDS, current_notebook
@@ -162,6 +162,10 @@ class _CellRun:
         if timeout is not None:
             own = Deadline(time.monotonic() + timeout, f"Cell {cell_id} timed out after {timeout:g} seconds")
         ran, count, outputs, written = self._run(tool_call_id, cell_id, source, own, signal)
+        stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
+        reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
+        failed = "error" if ran.result.error is not None and not stopped else ""
+        record(tool_call_id, "interrupted" if stopped else "ran", cell_id, reason or failed)
         await ran.let_abort_land(own, signal)
         return _result(ran, own, cell_id, index, count, outputs, written)
 

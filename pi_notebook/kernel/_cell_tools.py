@@ -29,7 +29,7 @@ from ..tools import FileToolError, ToolPrompt
 from ..tools._diff import generate_diff_string, generate_unified_patch
 from ..tools._edits import apply_edits, normalize_to_lf
 from ..tools.edit import parse_edits, prepare_edit_arguments
-from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary
+from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary, record
 from ._cell_protocol import CellInfo
 from ._cell_text import read_text
 from ._frontend import current_notebook
@@ -142,6 +142,7 @@ async def _insert(tool_call_id: str, args: Any, signal: AbortSignal | None, on_u
     message = {"op": "insert", "source": source, "cell_type": cell_type, "after": after, "run": _run_number()}
     result = await ask(message, signal, after or "")
     cell_id, index = str(result.get("cell_id")), int(result.get("index") or 0)
+    record(tool_call_id, "inserted", cell_id)
     where = "at the end" if after is None else "at the top" if after == "" else f"after cell {after}"
     text = f"Inserted {cell_type} cell {cell_id} at index {index} ({where})."
     return AgentToolResult(content=text, details={"cell_id": cell_id, "index": index, "cell_type": cell_type})
@@ -229,6 +230,7 @@ async def _edit(tool_call_id: str, args: Any, signal: AbortSignal | None, on_upd
     new = _new_source(args, cell_id, cell["source"])
     message = {"op": "edit", "cell_id": cell_id, "source": new, "expect": cell["source"], "run": _run_number()}
     await ask(message, signal, cell_id)
+    record(tool_call_id, "edited", cell_id)
     details = {**cell_summary(cell), **_diff(cell_id, cell["source"], new)}
     count = len(args["edits"]) if args.get("edits") is not None else 0
     what = f"Successfully replaced {count} block(s) in cell {cell_id}." if count else f"Replaced cell {cell_id}."
@@ -268,6 +270,7 @@ async def _delete(tool_call_id: str, args: Any, signal: AbortSignal | None, on_u
     cell_id = cell_id_argument(args, "cell_delete")
     result = await ask({"op": "delete", "cell_id": cell_id, "run": _run_number()}, signal, cell_id)
     cell: CellInfo = result["cell"]
+    record(tool_call_id, "deleted", cell_id)
     text = f"Deleted {cell['cell_type']} cell {cell_id} (it was at index {cell['index']})."
     return AgentToolResult(content=text, details={**cell_summary(cell), "source": cell["source"]})
 

@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..ai import AbortSignal
 
@@ -38,6 +38,8 @@ __all__ = [
     "FRONTENDS",
     "RECONNECT_WAIT_S",
     "REPLY_TIMEOUT_S",
+    "CellChange",
+    "CellChanges",
     "Frontend",
     "FrontendRefused",
     "Frontends",
@@ -54,15 +56,46 @@ RECONNECT_WAIT_S = 10.0
 _log = logging.getLogger(__name__)
 
 
+CellChangeKind = Literal["inserted", "edited", "deleted", "ran", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class CellChange:
+    """One thing a cell tool did to the notebook: ``call`` is the tool call's id, ``reason`` why a cell was
+    interrupted (``"Stopped by the user"``, a timeout)."""
+
+    call: str
+    kind: CellChangeKind
+    cell_id: str
+    reason: str = ""
+
+
+@dataclass(eq=False, slots=True)
+class CellChanges:
+    """What a run's cell tools did to the notebook, in order (the run's receipt reads it)."""
+
+    items: list[CellChange] = field(default_factory=list)
+
+    def record(self, call: str, kind: CellChangeKind, cell_id: str, reason: str = "") -> None:
+        self.items.append(CellChange(call, kind, cell_id, reason))
+
+    def ids(self, kind: CellChangeKind) -> list[str]:
+        return [change.cell_id for change in self.items if change.kind == kind]
+
+    def calls(self) -> set[str]:
+        return {change.call for change in self.items}
+
+
 @dataclass(frozen=True, slots=True)
 class NotebookTarget:
     """The notebook a run's cell tools act on: where its ``%pi`` cell came from (see the module docstring).
-    ``run`` is the run's number, which the changed cells' metadata records."""
+    ``run`` is the run's number, which the changed cells' metadata records; ``changes`` what the tools did."""
 
     client: str | None
     cell_id: str | None = None
     path: str | None = None
     run: int = 0
+    changes: CellChanges = field(default_factory=CellChanges, compare=False)
 
 
 current_notebook: contextvars.ContextVar[NotebookTarget | None] = contextvars.ContextVar(

@@ -82,9 +82,10 @@ class NotebookSession:
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
         number = len(self.runs) + 1
-        operation = with_cell_tools(self, notebook_of_cell(number, self.notebook), operation)
+        target = notebook_of_cell(number, self.notebook)
+        operation = with_cell_tools(self, target, operation)
         self.refresh_prompt()
-        run = Run(self.session, number, operation, label=label, with_view=with_view)
+        run = Run(self.session, number, operation, label=label, with_view=with_view, cells=target.changes)
         self.runs.append(run)
         self._recent.admit(run)
         for listener in self._state_listeners:

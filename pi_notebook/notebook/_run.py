@@ -2,8 +2,8 @@
 
 A run starts as a task on the kernel's event loop; the cell that started it returns at once. ``await run``
 waits for ``agent_settled`` and gives a :class:`RunReport` (the static markdown rendering executed notebooks
-keep); cancelling that await — a kernel interrupt does — aborts the run. ``run.abort()`` is the Stop button:
-queued messages go back to the input box, then the session aborts.
+keep, and the run's receipt: ``_receipt``); cancelling that await — a kernel interrupt does — aborts the run.
+``run.abort()`` is the Stop button: queued messages go back to the input box, then the session aborts.
 
 The run records and reports. Drawing is the :class:`~._presenter.RunPresenter`'s (``run.view`` is its widget);
 whoever wants the run's state changes (the JupyterLab status bar) subscribes with :meth:`Run.on_state`.
@@ -35,6 +35,7 @@ from ..agent import (
     ToolExecutionUpdateEvent,
 )
 from ..ai import AbortSignal, AssistantMessage
+from ..kernel import CellChanges
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -53,6 +54,7 @@ from ._display import RunDisplay
 from ._live import current_run
 from ._presenter import RunPresenter
 from ._protocol import RunStatus
+from ._receipt import Receipt, build_receipt
 from ._view import RunView
 
 __all__ = ["SILENCE_NOTICE_S", "Run", "RunReport", "RunState", "RunStatus", "StateListener"]
@@ -86,12 +88,14 @@ StateListener: TypeAlias = Callable[[RunState], object]
 
 
 class RunReport:
-    """A finished run as markdown (transcript + event log); what ``await run`` shows in a notebook."""
+    """A finished run as markdown (transcript + event log); what ``await run`` shows in a notebook. ``receipt``:
+    what the run changed and what a stop cut short (``None`` while it runs)."""
 
-    def __init__(self, markdown: str, *, aborted: bool, error: str | None) -> None:
+    def __init__(self, markdown: str, *, aborted: bool, error: str | None, receipt: Receipt | None = None) -> None:
         self.markdown = markdown
         self.aborted = aborted
         self.error = error
+        self.receipt = receipt
         self.shown = False
         """A notebook displayed it (its markdown was asked for)."""
 
@@ -114,6 +118,7 @@ class Run:
         *,
         label: str,
         with_view: bool = True,
+        cells: CellChanges | None = None,
     ) -> None:
         self.session = session
         self.number = number
@@ -123,6 +128,9 @@ class Run:
         self.messages: list[AgentMessage] = []
         self.error: str | None = None
         self.aborted = False
+        self.receipt: Receipt | None = None
+        """What the run changed and what a stop cut short, once it has settled (``_receipt``)."""
+        self._cells = cells
         self._started = time.monotonic()
         self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
@@ -263,7 +271,7 @@ class Run:
         if self.error:
             status += f" — {self.error}"
         markdown = render_markdown(self.messages, self.log, title=f"Run {self.number}", status=status)
-        return RunReport(markdown, aborted=self.aborted, error=self.error)
+        return RunReport(markdown, aborted=self.aborted, error=self.error, receipt=self.receipt)
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -370,6 +378,9 @@ class Run:
         self._unsubscribe()
         self._unlisten()
         failed = self.error is not None or _ended_on_error(self.messages)
+        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted)
+        for line in self.receipt.lines():
+            self._note("receipt", line)
         self._set_state("aborted" if aborted else ("error" if failed else "settled"), retry_deadline=0.0)
         if self._presenter is not None:
             self._presenter.settle(aborted)

@@ -193,3 +193,115 @@ def test_the_agent_reads_inserts_edits_runs_and_is_refused_a_protected_cell_live
     page.keyboard.press("Control+Shift+z")  # and redo puts both back
     expect(source_of(page, 5)).to_have_text("print(max(prices))")
     expect(marked).to_have_count(2)
+
+
+def test_stop_during_the_second_of_three_cell_runs_interrupts_it_the_third_never_runs_and_the_receipt_says_so(
+    lab: JupyterLab,
+) -> None:
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in "abc") + "]"
+    path = write_notebook(
+        [
+            cell("setup", setup([batch])),
+            cell("start", "%pi run the three cells"),
+            cell("a", "print('first')"),
+            cell("b", BUSY),
+            cell("c", "print('third')"),
+        ],
+        lab.root / "stop.ipynb",
+    )
+    page = open_and_start(lab, path)
+    expect(output_of(page, 3)).to_have_text("second", timeout=WAIT)  # b runs its busy loop: its print is live
+    expect(cells(page).nth(3).locator(".jp-InputPrompt")).to_have_text("[*]:")
+    expect(status(page)).to_have_text("pi: running tool")
+    stop = page.locator(".jp-NotebookPanel-toolbar .pi-StopAgentRun")
+    stop.click()
+    settled(lab, page, "aborted=true")
+    expect(status(page)).to_have_text("pi: settled (aborted)", timeout=WAIT)
+    expect(output_of(page, 2)).to_have_text("first")
+    expect(output_of(page, 3)).to_contain_text("KeyboardInterrupt")
+    expect(cells(page).nth(3).locator(".jp-InputPrompt")).to_have_text("[4]:")
+    expect(output_of(page, 4)).to_have_text("")  # c never ran
+    expect(cells(page).nth(4).locator(".jp-InputPrompt")).to_have_text("[ ]:")
+    log = page.locator(".pi-run-view").first.locator(".pi-log-receipt .pi-log-detail")
+    expect(log.nth(0)).to_have_text("cells ran `a`")
+    expect(log.nth(1)).to_have_text("stopped: cells interrupted `b` (Stopped by the user); never ran `c`")
+    expect(log.nth(2)).to_contain_text("cost $0.0000")
+    lab.screenshot(page, "lab-cells-stopped.png")
+    lab.run_cell(page, 4)  # the kernel is free: the user's own run of c works
+    lab.wait_idle(page, 4)
+    expect(output_of(page, 4)).to_have_text("third")
+
+
+def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(lab: JupyterLab) -> None:
+    path = write_notebook(
+        [
+            cell("setup", setup([call("cell_run", {"cell_id": "work"})])),
+            cell("start", "run = %pi run my cell\nreport = await run\nprint('awaited', report.aborted)"),
+            cell("work", "print('ran while awaited')\n6 * 7"),
+        ],
+        lab.root / "awaited.ipynb",
+    )
+    page = open_and_start(lab, path)
+    lab.wait_idle(page, 1)
+    expect(output_of(page, 1)).to_contain_text("awaited False")
+    expect(output_of(page, 2)).to_have_text("ran while awaited\n[2]:42", timeout=WAIT)  # the value, as Out[2]
+    expect(cells(page).nth(2).locator(".jp-InputPrompt")).to_have_text("[2]:")
+    expect(cells(page).nth(1).locator(".jp-InputPrompt")).to_have_text("[3]:")
+
+
+def test_a_run_goes_on_acting_on_the_notebook_after_the_page_is_reloaded(lab: JupyterLab) -> None:
+    flag = lab.root / "reloaded"
+    calls = [
+        call("bash", {"command": f"while [ ! -f {flag} ]; do sleep 0.05; done; echo go on"}),
+        call("cell_run", {"cell_id": "work"}),
+    ]
+    path = write_notebook(
+        [
+            cell("setup", setup(calls, tools="[bash_tool(), *cell_tools()]")),
+            cell("start", "%pi wait, then run my cell"),
+            cell("work", "print('ran after the reload')"),
+        ],
+        lab.root / "reload.ipynb",
+    )
+    page = open_and_start(lab, path)
+    expect(status(page)).to_have_text("pi: running tool", timeout=WAIT)  # bash waits for the flag
+    saved(lab, page, path)
+    page.reload()
+    page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
+    expect(status(page)).to_have_text("pi: running tool", timeout=WAIT)  # the new page's control comm is open
+    flag.touch()
+    expect(output_of(page, 2)).to_have_text("ran after the reload", timeout=WAIT)
+    expect(status(page)).to_have_text("pi: settled", timeout=WAIT)
+    lab.screenshot(page, "lab-cells-reloaded.png")
+
+
+def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_say(lab: JupyterLab) -> None:
+    calls = [
+        call("cell_edit", {"cell_id": "work", "edits": [{"oldText": "'before'", "newText": "'after'"}]}),
+        call("cell_run", {"cell_id": "work"}),
+    ]
+    path = write_notebook(
+        [
+            cell("setup", setup(calls, approval="ask")),
+            cell("start", "%pi change and run my cell"),
+            cell("work", "print('before')"),
+        ],
+        lab.root / "approve.ipynb",
+    )
+    page = open_and_start(lab, path)
+    view = page.locator(".pi-run-view").first
+    box = view.locator(".pi-approval")
+    expect(box).to_be_visible(timeout=WAIT)
+    expect(box).to_contain_text("Allow cell_edit?")
+    expect(box).to_contain_text("-1 print('before')")
+    expect(box).to_contain_text("+1 print('after')")
+    lab.screenshot(page, "lab-cells-approval.png")
+    box.locator("button.pi-approve-skip").click()
+    expect(box).to_contain_text("Allow cell_run?", timeout=WAIT)
+    expect(box).to_contain_text("run code cell work (index 2)")
+    expect(box).to_contain_text("print('before')")  # the edit was skipped: the cell is as it was
+    box.locator("button.pi-approve-run").click()
+    settled(lab, page)
+    expect(source_of(page, 2)).to_have_text("print('before')")
+    expect(output_of(page, 2)).to_have_text("before")
+    expect(view.locator(".pi-tool.pi-tool-error .pi-tool-output").first).to_contain_text("The user declined")

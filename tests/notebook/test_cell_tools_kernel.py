@@ -32,7 +32,8 @@ def on_python(event):
 remove_listener = add_python_listener(on_python)
 faux = FauxProvider(token_size=(1, 1))
 calls = {calls}
-faux.set_responses([*(faux_assistant_message([call], "toolUse") for call in calls), faux_assistant_message("done")])
+replies = [faux_assistant_message(c if isinstance(c, list) else [c], "toolUse") for c in calls]
+faux.set_responses([*replies, faux_assistant_message("done")])
 configure(model=faux.model, stream_fn=faux.stream, tools=[*cell_tools(), python_tool()], settings={settings})
 def on_event(event):
     if event.type == "tool_execution_end":
@@ -42,11 +43,12 @@ get_session().subscribe(on_event)
 """
 REPORT = """
 report = await run
-print("REPORT " + json.dumps({"ends": ends, "aborted": run.aborted, "labels": run.labels}, default=str))
+print("REPORT " + json.dumps({"ends": ends, "aborted": run.aborted, "labels": run.labels, "log": run.log,
+                              "receipt": report.receipt.as_dict(), "markdown": report.markdown}, default=str))
 """
 SETTINGS = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
-BUSY = "print('working')\nn = 0\nwhile True:\n    n += 1"
-SLEEP = "import time\nprint('working')\ntime.sleep(1000)"
+BUSY = "print('second')\nn = 0\nwhile True:\n    n += 1"
+SLEEP = "import time\nprint('second')\ntime.sleep(1000)"
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +197,137 @@ def test_cell_run_runs_the_cell_in_the_users_namespace_and_writes_its_outputs_an
         {"output_type": "execute_result", "execution_count": count, "data": {"text/plain": "[1, 2, 3]"}}
         | {"metadata": {}},
     ]
-    assert page.ops("run_output")  # the print went to the page while the cell ran
     assert frontend.run(f"print(Out[{count}], _{count}, In[{count}].splitlines()[0])").strip() == (
         "[1, 2, 3] [1, 2, 3] print(sum(prices))"
+    )
+
+
+# -- stopping a running cell --------------------------------------------------------------------------------
+BATCH = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in "abc") + "]"
+"""One reply asking to run a, b and c, in that order."""
+
+
+def start_three(frontend: Frontend, b: str = BUSY, settings: dict[str, Any] | None = None) -> FakePage:
+    """The agent runs cells a, b, c (one reply); returns once b's code runs and has printed 'second'."""
+    cells = [code("a", "print('first')"), code("b", b), code("c", "print('third')")]
+    page = FakePage(frontend, cells)
+    setup(frontend, [BATCH], settings)
+    frontend.execute("run = %pi go")
+    frontend.wait(lambda m: _printed(m, "code start run-b"), what="cell b's code started")
+    frontend.wait(lambda m: _sent_to_page(m, page, "second"), what="cell b printed")
+    return page
+
+
+def _printed(message: dict[str, Any], needle: str) -> bool:
+    return message["msg_type"] == "stream" and needle in message["content"]["text"]
+
+
+def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str) -> bool:
+    if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != page.comm:
+        return False
+    data = message["content"]["data"]
+    return data.get("op") == "run_output" and needle in json.dumps(data["outputs"])
+
+
+def interrupted_in_the_cell(page: FakePage, cell_id: str) -> None:
+    outputs = page.cell(cell_id)["outputs"]
+    assert outputs[0] == {"output_type": "stream", "name": "stdout", "text": "second\n"}
+    assert outputs[-1]["output_type"] == "error" and outputs[-1]["ename"] == "KeyboardInterrupt"
+    assert page.cell(cell_id)["execution_count"] is not None and cell_id not in page.running
+
+
+@pytest.mark.parametrize("body", [BUSY, SLEEP], ids=["busy loop", "sleep"])
+def test_a_stop_during_the_second_of_three_runs_interrupts_it_and_the_third_never_starts(
+    frontend: Frontend, body: str
+) -> None:
+    page = start_three(frontend, body)
+    frontend.send(page.comm, {"action": "abort"}, page.subshell)  # the toolbar Stop, Accel+., the widget's Stop
+    report = finish(frontend)
+    first, second = report["ends"]
+    assert first["text"].startswith("Cell a ran as In [") and first["text"].endswith("first")
+    assert second["is_error"] is True
+    assert "KeyboardInterrupt" in second["text"] and second["text"].endswith("Interrupted: Stopped by the user")
+    interrupted_in_the_cell(page, "b")
+    assert [request["cell_id"] for request in page.ops("run_begin")] == ["a", "b"]  # c never started
+    assert page.cell("c")["outputs"] == [] and page.cell("c")["execution_count"] is None
+    assert report["aborted"] is True
+    # the receipt: the event log (and so the static copy) ends with it, and await run returns it as data
+    receipt = report["receipt"]
+    assert receipt["cells_run"] == ["a"] and receipt["cells_interrupted"] == ["b"]
+    assert receipt["interrupted_because"] == "Stopped by the user" and receipt["cells_never_run"] == ["c"]
+    tail = [(label, detail) for _, label, detail in report["log"]][-4:]
+    assert tail[0] == ("agent_settled", "aborted=true")
+    assert tail[1:3] == [
+        ("receipt", "cells ran `a`"),
+        ("receipt", "stopped: cells interrupted `b` (Stopped by the user); never ran `c`"),
+    ]
+    assert tail[3][0] == "receipt" and tail[3][1].startswith("cost $0.0000 (in ")
+    assert report["markdown"].endswith(tail[3][1] + " |")
+    assert frontend.run("print('next cell', n > 0 if 'n' in globals() else 'slept')").startswith("next cell")
+
+
+def test_the_kernel_interrupt_ends_the_running_cell_and_aborts_the_run(kernel: Kernel, frontend: Frontend) -> None:
+    page = start_three(frontend)
+    kernel.interrupt()
+    report = finish(frontend)
+    second = report["ends"][1]
+    assert second["text"].endswith("KeyboardInterrupt\n\nInterrupted by the kernel's interrupt; the run is aborted")
+    interrupted_in_the_cell(page, "b")
+    assert [request["cell_id"] for request in page.ops("run_begin")] == ["a", "b"]
+    assert report["aborted"] is True
+
+
+def test_the_calls_timeout_ends_the_cell_and_the_run_goes_on_to_the_next(frontend: Frontend) -> None:
+    cells = [code("a", "print('first')"), code("b", BUSY), code("c", "print('third')")]
+    page = FakePage(frontend, cells)
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": n, "timeout": 0.5}, id=f"run-{n}") for n in "abc") + "]"
+    report = run_agent(frontend, [batch])
+    _, second, third = report["ends"]
+    assert second["is_error"] is True
+    assert second["text"].endswith("KeyboardInterrupt\n\nCell b timed out after 0.5 seconds")
+    interrupted_in_the_cell(page, "b")
+    assert third["is_error"] is False and page.cell("c")["outputs"][0]["text"] == "third\n"
+    assert report["aborted"] is False
+
+
+@pytest.mark.parametrize(
+    ("settings", "line", "aborted"),
+    [
+        ({"timeouts": {"tool_ms": 500}}, "Interrupted: Tool cell_run timed out after 0.5 seconds", False),
+        ({"timeouts": {"turn_ms": 700}}, "Interrupted: Turn timed out", True),
+        ({"budget": {"wall_time_ms": 700}}, "Interrupted: Run budget exceeded (wall_time)", True),
+    ],
+    ids=["tool_ms", "turn_ms", "wall-time budget"],
+)
+def test_the_sessions_timeouts_and_budget_end_the_running_cell(
+    frontend: Frontend, settings: dict[str, Any], line: str, aborted: bool
+) -> None:
+    page = FakePage(frontend, [code("b", BUSY), code("c", "print('third')")])
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": n}, id=f"run-{n}") for n in "bc") + "]"
+    report = run_agent(frontend, [batch], settings)
+    second = report["ends"][0]
+    assert second["is_error"] is True and line in second["text"], second["text"]
+    interrupted_in_the_cell(page, "b")
+    assert report["aborted"] is aborted
+    assert [r["cell_id"] for r in page.ops("run_begin")] == (["b"] if aborted else ["b", "c"])
+
+
+def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(frontend: Frontend) -> None:
+    page = FakePage(frontend, [code("work", "print('ran while awaited')\n6 * 7")])
+    setup(frontend, [call("cell_run", {"cell_id": "work"})])
+    before = int(frontend.run("print(get_ipython().execution_count)"))
+    msg_id = frontend.execute("run = %pi go\nreport = await run\nprint('awaited', report.aborted)")
+    frontend.finished(msg_id)
+    assert frontend.run("print('done')").strip() == "done"
+    cell = page.cell("work")
+    assert cell["outputs"][0]["text"] == "ran while awaited\n" and cell["outputs"][1]["data"] == {"text/plain": "42"}
+    # the awaiting cell held the next count; the agent's cell took it, the awaiting cell ended with the one after
+    count = cell["execution_count"]
+    assert count == before + 1
+    reply = [m for m in frontend.seen if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream"]
+    assert "awaited False" in "".join(m["content"]["text"] for m in reply)
+    check = f"print(In[{count}].splitlines()[0], '|', In[{count + 1}].splitlines()[0], '|', Out[{count}])"
+    assert (
+        frontend.run(check).strip()
+        == "print('ran while awaited') | run = get_ipython().run_line_magic('pi', 'go') | 42"
     )

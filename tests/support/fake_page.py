@@ -16,12 +16,14 @@ PROTECTED = "pi-protected"
 
 
 def code(cell_id: str, source: str, outputs: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
-    cell = {"id": cell_id, "cell_type": "code", "source": source, "execution_count": None, "outputs": outputs or []}
+    cell: dict[str, Any] = {"id": cell_id, "cell_type": "code", "source": source, "execution_count": None}
+    cell["outputs"] = outputs or []
     return {"tags": [], "metadata": {}, **cell, **extra}
 
 
 def markdown(cell_id: str, source: str, **extra: Any) -> dict[str, Any]:
-    cell = {"id": cell_id, "cell_type": "markdown", "source": source, "execution_count": None, "outputs": []}
+    cell: dict[str, Any] = {"id": cell_id, "cell_type": "markdown", "source": source, "execution_count": None}
+    cell["outputs"] = []
     return {"tags": [], "metadata": {}, **cell, **extra}
 
 
