@@ -240,6 +240,16 @@ function replaceMinimal(cell: ISharedCell, before: string, after: string): void 
   );
 }
 
+/** A new cell's id as nbformat makes them (8 hex characters), not used in the notebook: short for the model. */
+function newCellId(taken: Set<string>): string {
+  for (;;) {
+    const id = crypto.randomUUID().replace(/-/g, '').slice(0, 8);
+    if (!taken.has(id)) {
+      return id;
+    }
+  }
+}
+
 function sameOutput(a: nbformat.IOutput, b: nbformat.IOutput): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -357,8 +367,9 @@ export class NotebookCells {
       index = this._find(request.after)[1] + 1;
     }
     const metadata = { tags: [AGENT_TAG], [METADATA_KEY]: { run: request.run, change: 'inserted' } };
+    const id = newCellId(new Set(shared.cells.map(cell => cell.getId())));
     stopCapturing(shared);
-    const cell = shared.insertCell(index, { cell_type: request.cell_type, source: request.source, metadata });
+    const cell = shared.insertCell(index, { id, cell_type: request.cell_type, source: request.source, metadata });
     stopCapturing(shared);
     return { cell_id: cell.getId(), index };
   }

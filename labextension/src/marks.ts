@@ -1,7 +1,8 @@
 /**
  * The visible mark on cells the agent made or changed: a cell tagged `pi-agent` gets the class `pi-AgentCell` (a
- * coloured edge and a "pi · run N" badge, style/base.css) and a tooltip; the mark follows the tag, so removing the
- * tag (or undoing the agent's edit, which takes the tag back off) removes it.
+ * coloured edge, and a "pi · run N" badge at the bottom right of its input, out of the way of the cell toolbar:
+ * style/base.css) and a tooltip; the mark follows the tag, so removing the tag (or undoing the agent's edit, which
+ * takes the tag back off) removes it.
  */
 import type { ICellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
@@ -32,13 +33,14 @@ export function markAgentCells(panel: NotebookPanel): void {
       }
       const mark = tagged(model);
       cell.node.classList.toggle(MARK_CLASS, mark);
+      const input = cell.inputArea?.node ?? cell.node;
       const run = mark ? runOf(model) : null;
       if (mark) {
-        cell.node.dataset.piAgent = run === null ? 'pi' : `pi · run ${run}`;
-        cell.node.title = `Made or changed by the pi agent${run === null ? '' : ` (run ${run})`}`;
-      } else if (cell.node.dataset.piAgent !== undefined) {
-        delete cell.node.dataset.piAgent;
-        cell.node.removeAttribute('title');
+        input.dataset.piAgent = run === null ? 'pi' : `pi · run ${run}`;
+        input.title = `Made or changed by the pi agent${run === null ? '' : ` (run ${run})`}`;
+      } else if (input.dataset.piAgent !== undefined) {
+        delete input.dataset.piAgent;
+        input.removeAttribute('title');
       }
     }
   };

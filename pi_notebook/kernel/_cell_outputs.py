@@ -9,8 +9,9 @@ taking them away), and a flusher thread sends what is new to the page every :dat
 the ``run_end`` notification then carries the cell's complete outputs, so a page that connected midway (a reload)
 ends up exact.
 
-Memory: a stream output keeps at most its last :data:`MAX_STREAM_CHARS` characters (a print loop cannot fill the
-kernel); what goes to the page meanwhile is sent once and not kept.
+Memory and cost: a stream output keeps at most its last :data:`MAX_STREAM_CHARS` characters (a print loop cannot
+fill the kernel); what goes to the page meanwhile is sent once and not kept. A write costs an append to a list (the
+code's thread waits for the listener): stream text is joined only when it is sent or the cell ends.
 """
 
 from __future__ import annotations
@@ -32,6 +33,39 @@ MAX_STREAM_CHARS = 1_000_000
 Send = Callable[[dict[str, Any]], object]
 
 
+class _Stream:
+    """A stream output's text as pieces, joined when asked; ``limit`` keeps only the last characters."""
+
+    __slots__ = ("limit", "name", "pieces", "size")
+
+    def __init__(self, name: str, limit: int | None) -> None:
+        self.name = name
+        self.limit = limit
+        self.pieces: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> None:
+        self.pieces.append(text)
+        self.size += len(text)
+        if self.limit is not None and self.size > 2 * self.limit:
+            self.pieces = [self.text()]
+            self.size = len(self.pieces[0])
+
+    def text(self) -> str:
+        joined = "".join(self.pieces)
+        return joined[-self.limit :] if self.limit is not None else joined
+
+
+Output = dict[str, Any] | _Stream
+
+
+def _materialise(outputs: list[Output]) -> list[dict[str, Any]]:
+    return [
+        {"output_type": "stream", "name": item.name, "text": item.text()} if isinstance(item, _Stream) else item
+        for item in outputs
+    ]
+
+
 class CellOutputs:
     """One running cell's outputs (see the module docstring). Use as a context manager around the code's run;
     ``send(message)`` gets each ``run_output`` message (from the flusher thread)."""
@@ -39,15 +73,21 @@ class CellOutputs:
     def __init__(self, call_id: str, cell_id: str, send: Send) -> None:
         self.call_id = call_id
         self.cell_id = cell_id
-        self.outputs: list[dict[str, Any]] = []
+        self._outputs: list[Output] = []
         self._send = send
         self._lock = threading.Lock()
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[Output] = []
         self._clear = False
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._unlisten: Callable[[], None] | None = None
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        """The cell's outputs so far, as nbformat outputs (a new list)."""
+        with self._lock:
+            return _materialise(self._outputs)
 
     def __enter__(self) -> CellOutputs:
         self._unlisten = add_python_listener(self._on_event)
@@ -68,27 +108,32 @@ class CellOutputs:
         if event.call_id != self.call_id:
             return
         if event.kind in ("stdout", "stderr"):
-            self.add({"output_type": "stream", "name": event.kind, "text": event.text})
+            self.write(event.kind, event.text)
         elif event.kind == "display" and event.data is not None:
             metadata = dict(event.metadata or {})
             self.add({"output_type": "display_data", "data": dict(event.data), "metadata": metadata})
         elif event.kind == "clear":
             with self._lock:
-                self.outputs, self._pending, self._clear = [], [], True
+                self._outputs, self._pending, self._clear = [], [], True
         else:
             return
         self._wake.set()
 
-    def add(self, output: dict[str, Any]) -> None:
-        """Append an output (a stream merges into the cell's last output when that is the same stream)."""
+    def write(self, name: str, text: str) -> None:
+        """Text on a stream: it joins the cell's last output when that is the same stream."""
         with self._lock:
-            for outputs in (self.outputs, self._pending):
+            for outputs, limit in ((self._outputs, MAX_STREAM_CHARS), (self._pending, None)):
                 last = outputs[-1] if outputs else None
-                if output["output_type"] == "stream" and last is not None and _same_stream(last, output):
-                    text = last["text"] + output["text"]
-                    last["text"] = text[-MAX_STREAM_CHARS:] if outputs is self.outputs else text
-                else:
-                    outputs.append(dict(output))
+                if not isinstance(last, _Stream) or last.name != name:
+                    last = _Stream(name, limit)
+                    outputs.append(last)
+                last.write(text)
+
+    def add(self, output: dict[str, Any]) -> None:
+        """Append an output that is not a stream's text."""
+        with self._lock:
+            self._outputs.append(output)
+            self._pending.append(output)
 
     # -- sending (the flusher thread) --------------------------------------------------------------------------
     def _flush_loop(self) -> None:
@@ -107,8 +152,4 @@ class CellOutputs:
             self._pending, self._clear = [], False
         if pending or clear:
             message = {"type": "cells", "op": "run_output", "cell_id": self.cell_id, "clear": clear}
-            self._send({**message, "outputs": pending})
-
-
-def _same_stream(last: dict[str, Any], output: dict[str, Any]) -> bool:
-    return last.get("output_type") == "stream" and last.get("name") == output.get("name")
+            self._send({**message, "outputs": _materialise(pending)})

@@ -147,20 +147,10 @@ class _CellRun:
     ) -> AgentToolResult:
         cell_id = cell_id_argument(args, "cell_run")
         timeout = resolve_timeout(args.get("timeout") if isinstance(args, Mapping) else None, _invalid)
-        target = current_notebook.get()
-        try:
-            message = {"op": "run_begin", "cell_id": cell_id, "run": target.run if target else 0}
-            begun = await ask(message, signal, cell_id)
-            if signal is not None and signal.aborted:
-                raise CellToolError(f"Cell {cell_id} was not run: the run was stopped", "aborted")
-        except CellToolError as exc:
-            if exc.reason == "aborted":  # stopped while the page answered: the cell never runs
-                FRONTENDS.notify(target, _end(cell_id, None, [], ran=False))
-            raise
-        source, index = str(begun.get("source", "")), int(begun.get("index") or 0)
         own = None
-        if timeout is not None:
+        if timeout is not None:  # from the call's start, the page's answer included
             own = Deadline(time.monotonic() + timeout, f"Cell {cell_id} timed out after {timeout:g} seconds")
+        source, index = await self._begin(cell_id, signal)
         ran, count, outputs, written = self._run(tool_call_id, cell_id, source, own, signal)
         stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
         reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
@@ -168,6 +158,20 @@ class _CellRun:
         record(tool_call_id, "interrupted" if stopped else "ran", cell_id, reason or failed)
         await ran.let_abort_land(own, signal)
         return _result(ran, own, cell_id, index, count, outputs, written)
+
+    async def _begin(self, cell_id: str, signal: AbortSignal | None) -> tuple[str, int]:
+        """The page shows the cell running and gives its source and index. A stop meanwhile: it never runs."""
+        target = current_notebook.get()
+        try:
+            message = {"op": "run_begin", "cell_id": cell_id, "run": target.run if target else 0}
+            begun = await ask(message, signal, cell_id)
+            if signal is not None and signal.aborted:
+                raise CellToolError(f"Cell {cell_id} was not run: the run was stopped", "aborted")
+        except CellToolError as exc:
+            if exc.reason == "aborted":  # the page may have shown it running: it puts the cell back
+                FRONTENDS.notify(target, _end(cell_id, None, [], ran=False))
+            raise
+        return str(begun.get("source", "")), int(begun.get("index") or 0)
 
     def _run(
         self, call_id: str, cell_id: str, source: str, own: Deadline | None, signal: AbortSignal | None

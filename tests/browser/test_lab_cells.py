@@ -170,13 +170,14 @@ def test_the_agent_reads_inserts_edits_runs_and_is_refused_a_protected_cell_live
     expect(source_of(page, 6)).to_have_text("SECRET = 1")
     marked = page.locator(".jp-Notebook .jp-Cell.pi-AgentCell")  # the visible mark of the agent's cells
     expect(marked).to_have_count(2)
-    expect(marked.first).to_have_attribute("data-pi-agent", "pi · run 1")
+    expect(marked.first.locator(".jp-InputArea")).to_have_attribute("data-pi-agent", "pi · run 1")
     lab.screenshot(page, "lab-cells-live.png")
 
     notebook = saved(lab, page, path)
     by_id = {entry["id"]: entry for entry in notebook["cells"]}
     new = notebook["cells"][4]
     assert "".join(new["source"]) == "print('inserted by the agent')"
+    assert len(new["id"]) == 8 and int(new["id"], 16) >= 0  # a short id, as nbformat makes them
     assert new["metadata"] == {"tags": ["pi-agent"], "pi_notebook": {"run": 1, "change": "inserted"}}
     assert "".join(by_id["show"]["source"]) == "print(max(prices))"
     assert by_id["show"]["metadata"]["tags"] == ["pi-agent"]
@@ -193,6 +194,14 @@ def test_the_agent_reads_inserts_edits_runs_and_is_refused_a_protected_cell_live
     page.keyboard.press("Control+Shift+z")  # and redo puts both back
     expect(source_of(page, 5)).to_have_text("print(max(prices))")
     expect(marked).to_have_count(2)
+    # the insert is one step of the notebook's undo (Z in command mode), and Shift+Z brings the cell back
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")
+    expect(cells(page)).to_have_count(6)
+    expect(source_of(page, 4)).to_have_text("print(max(prices))")
+    page.keyboard.press("Shift+z")
+    expect(cells(page)).to_have_count(7)
+    expect(source_of(page, 4)).to_have_text("print('inserted by the agent')")
 
 
 def test_stop_during_the_second_of_three_cell_runs_interrupts_it_the_third_never_runs_and_the_receipt_says_so(
