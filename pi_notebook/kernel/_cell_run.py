@@ -44,7 +44,9 @@ The alternatives, and why not:
   matters: the reloaded page gets the rest, and ``run_end`` carries everything. The price: the page does not run the
   code, so JupyterLab's own execution hooks (its ``executed`` signal, execution timing metadata) do not fire, and
   IPython's ``pre_run_cell``/``post_run_cell`` events are not triggered (the python tool's code does not trigger
-  them either); the ``%pi`` magic's own hooks rely on them being per user cell.
+  them either); the ``%pi`` magic's own hooks rely on them being per user cell. And a cell with top-level
+  ``await`` cannot run this way (its code would have to run on the event loop, where SIGINT cannot end it safely):
+  its error says so and asks the model to leave it to the user (:data:`CELL_AWAIT_HINT`).
 
 "No later cell the agent asked to run ever starts" after a Stop: cell tools are sequential, so the agent loop runs
 the next call only after this one and stops the batch once the run's signal aborts; this tool waits for that abort
@@ -69,7 +71,7 @@ from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, Deadline
 from ..tools import ToolPrompt
 from ..tools._output import OutputAccumulator
-from ..tools._python_exec import current_shell
+from ..tools._python_exec import AWAIT_HINT, current_shell
 from ..tools.bash import resolve_timeout
 from ..tools.python import CodeRun, run_stoppable
 from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument, record
@@ -77,12 +79,19 @@ from ._cell_outputs import CellOutputs
 from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 from ._frontend import FRONTENDS, current_notebook
 
-__all__ = ["PROMPT", "cell_run_tool"]
+__all__ = ["CELL_AWAIT_HINT", "PROMPT", "cell_run_tool"]
 
 PROMPT = ToolPrompt(
     "Run a notebook cell by id, as the user would (its outputs show in the cell), and read its output",
     ("cell_run runs the cell's current source; edit it first with cell_edit if it needs to change",),
 )
+
+CELL_AWAIT_HINT = (
+    "The agent runs a cell's code synchronously on the kernel's main thread, so a cell with top-level await cannot be "
+    "run by cell_run; ask the user to run it, or put the awaited work in a coroutine started with "
+    "asyncio.ensure_future(...)."
+)
+"""Replaces the python tool's hint about top-level ``await`` in a cell's error (see the module docstring)."""
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -131,12 +140,13 @@ def _final_outputs(ran: CodeRun, count: int | None, outputs: list[dict[str, Any]
             shell.user_ns[f"_{count}"] = value
     if result.error is not None:
         error = result.error
+        traceback = result.traceback.replace(AWAIT_HINT, CELL_AWAIT_HINT)
         outputs.append(
             {
                 "output_type": "error",
                 "ename": type(error).__name__,
                 "evalue": str(error),
-                "traceback": result.traceback.splitlines(),
+                "traceback": traceback.splitlines(),
             }
         )
 

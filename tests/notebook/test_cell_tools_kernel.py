@@ -331,3 +331,19 @@ def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(frontend: 
         frontend.run(check).strip()
         == "print('ran while awaited') | run = get_ipython().run_line_magic('pi', 'go') | 42"
     )
+
+
+def test_a_cell_that_raises_or_awaits_at_top_level_shows_its_error_in_the_cell_and_result(
+    frontend: Frontend,
+) -> None:
+    page = FakePage(frontend, [code("bad", "1 / 0"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in ("bad", "async")) + "]"
+    report = run_agent(frontend, [batch])
+    bad, asynchronous = report["ends"]
+    assert bad["is_error"] is True and bad["text"].endswith("ZeroDivisionError: division by zero")
+    [error] = page.cell("bad")["outputs"]
+    assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+    assert asynchronous["is_error"] is True
+    assert "a cell with top-level await cannot be run by cell_run; ask the user to run it" in asynchronous["text"]
+    assert "python tool" not in asynchronous["text"]
+    assert report["aborted"] is False
