@@ -36,6 +36,7 @@ __all__ = [
     "READ_OUTPUT_LINES",
     "RUN_OUTPUT_BYTES",
     "RUN_OUTPUT_LINES",
+    "cell_details",
     "cell_text",
     "image_size",
     "output_text",
@@ -222,6 +223,16 @@ def cell_text(cell: CellInfo, *, outputs: bool = True, max_lines: int, max_bytes
         lines += ["<outputs>", outputs_text(cell["outputs"], max_lines, max_bytes), "</outputs>"]
     lines.append("</cell>")
     return "\n".join(lines)
+
+
+def cell_details(cell: CellInfo, *, outputs: bool = True) -> dict[str, Any]:
+    """A cell for a result's ``details``: what the model read of it (its outputs as the bounded text), not the raw
+    outputs (an image's base64 would go to the session file)."""
+    keys = ("id", "index", "cell_type", "source", "execution_count", "tags")
+    details: dict[str, Any] = {key: cell.get(key) for key in keys}
+    shown = outputs and cell["cell_type"] == "code" and cell.get("outputs")
+    details["outputs"] = outputs_text(cell["outputs"], READ_OUTPUT_LINES, READ_OUTPUT_BYTES) if shown else ""
+    return details
 
 
 def read_text(

@@ -31,7 +31,7 @@ from ..tools._edits import apply_edits, normalize_to_lf
 from ..tools.edit import parse_edits, prepare_edit_arguments
 from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary, record
 from ._cell_protocol import CellInfo
-from ._cell_text import read_text
+from ._cell_text import cell_details, read_text
 from ._frontend import current_notebook
 
 __all__ = ["PROMPTS", "cell_delete_tool", "cell_edit_tool", "cell_insert_tool", "edit_preview", "notebook_read_tool"]
@@ -94,7 +94,7 @@ async def _read(tool_call_id: str, args: Any, signal: AbortSignal | None, on_upd
         "total": total,
         "start": cells[0]["index"],
         "end": cells[shown - 1]["index"] + 1,
-        "cells": cells[:shown],
+        "cells": [cell_details(cell, outputs=outputs) for cell in cells[:shown]],
     }
     return AgentToolResult(content=text, details=details)
 

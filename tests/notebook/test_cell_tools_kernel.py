@@ -127,6 +127,15 @@ def test_notebook_read_gives_every_cell_with_its_id_source_and_outputs(frontend:
     assert 'id="keep" type="code" execution_count="" tags="pi-protected"' in text
     details = end["details"]
     assert [cell["id"] for cell in details["cells"]] == ["intro", "load", "show", "keep"]
+    assert details["cells"][2] == {
+        "id": "show",
+        "index": 2,
+        "cell_type": "code",
+        "source": "print(sum(prices))",
+        "execution_count": None,
+        "tags": [],
+        "outputs": "6",  # what the model read of the outputs, not their raw bundles
+    }
     assert details["total"] == 4 and details["path"] == "work/notebook.ipynb"
 
 
