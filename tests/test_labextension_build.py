@@ -102,8 +102,11 @@ def test_the_stop_shortcut_clashes_with_no_jupyterlab_default() -> None:
 
 @pytest.mark.timeout(300)
 def test_the_wheel_installs_the_bundle_where_jupyterlab_looks(tmp_path: Path) -> None:
+    # no build isolation: the build backend (hatchling, a test dependency) is installed, and the loopback guard
+    # refuses the index a fresh build environment would download it from
+    build = ["wheel", "--no-deps", "--no-build-isolation", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)]
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", *build],
         capture_output=True,
         text=True,
         timeout=280,

@@ -127,3 +127,39 @@ def test_the_lab_extension_finds_the_run_widgets_stop_button_and_run_number_by_o
     match = number.match(protocol.run_class(42))
     assert match is not None and match[1] == "42"
     assert number.match(protocol.VIEW_CLASS) is None and number.match(protocol.STOP_CLASS) is None
+
+
+CELLS = ROOT / "labextension" / "src" / "cells.ts"
+
+
+@pytest.mark.parametrize(
+    ("name", "alias"),
+    [("CellOp", protocol.CellOp), ("CellError", protocol.CellError), ("CellType", protocol.CellType)],
+)
+def test_the_cell_unions_are_the_pythons(name: str, alias: Any) -> None:
+    assert ts_union(CELLS.read_text(), name) == literals(alias), f"cells.ts: {name} differs from _cell_protocol.py"
+
+
+def test_each_cells_message_has_the_same_fields_on_both_sides() -> None:
+    interfaces = ts_interfaces(CELLS.read_text())
+    assert set(protocol.CELL_MESSAGES) <= set(interfaces), "a cells message has no TypeScript interface"
+    for name, message in protocol.CELL_MESSAGES.items():
+        assert set(interfaces[name]) == set(get_type_hints(message)), f"{name} differs from its Python TypedDict"
+
+
+def test_each_cells_request_is_in_the_typescript_union_with_its_op() -> None:
+    source = CELLS.read_text()
+    union = re.search(r"export type CellsRequest\s*=\s*([^;]+);", source)
+    assert union is not None
+    names = {name.strip() for name in union[1].split("|") if name.strip()}
+    requests = {name for name in protocol.CELL_MESSAGES if name.endswith("Request")}
+    assert names == requests
+    interfaces = ts_interfaces(source)
+    ops = {re.sub(r"['\"]", "", interfaces[name]["op"]) for name in requests}
+    assert ops == literals(protocol.CellOp)
+
+
+@pytest.mark.parametrize("name", ["AGENT_TAG", "PROTECTED_TAG", "METADATA_KEY"])
+def test_the_tags_are_the_same_on_both_sides(name: str) -> None:
+    match = re.search(rf"export const {name} = '([^']+)';", CELLS.read_text())
+    assert match is not None and match[1] == getattr(protocol, name)

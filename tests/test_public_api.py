@@ -43,7 +43,9 @@ PINNED = {
     },
     "pi_notebook.kernel": {
         "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
-        "PythonError", "InterruptHook", "KERNEL", "Kernel",
+        "PythonError", "InterruptHook", "KERNEL", "Kernel", "AGENT_TAG", "CELL_TOOL_NAMES", "FRONTENDS",
+        "METADATA_KEY", "PROTECTED_TAG", "CellChange", "CellChanges", "CellKernelInterrupt", "CellToolError",
+        "Frontend", "Frontends", "NotebookTarget", "NotebookUnavailable", "cell_tools", "current_notebook",
     },
     "pi_notebook.notebook": {
         "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",

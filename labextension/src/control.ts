@@ -16,6 +16,8 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import type { CellsRequest, NotebookCells } from './cells';
+
 export const TARGET = 'pi_notebook.control';
 
 // The protocol's one definition is Python's (pi_notebook/notebook/_protocol.py); tests/test_protocol.py checks
@@ -35,10 +37,10 @@ export type RunStatus =
   | 'error';
 /** States in which a run can be stopped. */
 export type ActiveStatus = 'starting' | 'streaming' | 'running tool' | 'awaiting approval' | 'retrying' | 'compacting';
-/** What the frontend asks of the kernel. */
-export type ControlAction = 'abort' | 'status';
-/** What the kernel sends. */
-export type ControlMessageType = 'state' | 'error';
+/** What the frontend asks of the kernel (`cells`: the answer to a cells request, see ./cells.ts). */
+export type ControlAction = 'abort' | 'status' | 'cells';
+/** What the kernel sends (`cells`: a request about the notebook's cells). */
+export type ControlMessageType = 'state' | 'error' | 'cells';
 
 /** What the kernel sends: see `pi_notebook/notebook/_control_comm.py`. */
 export interface IRunState {
@@ -101,8 +103,10 @@ function delay(ms: number): Promise<void> {
 }
 
 export class ControlConnection implements IDisposable {
-  constructor(sessionContext: ISessionContext) {
+  /** `cells` acts on the notebook's cells for the agent's cell tools (a connection without it offers none). */
+  constructor(sessionContext: ISessionContext, cells: NotebookCells | null = null) {
     this._sessionContext = sessionContext;
+    this._cells = cells;
     sessionContext.kernelChanged.connect(this._onKernelChanged, this);
     this._setKernel(sessionContext.session?.kernel ?? null);
   }
@@ -298,9 +302,14 @@ export class ControlConnection implements IDisposable {
       if (this._comm !== comm) {
         return;
       }
-      const data = msg.content.data as unknown as IRunState | { type: Exclude<ControlMessageType, 'state'>; error: string };
+      const data = msg.content.data as unknown as
+        | IRunState
+        | CellsRequest
+        | { type: Exclude<ControlMessageType, 'state' | 'cells'>; error: string };
       if (data.type === 'state') {
         this._setState(data);
+      } else if (data.type === 'cells') {
+        this._answerCells(comm, data);
       } else {
         console.warn('pi-notebook:', data.error);
       }
@@ -322,8 +331,21 @@ export class ControlConnection implements IDisposable {
       comm.dispose(); // the kernel restarted or changed meanwhile
       return;
     }
-    comm.open({}); // the kernel answers with the current state
+    // The kernel answers with the current state. `cells` and `path`: this page can act on this notebook's cells.
+    comm.open(this._cells === null ? {} : { cells: 1, path: this._sessionContext.path });
     this._comm = comm;
+  }
+
+  /** Act on a cells request and send the answer (none for a notification). */
+  private _answerCells(comm: Kernel.IComm, request: CellsRequest): void {
+    const reply = this._cells?.handle(request) ?? null;
+    if (reply !== null && !comm.isDisposed) {
+      try {
+        comm.send(reply as unknown as Parameters<Kernel.IComm['send']>[0]);
+      } catch (error) {
+        console.warn('pi-notebook: could not answer the kernel', error);
+      }
+    }
   }
 
   private _dropComm(close: boolean): void {
@@ -358,6 +380,7 @@ export class ControlConnection implements IDisposable {
   }
 
   private _sessionContext: ISessionContext;
+  private _cells: NotebookCells | null;
   private _kernel: Kernel.IKernelConnection | null = null;
   private _comm: Kernel.IComm | null = null;
   private _state: IRunState | null = null;

@@ -9,9 +9,11 @@
  * - the run widget's own Stop button, forwarded: its click is an ipywidgets comm message, which the kernel
  *   handles on its main thread, and the agent's python code blocks that thread while it runs; so each
  *   click is also sent over the control comm (`{"action": "abort", "run": N}`), which the kernel serves on
- *   a subshell thread and which interrupts the code at once.
+ *   a subshell thread and which interrupts the code at once;
+ * - the agent's cell tools: the kernel asks over the same comm to read or change this notebook's cells, and the
+ *   page acts on its live model (./cells.ts); cells the agent made or changed carry a mark (./marks.ts).
  *
- * All three talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
+ * All of them talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
  */
 import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -22,19 +24,30 @@ import { stopIcon, ToolbarButton } from '@jupyterlab/ui-components';
 import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
+import { NotebookCells } from './cells';
 import { ControlConnection } from './control';
+import { markAgentCells } from './marks';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
 const TOOLBAR_ITEM = 'pi-stop-agent-run';
 const LABEL = 'Stop agent run';
 
-/** One control connection per session context (two views of one notebook share it). */
+/**
+ * One control connection per session context (two views of one notebook share it), which also acts on that
+ * notebook's cells for the agent's cell tools (./cells.ts).
+ */
 class Connections {
+  constructor(tracker: INotebookTracker) {
+    this._tracker = tracker;
+  }
+
   get(sessionContext: ISessionContext): ControlConnection {
     let connection = this._map.get(sessionContext);
     if (connection === undefined) {
-      connection = new ControlConnection(sessionContext);
+      const panel = (): NotebookPanel | null =>
+        this._tracker.find(candidate => candidate.sessionContext === sessionContext) ?? null;
+      connection = new ControlConnection(sessionContext, new NotebookCells(panel));
       this._map.set(sessionContext, connection);
       sessionContext.disposed.connect(() => {
         this._map.get(sessionContext)?.dispose();
@@ -44,6 +57,7 @@ class Connections {
     return connection;
   }
 
+  private _tracker: INotebookTracker;
   private _map = new Map<ISessionContext, ControlConnection>();
 }
 
@@ -200,7 +214,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     labShell: ILabShell | null
   ): void => {
-    const connections = new Connections();
+    const connections = new Connections(tracker);
     const current = (): ControlConnection | null => {
       const panel = tracker.currentWidget;
       return panel ? connections.get(panel.sessionContext) : null;
@@ -220,6 +234,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
     const watch = (panel: NotebookPanel): void => {
       connections.get(panel.sessionContext).changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      markAgentCells(panel);
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);

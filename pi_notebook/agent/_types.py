@@ -150,9 +150,10 @@ class AgentTool:
     approval: ApprovalDefault = "auto"
     """Whether a call asks before it runs, unless the setting ``tools.approval`` names this tool (see
     :data:`ApprovalDefault`; enforced by an ``AgentSession`` that has an approver)."""
-    preview: Callable[[Mapping[str, Any]], str] | None = None
+    preview: Callable[[Mapping[str, Any]], str | Awaitable[str]] | None = None
     """What an approval question shows of a call, from its validated arguments: the code, the command line, the
-    edit's diff. ``None``, or a preview that raises: the arguments as JSON."""
+    edit's diff; it may be async (a cell tool reads the live notebook), and is then awaited until the run's signal
+    aborts. ``None``, or a preview that raises: the arguments as JSON."""
     prompt: ToolPrompt | None = None
     """The system prompt's snippet and guidelines for this tool; ``None``: the prompt does not list it."""
 

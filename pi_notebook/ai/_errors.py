@@ -17,10 +17,13 @@ names the condition, and every one derives from :class:`PiNotebookError`. Each k
     ├── ToolError                  a tool call failed; the loop turns it into an error result (RuntimeError)
     │   ├── FileToolError          tools: read, write, edit, ls, grep, find
     │   ├── BashError              tools: bash
-    │   └── PythonError            kernel: python (PythonKernelInterrupt: the kernel's interrupt)
+    │   ├── PythonError            kernel: python (PythonKernelInterrupt: the kernel's interrupt)
+    │   └── CellToolError          kernel: the cell tools (CellKernelInterrupt: the kernel's interrupt)
     ├── SessionFileError           session: not a session file, or one this version cannot continue (ValueError)
     ├── FormatError                ai.cassette: a cassette file that cannot be read (ValueError)
     ├── ProviderError              ai: an HTTP provider's request failed (becomes the error message of the reply)
+    ├── NotebookUnavailable        kernel: no notebook page can act on the run's notebook (FrontendRefused: a page
+    │                              refused a cell request)
     ├── AbortRun                   session: a tool asks the session to abort the run (``ToolTimeoutError``
     │                              and ``CompactionCancelled`` sit beside it for the tool timeout and a stopped
     │                              compaction)

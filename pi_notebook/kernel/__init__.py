@@ -1,8 +1,14 @@
-"""What runs on, or interrupts, the kernel's main thread: the ``python`` tool (the agent's code in the user's
-namespace, as a cell runs), its cell runner, and the SIGINT machinery every stop path goes through.
+"""What runs on, or acts through, the kernel's main thread for the agent: the ``python`` tool (the agent's code in
+the user's namespace, as a cell runs), the cell tools (the agent reads, changes and runs the live notebook's cells),
+and the SIGINT machinery every stop path goes through.
 
 - :func:`python_tool`: the tool (``python_tool``; why the code runs on the main thread and how each stop path
   reaches it is in that module's docstring);
+- :func:`cell_tools`: ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` and ``cell_run``, acting on
+  the live notebook in the browser through the JupyterLab extension's control comm (``_cell_tools``, ``_cell_run``,
+  whose docstring says how a cell's code runs and why); the protocol with the browser is ``_cell_protocol``;
+- :data:`FRONTENDS`: the notebook pages connected to this kernel, and asking them (``_frontend``);
+  :data:`current_notebook`: which notebook the running run's cell tools act on (set by the run);
 - :func:`interrupt_running_code` / :func:`hold_interrupt`: interrupt the agent's code from any thread, as a
   KeyboardInterrupt ends a cell (``_interrupt``);
 - :func:`add_python_listener`: the code's live output and state (``start``, ``write``, ``display``, ``stuck``,
@@ -14,17 +20,45 @@ This floor sits above ``tools`` and ``session`` (the python tool raises the sess
 interrupt) and below ``notebook``, which draws what it reports.
 """
 
+from ._cell_common import CellKernelInterrupt, CellToolError
+from ._cell_protocol import AGENT_TAG, METADATA_KEY, PROTECTED_TAG
+from ._cells import CELL_TOOL_NAMES, cell_tools
+from ._frontend import (
+    FRONTENDS,
+    CellChange,
+    CellChanges,
+    Frontend,
+    Frontends,
+    NotebookTarget,
+    NotebookUnavailable,
+    current_notebook,
+)
 from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
 from .python_tool import PythonError, PythonEvent, python_tool
 
 __all__ = [
+    "AGENT_TAG",
+    "CELL_TOOL_NAMES",
+    "FRONTENDS",
     "KERNEL",
+    "METADATA_KEY",
+    "PROTECTED_TAG",
+    "CellChange",
+    "CellChanges",
+    "CellKernelInterrupt",
+    "CellToolError",
+    "Frontend",
+    "Frontends",
     "InterruptHook",
     "Kernel",
+    "NotebookTarget",
+    "NotebookUnavailable",
     "PythonError",
     "PythonEvent",
     "add_python_listener",
+    "cell_tools",
+    "current_notebook",
     "hold_interrupt",
     "interrupt_running_code",
     "python_tool",

@@ -63,7 +63,8 @@ class PythonEvent:
     """What the ``python`` tool's code is doing, for a live view. ``kind``:
 
     - ``start``: ``text`` is the code; ``stdout`` / ``stderr``: ``text`` was written;
-    - ``display``: ``data`` is a mime bundle shown with ``display()`` (``text`` its ``text/plain``);
+    - ``display``: ``data`` is a mime bundle shown with ``display()`` (``text`` its ``text/plain``, ``metadata`` its
+      metadata);
     - ``clear``: ``clear_output()`` took the rich outputs shown so far away (with ``wait=True``: when the next
       output came);
     - ``stuck``: an interrupt did not end the code within ``STUCK_AFTER_S`` (a C call that does not return to
@@ -75,6 +76,7 @@ class PythonEvent:
     kind: Literal["start", "stdout", "stderr", "display", "clear", "stuck", "end"]
     text: str = ""
     data: Mapping[str, Any] | None = None
+    metadata: Mapping[str, Any] | None = None
 
 
 PythonListener = Callable[[PythonEvent], None]
@@ -155,7 +157,7 @@ class Capture:
             self.keep({"type": "display", **_bounded(data, metadata)})
             if plain:
                 self.line(plain)
-            self._emit(PythonEvent(self.call_id, "display", plain, data))
+            self._emit(PythonEvent(self.call_id, "display", plain, data, metadata))
 
     def clear(self, wait: bool = False) -> None:
         """``clear_output()``: the rich outputs shown so far go (the text the model gets stays); with ``wait``,

@@ -1,8 +1,9 @@
 """The kernel process's own state: what exists once per process because signals and the main thread do.
 
 :data:`KERNEL` holds the table of the agent's code running on the kernel's threads and the stops held for it
-(:class:`~._interrupt.Interrupts`), and the listeners of that code's live events
-(:class:`~._exec.PythonListeners`). The ``python`` tool runs its code against them; the notebook's session
+(:class:`~._interrupt.Interrupts`), the listeners of that code's live events (:class:`~._exec.PythonListeners`),
+and the notebook pages connected to the kernel (:class:`~._frontend.Frontends`, the cell tools' way to the live
+notebook). The ``python`` tool runs its code against them; the notebook's session
 registry holds the same object (``REGISTRY.kernel``), and its control channel stops code through it. The module
 functions below are the public spelling of the same calls.
 """
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._exec import PythonListener, PythonListeners
+from ._frontend import FRONTENDS, Frontends
 from ._interrupt import Interrupts
 
 __all__ = ["KERNEL", "Kernel", "add_python_listener", "hold_interrupt", "interrupt_running_code"]
@@ -20,13 +22,15 @@ __all__ = ["KERNEL", "Kernel", "add_python_listener", "hold_interrupt", "interru
 
 @dataclass(frozen=True, eq=False)
 class Kernel:
-    """One kernel process: its running agent code and the listeners of that code's events."""
+    """One kernel process: its running agent code, the listeners of that code's events, and the notebook pages
+    connected to it (which the cell tools act through)."""
 
     interrupts: Interrupts = field(default_factory=Interrupts)
     listeners: PythonListeners = field(default_factory=PythonListeners)
+    frontends: Frontends = field(default_factory=Frontends)
 
 
-KERNEL = Kernel()
+KERNEL = Kernel(frontends=FRONTENDS)
 """This process's kernel state."""
 
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
@@ -98,12 +98,14 @@ from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interr
 __all__ = [
     "ABORT_WAIT_S",
     "MAX_RICH_OUTPUTS",
+    "CodeRun",
     "PythonError",
     "PythonEvent",
     "add_python_listener",
     "hold_interrupt",
     "interrupt_running_code",
     "python_tool",
+    "run_stoppable",
 ]
 
 ABORT_WAIT_S = 1.0
@@ -208,34 +210,29 @@ class _Python:
             namespace = shell.user_ns if shell is not None else self.own_namespace
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
-        started, ending = False, "error"
-        interrupts, emit = self.kernel.interrupts, self.kernel.listeners.emit
         try:
-            with Execution(
-                interrupts, deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))
-            ) as execution:
-                emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
-                started = True
-                capture = Capture(tool_call_id, execution, output, self.kernel.listeners)
-                result = run_code(code, shell=shell, namespace=namespace, capture=capture)
-            stop = execution.interruption
-            ending = "ok" if result.error is None else "interrupted" if stop else "error"
-            text, details = self._report(capture, result)
+            ran = run_stoppable(
+                tool_call_id,
+                code,
+                shell=shell,
+                namespace=namespace,
+                output=output,
+                deadline=deadline,
+                kernel=self.kernel,
+            )
+            text, details = self._report(ran.capture, ran.result)
         finally:
             output.close()
-            if started:
-                emit(PythonEvent(tool_call_id, "end", ending))  # always after a start: live views wait for it
-        if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
-            await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
-        if result.error is None and not execution.kernel_interrupted:
+        await ran.let_abort_land(own, signal)
+        if ran.result.error is None and not ran.kernel_interrupted:
             return AgentToolResult(content=text or "(no output)", details=details)
-        if stop is None:
+        if ran.interruption is None:
             raise PythonError(text, "error", details)
-        line = _stop_line(stop, own, execution.kernel_interrupted)
+        line = ran.stop_line(own)
         text = f"{text}\n\n{line}" if text else line
-        if execution.kernel_interrupted:
+        if ran.kernel_interrupted:
             raise PythonKernelInterrupt(text, "interrupted", details)
-        raise PythonError(text, "timeout" if _own_timeout(stop, own) else "interrupted", details)
+        raise PythonError(text, "timeout" if ran.own_timeout(own) else "interrupted", details)
 
     def _report(self, capture: Capture, result: CodeResult) -> tuple[str, dict[str, Any]]:
         if result.has_value:
@@ -257,23 +254,70 @@ class _Python:
         return text, details
 
 
-def _own_timeout(stop: Interruption, own: Deadline | None) -> bool:
-    return own is not None and stop.deadline is own
+@dataclass(slots=True)
+class CodeRun:
+    """How one run of the agent's code ended (:func:`run_stoppable`): what it wrote, its result, and whether and
+    why it was interrupted (``interruption`` may be set although the code finished: the stop came as it
+    returned)."""
+
+    capture: Capture
+    result: CodeResult
+    interruption: Interruption | None
+    kernel_interrupted: bool
+
+    def own_timeout(self, own: Deadline | None) -> bool:
+        """The call's own ``timeout`` (``own``) ended the code."""
+        return own is not None and self.interruption is not None and self.interruption.deadline is own
+
+    async def let_abort_land(self, own: Deadline | None, signal: AbortSignal | None) -> None:
+        """Every stop but the call's own timeout and the kernel's interrupt (the tool ends those itself) comes
+        with an abort of the tool's signal, which can land only once the loop runs again: wait for it, at most
+        :data:`ABORT_WAIT_S` (see the module docstring), also when the code finished regardless of the stop."""
+        ends_itself = self.kernel_interrupted or self.own_timeout(own)
+        if self.interruption is not None and signal is not None and not ends_itself:
+            await abortable_sleep(ABORT_WAIT_S, signal)
+
+    def stop_line(self, own: Deadline | None) -> str:
+        """What the result says about the stop: the kernel's interrupt, the call's timeout or ``Interrupted: ...``."""
+        if self.kernel_interrupted:
+            return "Interrupted by the kernel's interrupt; the run is aborted"
+        if own is not None and self.own_timeout(own):
+            return own.reason
+        return f"Interrupted: {self.interruption.reason if self.interruption else 'Stopped'}"
 
 
-def _lets_abort_land(stop: Interruption, own: Deadline | None, execution: Execution) -> bool:
-    """Every stop but the call's own timeout and the kernel's interrupt (the tool ends those itself) comes
-    with an abort of the tool's signal, which can land only once the loop runs again: wait for it (see the
-    module docstring)."""
-    return not execution.kernel_interrupted and not _own_timeout(stop, own)
+def run_stoppable(
+    call_id: str,
+    code: str,
+    *,
+    shell: Any,
+    namespace: dict[str, Any],
+    output: OutputAccumulator,
+    deadline: Deadline | None,
+    kernel: Kernel = KERNEL,
+) -> CodeRun:
+    """Run the agent's ``code`` on this thread as the ``python`` tool does, stoppable by every stop path (see the
+    module docstring); :func:`add_python_listener` listeners get ``start``, what it writes and displays, and
+    ``end``, under ``call_id``, on ``kernel``'s listeners. Never raises for what the code does. ``cell_run`` runs a
+    cell's code with it."""
+    started, ending = False, "error"
+    emit = kernel.listeners.emit
 
+    def stuck() -> None:
+        emit(PythonEvent(call_id, "stuck", STUCK_TEXT))
 
-def _stop_line(stop: Interruption, own: Deadline | None, kernel: bool) -> str:
-    if kernel:
-        return "Interrupted by the kernel's interrupt; the run is aborted"
-    if own is not None and _own_timeout(stop, own):
-        return own.reason
-    return f"Interrupted: {stop.reason}"
+    try:
+        with Execution(kernel.interrupts, deadline, stuck) as execution:
+            emit(PythonEvent(call_id, "start", code))  # from here on, any interrupt reaches the code
+            started = True
+            capture = Capture(call_id, execution, output, kernel.listeners)
+            result = run_code(code, shell=shell, namespace=namespace, capture=capture)
+        stop = execution.interruption
+        ending = "ok" if result.error is None else "interrupted" if stop else "error"
+        return CodeRun(capture, result, stop, execution.kernel_interrupted)
+    finally:
+        if started:
+            emit(PythonEvent(call_id, "end", ending))  # always after a start: live views wait for it
 
 
 def python_tool(

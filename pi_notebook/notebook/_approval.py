@@ -24,16 +24,25 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
-from ..ai import AbortSignal
+from ..ai import AbortSignal, abort_scope, maybe_await
+from ..kernel import CELL_TOOL_NAMES
 from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
 from ._visible import MAX_CHARS
 from .widget import RunPresenter
 
-__all__ = ["FRONTEND_WAIT_S", "MAX_PREVIEW", "NO_FRONTEND", "NotebookApprover", "describe_tools", "preview_call"]
+__all__ = [
+    "CELLS_NOT_HERE",
+    "FRONTEND_WAIT_S",
+    "MAX_PREVIEW",
+    "NO_FRONTEND",
+    "NotebookApprover",
+    "describe_tools",
+    "preview_call",
+]
 
 FRONTEND_WAIT_S = 2.0
 """How long after a run starts a frontend has to render its widget before asking tools are refused."""
@@ -44,6 +53,11 @@ NO_FRONTEND = (
     "showing this run's widget to ask (nbclient, nbval, nbconvert and plain IPython cannot answer; nor can a run "
     "that is not displayed). To let it run without asking: %pi settings tools.approval=auto (or "
     "tools.approval.{name}=auto), or configure(settings={{'tools': {{'approval': 'auto'}}}})."
+)
+
+CELLS_NOT_HERE = (
+    "cell tools: not available here (the notebook is not open in JupyterLab with the pi-notebook extension); "
+    "the model is not offered them"
 )
 
 
@@ -86,7 +100,7 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
     status = run.status
     previous = status.status
     run.note("approval", f"{name}: waiting for Run / Skip / Always")
-    presenter.ask(name, preview_call(request), on_answer)
+    presenter.ask(name, await preview_call(request, signal), on_answer)
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
     try:
@@ -101,14 +115,16 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
     return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
 
-def preview_call(request: ApprovalRequest) -> str:
+async def preview_call(request: ApprovalRequest, signal: AbortSignal | None = None) -> str:
     """What the question shows: the tool's preview of the call (the code, the command, the edit's diff, the file
-    to write), else the arguments as JSON."""
+    to write, a cell read from the live notebook), else the arguments as JSON. A preview that awaits ends when
+    ``signal`` aborts (then the arguments are shown; the question ends with the run anyway)."""
     preview = request.tool.preview if request.tool is not None else None
     text: str | None = None
     if preview is not None and isinstance(request.args, Mapping):
         try:
-            text = preview(request.args)
+            with abort_scope(signal):
+                text = await maybe_await(preview(request.args))
         except Exception:  # a preview of arguments it did not expect: show them as they are
             text = None
     if text is None:
@@ -116,9 +132,10 @@ def preview_call(request: ApprovalRequest) -> str:
     return text  # the box shows it with what would hide marked, and cut in the middle if long (``_visible``)
 
 
-def describe_tools(session: AgentSession) -> str:
+def describe_tools(session: AgentSession, left_out: Collection[str] = ()) -> str:
     """``%pi tools``: each tool, whether it asks before it runs (and why not), and its description's first
-    sentence; then how to change it."""
+    sentence; then how to change it. ``left_out``: tools a run started here would not be offered (the cell tools
+    where no JupyterLab page can act on the notebook), marked as such."""
     tools = session.tools
     if not tools:
         return "pi: no tools (configure(tools=default_tools()) gives the notebook's set back)"
@@ -126,13 +143,17 @@ def describe_tools(session: AgentSession) -> str:
     lines = []
     for tool in tools:
         mode: str = session.approval_mode(tool.name)
-        if tool.approval == "never":
+        if tool.name in left_out:
+            mode = "not available here"
+        elif tool.approval == "never":
             mode = "auto (only looks)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")
         lines.append(f"{tool.name.ljust(width)}  {mode.ljust(27)}  {_cut(summary, 70)}")
     lines.append("")
+    if any(name in CELL_TOOL_NAMES for name in left_out):
+        lines.append(CELLS_NOT_HERE)
     lines.append("approval: %pi settings tools.approval=auto | ask | tools.approval.<tool>=auto")
     return "\n".join(lines)
 

@@ -11,6 +11,10 @@ Frontend -> kernel (``comm_msg`` data):
   (at most :data:`ABORT_REPLY_TIMEOUT` seconds later) the kernel replies with the new state,
   ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
+* ``{"action": "cells", "request": N, ...}``: a page's answer to a cells request (the cell tools,
+  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`. A page that opens the comm with
+  ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
+  client id of its kernel connection, from the message header) until the comm closes.
 
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
 "now": ms}`` right after the comm opens, as each reply, and pushed whenever a run changes state. ``state`` is
@@ -49,7 +53,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, get_args
 
-from ..kernel import Kernel
+from ..kernel import Frontend, Kernel
 from ._run import Run
 from ._run_state import RunState
 from .widget._protocol import ControlAction
@@ -82,6 +86,8 @@ class ControlChannel:
         self._source = source
         self._kernel = kernel
         self._comms: list[Any] = []
+        self._frontends: dict[str, Frontend] = {}
+        """Per comm id, the notebook page it connects (pages that said they can act on cells)."""
         self._contexts: dict[str, contextvars.Context] = {}
         """Per comm id, the context its ``comm_open`` was handled in, whose parent message names the comm's
         subshell. ipykernel 7.4 routes a frontend's messages on a comm to the subshell of the last message the kernel
@@ -134,11 +140,21 @@ class ControlChannel:
         comm.on_msg(lambda msg: self._on_msg(comm, msg))
         comm.on_close(lambda msg: self._forget(comm))
         self._marshal(self._send_status, comm)
+        data = _data(open_msg)
+        client = ((open_msg or {}).get("header") or {}).get("session")
+        if data.get("cells") and isinstance(client, str):  # a notebook page that can act on its cells
+            path = data.get("path")
+            page = Frontend(client, path if isinstance(path, str) else None, lambda message: self._send(comm, message))
+            self._frontends[comm.comm_id] = page
+            self._marshal(self._kernel.frontends.connect, page)
 
     def _forget(self, comm: Any) -> None:
         if comm in self._comms:
             self._comms.remove(comm)
         self._contexts.pop(comm.comm_id, None)
+        page = self._frontends.pop(comm.comm_id, None)
+        if page is not None:
+            self._marshal(self._kernel.frontends.disconnect, page)
 
     def _marshal(self, function: Callable[..., None], *args: Any) -> None:
         if self._loop is not None and self._loop.is_running():
@@ -170,6 +186,8 @@ class ControlChannel:
             self._abort(comm, run, release)
         elif action == "status":
             self._send_status(comm, reply="status")
+        elif action == "cells":  # a page's answer to a cell tool's request
+            self._kernel.frontends.reply(data)
         else:
             known = " or ".join(repr(name) for name in get_args(ControlAction))
             self._send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})

@@ -1,7 +1,9 @@
 """What a notebook session starts with: the whole tool set, and a system prompt in Pi's shape.
 
 :func:`default_tools` gives Pi's seven tools (``read``, ``bash``, ``edit``, ``write``, ``grep``, ``find``, ``ls``)
-rooted at the kernel's working directory, plus the ``python`` tool on the notebook's namespace.
+rooted at the kernel's working directory, plus the ``python`` tool on the notebook's namespace and the five cell
+tools (``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete``, ``cell_run``; offered to the model only
+where a JupyterLab page can act on the notebook, see ``_cell_link``).
 
 :func:`system_prompt` follows Pi 0.83's ``buildSystemPrompt`` (the tool list from each tool's one-line snippet,
 then the guidelines: Pi's per-tool ones, deduplicated, then "Be concise..." and "Show file paths..."), says the
@@ -17,14 +19,15 @@ import os
 import platform
 import sys
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..agent import AgentTool
-from ..kernel import python_tool
+from ..kernel import CELL_TOOL_NAMES, cell_tools, python_tool
 from ..tools import coding_tools
 
 __all__ = [
+    "CELLS_LEFT_OUT",
     "MAX_VARIABLES",
     "default_tools",
     "system_prompt",
@@ -36,6 +39,13 @@ MAX_VARIABLES = 40
 MAX_LINE = 160
 """Each variable's line is cut to this many characters."""
 
+CELLS_LEFT_OUT = (
+    "The notebook cell tools ({names}) are not available in this run: the notebook is not open in JupyterLab "
+    "with the pi-notebook extension (nbclient, nbval, VS Code, classic Notebook and plain IPython have none). Use "
+    "python to look at the user's variables, and tell the user what to put in which cell."
+)
+"""What the system prompt says when the cell tools are left out of a run."""
+
 _INTRO = (
     "You are an expert coding and data assistant operating inside a Jupyter notebook: you run in the "
     "notebook's Python kernel, beside the user's own code. You help users by looking at their data, running "
@@ -45,14 +55,23 @@ _INTRO = (
 
 
 def default_tools(cwd: str | os.PathLike[str] | None = None) -> list[AgentTool]:
-    """Pi's seven tools rooted at ``cwd`` (default: the working directory now), then ``python``."""
+    """Pi's seven tools rooted at ``cwd`` (default: the working directory now), then ``python``, then the cell
+    tools."""
     root = os.fspath(cwd) if cwd is not None else os.getcwd()
-    return [*coding_tools(root), python_tool()]
+    return [*coding_tools(root), python_tool(), *cell_tools()]
 
 
-def system_prompt(tools: Sequence[AgentTool], *, cwd: str | None, namespace: Mapping[str, Any] | None) -> str:
+def system_prompt(
+    tools: Sequence[AgentTool],
+    *,
+    cwd: str | None,
+    namespace: Mapping[str, Any] | None,
+    left_out: Collection[str] = (),
+) -> str:
     """The notebook's system prompt for ``tools`` (see the module docstring). ``cwd=None``: the reproducible
-    form (for cassettes), without the working directory, the Python version and the variables."""
+    form (for cassettes), without the working directory, the Python version and the variables. ``left_out``: the
+    session's tools not offered this time; when they are cell tools the prompt says why (not in the reproducible
+    form)."""
     names = [tool.name for tool in tools]
     listed = [f"- {tool.name}: {tool.prompt.snippet}" for tool in tools if tool.prompt is not None]
     guidelines: list[str] = []
@@ -71,6 +90,9 @@ def system_prompt(tools: Sequence[AgentTool], *, cwd: str | None, namespace: Map
     ]
     if cwd is None:
         return "\n\n".join(parts)
+    cells = [name for name in CELL_TOOL_NAMES if name in left_out]
+    if cells:
+        parts.append(CELLS_LEFT_OUT.format(names=", ".join(cells)))
     parts.append(f"Python: {platform.python_version()} ({sys.executable})")
     parts.append("The user's variables:\n" + variables_summary(namespace))
     return "\n\n".join(parts) + f"\nCurrent working directory: {cwd.replace(os.sep, '/')}"

@@ -33,6 +33,7 @@ from IPython.display import display
 from ..ai import Cassette, CassetteError, Model
 from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
+from ._cell_link import cells_left_out, notebook_of_cell
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
@@ -287,7 +288,9 @@ class PiMagics(Magics):
         print(f"pi: settings updated: {command.text}")  # noqa: T201
 
     def _tools(self, command: PiCommand) -> None:
-        print(describe_tools(REGISTRY.get().session))  # noqa: T201
+        entry = REGISTRY.get()
+        here = notebook_of_cell(len(entry.runs) + 1, entry.notebook)
+        print(describe_tools(entry.session, cells_left_out(entry.session, here)))  # noqa: T201
 
     def _cassette(self, command: PiCommand) -> None:
         """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show)."""

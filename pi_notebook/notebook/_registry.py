@@ -10,7 +10,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from ..ai.providers.faux import FauxProvider
 from ..kernel import KERNEL, InterruptHook, Kernel
 from ..session import AgentSession, SessionBusyError, Settings
 from ._approval import NotebookApprover
+from ._cell_link import notebook_of_cell, with_cell_tools
 from ._control_comm import ControlChannel
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
@@ -82,18 +83,23 @@ class NotebookSession:
         """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any)."""
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
+        number = len(self.runs) + 1
+        target = notebook_of_cell(number, self.notebook)
+        operation = with_cell_tools(self, target, operation)
         self.refresh_prompt()
-        run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
+        run = Run(self.session, number, operation, label=label, with_view=with_view, cells=target.changes)
         self.runs.append(run)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
 
-    def refresh_prompt(self) -> None:
+    def refresh_prompt(self, left_out: Collection[str] = ()) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the
         session was given a prompt of its own). With a cassette it leaves out the working directory, the Python
         version and the variables, so a recording replays on another machine and after other cells ran.
+        ``left_out``: tools the model is not offered this time (the cell tools without a JupyterLab page); the
+        prompt says why, except with a cassette.
 
         Why (reviewed; kept): a cassette matches a request on its JSON body, and the system prompt is in it. The
         working directory and the Python version differ between the machine that recorded and the one that
@@ -108,11 +114,11 @@ class NotebookSession:
         (``notebooks/cassettes/``): changing its text means recording them again."""
         if self.cwd is None:
             return
-        tools = self.session.tools
+        tools = [tool for tool in self.session.tools if tool.name not in left_out]
         if self.cassette is not None:  # what a recording replays against must not depend on machine or state
             prompt = system_prompt(tools, cwd=None, namespace=None)
         else:
-            prompt = system_prompt(tools, cwd=self.cwd, namespace=_user_namespace())
+            prompt = system_prompt(tools, cwd=self.cwd, namespace=_user_namespace(), left_out=left_out)
         self.session.agent.state.system_prompt = prompt
 
     def abort_active(self) -> None:

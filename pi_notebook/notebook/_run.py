@@ -2,8 +2,8 @@
 
 A run starts as a task on the kernel's event loop; the cell that started it returns at once. ``await run``
 waits for ``agent_settled`` and gives a :class:`RunReport` (the static markdown rendering executed notebooks
-keep); cancelling that await — a kernel interrupt does — aborts the run. ``run.abort()`` is the Stop button:
-queued messages go back to the input box, then the session aborts.
+keep, and the run's receipt: ``_receipt``); cancelling that await — a kernel interrupt does — aborts the run.
+``run.abort()`` is the Stop button: queued messages go back to the input box, then the session aborts.
 
 The run records and reports. Drawing is the :class:`~.widget.RunPresenter`'s (``run.view`` is its widget); its
 state (status, retry countdown, silence, note) is its :class:`~._run_state.StatusMachine`'s, whose changes whoever
@@ -28,7 +28,7 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage
-from ..kernel import PythonEvent, add_python_listener
+from ..kernel import CellChanges, PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -42,6 +42,7 @@ from ..session import (
     ToolExecutionUpdateEvent,
 )
 from ._describe import describe_event, render_html, render_markdown, render_text, usage_line
+from ._receipt import Receipt, build_receipt
 from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay, Static
 from .widget._live import current_run
@@ -53,15 +54,26 @@ __all__ = ["Run", "RunReport"]
 
 
 class RunReport:
-    """A finished run (transcript + event log) as markdown and HTML; what ``await run`` shows in a notebook."""
+    """A finished run (transcript + event log) as markdown and HTML; what ``await run`` shows in a notebook.
+    ``receipt``: what the run changed and what a stop cut short (``None`` while it runs)."""
 
-    def __init__(self, markdown: str, *, aborted: bool, error: str | None, html: str = "", text: str = "") -> None:
+    def __init__(
+        self,
+        markdown: str,
+        *,
+        aborted: bool,
+        error: str | None,
+        html: str = "",
+        text: str = "",
+        receipt: Receipt | None = None,
+    ) -> None:
         self.markdown = markdown
         self.html = html
         self.text = text or markdown
         """What a terminal shows (``text/plain``)."""
         self.aborted = aborted
         self.error = error
+        self.receipt = receipt
         self.shown = False
         """A notebook displayed it (its markdown or HTML was asked for)."""
 
@@ -88,6 +100,7 @@ class Run:
         *,
         label: str,
         with_view: bool = True,
+        cells: CellChanges | None = None,
     ) -> None:
         self.session = session
         self.number = number
@@ -99,6 +112,9 @@ class Run:
         self.aborted = False
         self._cache_usage = ""
         """The usage line at settle, kept for the report when prompt caching saved (or cost) money."""
+        self.receipt: Receipt | None = None
+        """What the run changed and what a stop cut short, once it has settled (``_receipt``)."""
+        self._cells = cells
         self._started = time.monotonic()
         self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
@@ -212,7 +228,7 @@ class Run:
         markdown = render_markdown(self.messages, self.log, title=title, status=status, usage=usage)
         html = render_html(self.messages, self.log, title=title, status=status, usage=usage)
         text = render_text(self.messages, self.log, title=title, status=status, usage=usage)
-        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text)
+        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
 
     @staticmethod
     def _static(report: RunReport) -> Static:
@@ -316,6 +332,9 @@ class Run:
         if self.session.budget.cache_saved_usd:
             self._cache_usage = usage_line(self.session)
         failed = self.error is not None or _ended_on_error(self.messages)
+        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted)
+        for line in self.receipt.lines():
+            self.note("receipt", line)
         self.status.settle("aborted" if aborted else ("error" if failed else "settled"), aborted=aborted)
         if self._presenter is not None:
             self._presenter.settle(aborted)

@@ -34,7 +34,7 @@ from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, rest
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
-__all__ = ["edit_tool", "preview_edit"]
+__all__ = ["edit_tool", "parse_edits", "prepare_edit_arguments", "preview_edit"]
 
 DESCRIPTION = (
     "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping "
@@ -113,7 +113,8 @@ def _clean(text: str) -> str:
     return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
 
 
-def _edits(args: Any) -> list[Edit]:
+def parse_edits(args: Any) -> list[Edit]:
+    """``edits`` as the model sent them (after ``prepare_edit_arguments``); raises ``FileToolError`` with Pi's texts."""
     items = args.get("edits") if isinstance(args, Mapping) else None
     if not isinstance(items, list) or not items:
         raise FileToolError(_INVALID)
@@ -189,7 +190,7 @@ def edit_tool(cwd: str | Path | None = None) -> AgentTool:
     root = None if cwd is None else os.fspath(cwd)
 
     async def execute(tool_call_id: str, args: Any, signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
-        edits = _edits(args)
+        edits = parse_edits(args)
         path = required_string(args, "path", "edit")
         absolute = resolve_to_cwd(path, root if root is not None else os.getcwd())
         async with file_mutation_lock(absolute):
@@ -214,7 +215,7 @@ def preview_edit(args: Any, cwd: str | Path | None = None) -> str:
     """What an ``edit`` call would change, as Pi's display diff, without writing (for an approval prompt).
     A call that would fail gives its error text instead."""
     try:
-        edits = _edits(prepare_edit_arguments(dict(args)) if isinstance(args, Mapping) else args)
+        edits = parse_edits(prepare_edit_arguments(dict(args)) if isinstance(args, Mapping) else args)
         path = required_string(args, "path", "edit")
         absolute = resolve_to_cwd(path, os.fspath(cwd) if cwd is not None else os.getcwd())
         with open(absolute, "rb") as file:

@@ -13,6 +13,8 @@ import pytest
 from control_frontend import Frontend
 from kernel_harness import Kernel
 
+from pi_notebook.kernel import CELL_TOOL_NAMES
+
 pytestmark = pytest.mark.timeout(240)
 
 SETUP = """
@@ -35,7 +37,8 @@ report = await run
 print("REPORT " + json.dumps({
     "results": [(m.content[0].text, m.is_error) for m in run.messages if m.role == "toolResult"],
     "approvals": [detail for _, label, detail in run.log if label == "approval"],
-    "aborted": run.aborted, "tools": [t.name for t in run.session.tools]}))
+    "aborted": run.aborted, "tools": [t.name for t in run.session.tools],
+    "offered": [t.name for t in run.session.agent.state.tools]}))
 """
 NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
 
@@ -93,7 +96,9 @@ def wait_for_question(frontend: Frontend, count: int = 1) -> None:
 def test_auto_runs_the_agents_python_and_the_next_cell_uses_its_variable(frontend: Frontend) -> None:
     start(frontend, ["made_by_agent = 41 + 1"], {"tools": {"approval": "auto"}})
     outcome = report(frontend)
-    assert outcome["tools"] == ["read", "bash", "edit", "write", "grep", "find", "ls", "python"]  # the defaults
+    pis = ["read", "bash", "edit", "write", "grep", "find", "ls", "python"]
+    assert outcome["tools"] == [*pis, *CELL_TOOL_NAMES]  # the defaults
+    assert outcome["offered"] == pis  # no JupyterLab page here: the cell tools are left out
     assert outcome["results"] == [["(no output)", False]] and outcome["approvals"] == []
     assert frontend.run("print(made_by_agent + 1)").strip() == "43"
 

@@ -16,6 +16,7 @@ from agent_helpers import ToolLog, recording_tool
 from pi_notebook.ai import ToolResultMessage
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_notebook.kernel import CELL_TOOL_NAMES
 from pi_notebook.notebook import _approval, default_tools
 from pi_notebook.notebook._approval import NO_FRONTEND, describe_tools, preview_call
 from pi_notebook.notebook._defaults import MAX_VARIABLES, variables_summary
@@ -32,7 +33,7 @@ def test_a_notebook_session_starts_with_the_whole_tool_set_and_configure_keeps_o
     registry = SessionRegistry()
     entry = registry.get()
     names = [tool.name for tool in entry.session.tools]
-    assert names == ["read", "bash", "edit", "write", "grep", "find", "ls", "python"]
+    assert names == ["read", "bash", "edit", "write", "grep", "find", "ls", "python", *CELL_TOOL_NAMES]
     mine = recording_tool("mine")
     assert [t.name for t in registry.configure(tools=[mine]).session.tools] == ["mine"]
     assert [t.name for t in registry.configure().session.tools] == ["mine"]  # kept
@@ -93,26 +94,27 @@ def test_percent_pi_tools_lists_each_tool_with_its_approval_mode() -> None:
     text = describe_tools(session)
     rows = {line.split()[0]: line.split()[1] for line in text.splitlines() if line and not line.startswith("approval")}
     assert rows == {"read": "auto", "bash": "ask", "edit": "ask", "write": "ask", "grep": "auto", "find": "auto",
-                    "ls": "auto", "python": "ask"}  # fmt: skip
+                    "ls": "auto", "python": "ask", "notebook_read": "auto", "cell_insert": "ask", "cell_edit": "ask",
+                    "cell_delete": "ask", "cell_run": "ask"}  # fmt: skip
     session.settings = session.settings.updated(tools={"approval": "auto"})
     assert "ask" not in describe_tools(session).split("approval:")[0]
 
 
-def test_the_question_shows_the_code_the_command_and_the_edits_diff(tmp_path: Any) -> None:
+async def test_the_question_shows_the_code_the_command_and_the_edits_diff(tmp_path: Any) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\n")
     call = faux_tool_call("edit", {"path": "a.txt", "edits": [{"oldText": "two", "newText": "TWO"}]}, id="e")
     tools = {tool.name: tool for tool in default_tools(tmp_path)}
-    shown = preview_call(ApprovalRequest(call, call.arguments, tools["edit"]))
+    shown = await preview_call(ApprovalRequest(call, call.arguments, tools["edit"]))
     assert "-2 two" in shown and "+2 TWO" in shown
     missing = faux_tool_call("edit", {"path": "a.txt", "edits": [{"oldText": "nope", "newText": "x"}]}, id="m")
-    failing = preview_call(ApprovalRequest(missing, missing.arguments, tools["edit"]))
+    failing = await preview_call(ApprovalRequest(missing, missing.arguments, tools["edit"]))
     assert "this edit would fail: Could not find" in failing
     bash = faux_tool_call("bash", {"command": "rm -rf build"}, id="b")
-    assert preview_call(ApprovalRequest(bash, bash.arguments, tools["bash"])) == "$ rm -rf build"
+    assert await preview_call(ApprovalRequest(bash, bash.arguments, tools["bash"])) == "$ rm -rf build"
     code = faux_tool_call("python", {"code": "print(1)"}, id="p")
-    assert preview_call(ApprovalRequest(code, code.arguments, tools["python"])) == "print(1)"
+    assert await preview_call(ApprovalRequest(code, code.arguments, tools["python"])) == "print(1)"
     odd = faux_tool_call("bash", {"command": 3}, id="o")  # a preview that does not fit the arguments: JSON
-    assert preview_call(ApprovalRequest(odd, odd.arguments, tools["bash"])) == '{\n "command": 3\n}'
+    assert await preview_call(ApprovalRequest(odd, odd.arguments, tools["bash"])) == '{\n "command": 3\n}'
 
 
 def entry_calling_bash(log: ToolLog, calls: int = 1) -> NotebookSession:

@@ -118,7 +118,7 @@ def test_abort_stops_the_run_restores_queued_messages_and_replies_with_the_new_s
     assert reply["state"] == "aborted"
     assert reply["aborted"] is True
     assert reply["run"] == pushed["run"]
-    out = frontend.run("print(run.aborted, run.labels[-1], repr(run.view.input.value))\nprint(get_session().queue)")
+    out = frontend.run("print(run.aborted, run.labels[-2], repr(run.view.input.value))\nprint(get_session().queue)")
     assert "True agent_settled 'look at the tests first\\n\\nthen write the summary'" in out
     assert "QueueSnapshot(steering=[], follow_up=[])" in out
     # a new run works after the abort

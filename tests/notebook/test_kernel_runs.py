@@ -54,14 +54,14 @@ def test_stop_button_click_settles_aborted_within_100_ms_while_streaming(kernel:
             run.view.stop_button.click()
             report = await run
             print(f"stop_ms={(settled_at[-1] - clicked) * 1000:.1f}")
-            print(run.labels[-3:], run.aborted, run.view.stop_button.disabled)
+            print(run.labels[-4:], run.aborted, run.view.stop_button.disabled)
             """
         )
     )
     text = outcome.text
     stop_ms = float(text.split("stop_ms=")[1].split()[0])
     assert stop_ms < 100, text
-    assert "['turn_end', 'agent_end', 'agent_settled'] True True" in text
+    assert "['turn_end', 'agent_end', 'agent_settled', 'receipt'] True True" in text
 
 
 def test_the_event_log_holds_agent_end_then_agent_settled(kernel: Kernel) -> None:

@@ -21,6 +21,8 @@ class Frontend:
         self.client = kernel.client
         self.session = kernel.client.session
         self.seen: list[dict[str, Any]] = []
+        self.on_message: Callable[[dict[str, Any]], None] | None = None
+        """Called with every iopub message as it arrives (a fake page answers the kernel's requests there)."""
 
     # -- control channel -------------------------------------------------------------------------------
     def control(self, msg_type: str, content: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
@@ -51,9 +53,9 @@ class Frontend:
         self.client.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 
-    def open(self, subshell_id: str | None = None) -> str:
+    def open(self, subshell_id: str | None = None, data: dict[str, Any] | None = None) -> str:
         comm_id = f"test-{time.monotonic_ns()}"
-        self.shell("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": {}}, subshell_id)
+        self.shell("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": data or {}}, subshell_id)
         return comm_id
 
     def send(self, comm_id: str, data: dict[str, Any], subshell_id: str | None = None) -> float:
@@ -76,6 +78,8 @@ class Frontend:
             except queue.Empty:
                 continue
             self.seen.append(message)
+            if self.on_message is not None:
+                self.on_message(message)
             if message["msg_type"] == "error":
                 content = message["content"]
                 raise AssertionError(f"a cell failed: {content['ename']}: {content['evalue']}")

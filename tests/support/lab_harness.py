@@ -94,9 +94,12 @@ class JupyterLab:
         quiet.parent.mkdir(parents=True, exist_ok=True)
         quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         self.log = open(root / "jupyter-lab.log", "w")  # noqa: SIM115 - closed in close()
+        # `-m jupyterlab`, not `-m jupyter lab`: the latter runs the first `jupyter-lab` script on PATH, which in a
+        # venv made with --system-site-packages (a worktree's) is the system one, so its kernels (`python` is the
+        # server's interpreter) imported the system's pi_notebook instead of this checkout's.
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
                 f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.token={self.token}",
                 f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ServerApp.disable_check_xsrf=True",
             ],
@@ -207,6 +210,9 @@ def lab_with_extension(tmp_path_factory: Any) -> Iterator[JupyterLab]:
     data = tmp_path_factory.mktemp("jupyter-data")
     (data / "labextensions").mkdir()
     (data / "labextensions" / "pi-notebook").symlink_to(LABEXTENSION, target_is_directory=True)
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)})
+    # First on the path, before what the environment already lists (a worktree's venv lists the system's share
+    # folder there, where the widget extensions are).
+    path = os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")]))
+    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": path})
     yield lab
     lab.close()

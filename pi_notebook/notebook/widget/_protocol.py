@@ -1,6 +1,6 @@
 """The one definition of what the kernel and the browser say to each other about runs.
 
-Three channels share these names:
+These share its names:
 
 * the run widget (``_view``, drawn by ``js/run-view``): operation batches kernel -> browser, a ``hello`` browser ->
   kernel, and the widget's traits (its ``state`` is a :data:`RunStatus`);
@@ -8,7 +8,11 @@ Three channels share these names:
   kernel, :data:`ControlMessageType` kernel -> browser;
 * the run's state (``Run.state()``), which both show;
 * the CSS classes the kernel gives a run widget, by which the JupyterLab extension finds a view's Stop button and
-  its run number (:data:`STOP_CLASS`, :data:`VIEW_CLASS`, :func:`run_class`).
+  its run number (:data:`STOP_CLASS`, :data:`VIEW_CLASS`, :func:`run_class`);
+* the notebook's cells (the cell tools, ``pi_notebook.kernel``): ``{"type": "cells", ...}`` requests kernel ->
+  browser and ``{"action": "cells", ...}`` answers on the control comm, defined in
+  ``pi_notebook.kernel._cell_protocol`` (the floor below, where the tools that send them live) and
+  re-exported here.
 
 The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
 ``ControlAction``, ``ControlMessageType``) and one interface per operation; ``tests/test_protocol.py`` parses them
@@ -24,6 +28,16 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias, TypedDict, get_args
 
+from ...kernel._cell_protocol import (
+    AGENT_TAG,
+    CELL_MESSAGES,
+    METADATA_KEY,
+    PROTECTED_TAG,
+    CellError,
+    CellOp,
+    CellType,
+)
+
 STOP_CLASS = "pi-run-stop"
 """CSS class of a run widget's Stop button. The JupyterLab extension catches a click on it and forwards the stop
 over the control comm, which a subshell serves while the agent's code blocks the widget's own comm."""
@@ -38,11 +52,18 @@ def run_class(number: int) -> str:
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "AGENT_TAG",
+    "CELL_MESSAGES",
+    "METADATA_KEY",
+    "PROTECTED_TAG",
     "STOP_CLASS",
     "TOOL_TAIL_CHARS",
     "VIEW_CLASS",
     "ActiveStatus",
     "BatchType",
+    "CellError",
+    "CellOp",
+    "CellType",
     "ControlAction",
     "ControlMessageType",
     "EventOp",
@@ -102,8 +123,10 @@ BatchType: TypeAlias = Literal["batch", "snapshot"]
 WidgetRequest: TypeAlias = Literal["hello"]
 """Widget -> kernel: a new view asks for the snapshot."""
 
-ControlAction: TypeAlias = Literal["abort", "status"]
-ControlMessageType: TypeAlias = Literal["state", "error"]
+ControlAction: TypeAlias = Literal["abort", "status", "cells"]
+"""``cells``: the page's answer to a cells request."""
+ControlMessageType: TypeAlias = Literal["state", "error", "cells"]
+"""``cells``: a request about the notebook's cells (``pi_notebook.kernel._cell_protocol``)."""
 
 
 class MessageOp(TypedDict):

@@ -1,0 +1,106 @@
+"""What the five cell tools share: their error, how a page's refusal reads, asking the run's notebook page."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..ai import AbortSignal, ToolError
+from ..session import AbortRun
+from ._cell_protocol import PROTECTED_TAG, CellInfo
+from ._frontend import (
+    FRONTENDS,
+    CellChangeKind,
+    FrontendRefused,
+    Frontends,
+    NotebookUnavailable,
+    current_notebook,
+)
+
+__all__ = ["CellKernelInterrupt", "CellToolError", "ask", "cell_id_argument", "record", "refused_text"]
+
+
+class CellToolError(ToolError):
+    """Raised by a cell tool's ``execute``; the agent loop turns its text into an error tool result.
+
+    ``reason``: ``"invalid"`` (bad arguments), ``"unavailable"`` (no page shows the notebook), ``"refused"`` (the
+    page refused: see ``refused_text``), ``"aborted"`` (the run was stopped first), and for ``cell_run``
+    ``"error"`` (the cell raised), ``"interrupted"`` (a stop) or ``"timeout"`` (its own ``timeout``). ``details``
+    as for a successful result.
+    """
+
+    def __init__(self, text: str, reason: str, details: Any = None) -> None:
+        super().__init__(text)
+        self.reason = reason
+        self.details = details
+
+
+class CellKernelInterrupt(CellToolError, AbortRun):
+    """The kernel's interrupt ended the cell's code: an error result, and the session aborts the run."""
+
+
+def refused_text(error: FrontendRefused, cell_id: str, message: str = "") -> str:
+    """What the model reads when the page refused a request about ``cell_id``."""
+    match error.error:
+        case "not_found":
+            return f"No cell with id {cell_id!r} in the notebook. Use notebook_read to see the cells and their ids."
+        case "protected":
+            return (
+                f"Cell {cell_id} is tagged {PROTECTED_TAG}: the agent may not edit, delete or run it. Ask the user "
+                f"to remove the tag if it should change."
+            )
+        case "changed":
+            return (
+                f"Cell {cell_id} changed while it was being edited (the user may be typing in it); it was left as "
+                "the user has it. Read it again with notebook_read and retry."
+            )
+        case "not_code":
+            return f"Cell {cell_id} is not a code cell: {message or 'only code cells can run'}."
+        case _:
+            return f"The notebook refused the request: {error}"
+
+
+def cell_id_argument(args: Any, tool: str, name: str = "cell_id") -> str:
+    value = args.get(name) if isinstance(args, Mapping) else None
+    if not isinstance(value, str) or not value:
+        raise CellToolError(f"Invalid {tool} input: {name} must be a cell id (a non-empty string)", "invalid")
+    return value
+
+
+async def ask(
+    message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "", frontends: Frontends = FRONTENDS
+) -> dict[str, Any]:
+    """Send ``message`` to the run's notebook page and return its result; a refusal, a missing page or an abort
+    raise :class:`CellToolError` with the text the model reads."""
+    if signal is not None and signal.aborted:
+        raise CellToolError("Operation aborted", "aborted")
+    try:
+        return await frontends.request(current_notebook.get(), {"type": "cells", **message}, signal)
+    except FrontendRefused as refusal:
+        raise CellToolError(refused_text(refusal, cell_id, str(refusal)), "refused") from None
+    except NotebookUnavailable as missing:
+        reason = "aborted" if signal is not None and signal.aborted else "unavailable"
+        raise CellToolError(str(missing), reason) from None
+
+
+def cell_summary(cell: CellInfo) -> dict[str, Any]:
+    """A cell's identity for a result's ``details`` (and the run's receipt)."""
+    return {"cell_id": cell["id"], "index": cell["index"], "cell_type": cell["cell_type"]}
+
+
+def record(call: str, kind: CellChangeKind, cell_id: str, reason: str = "") -> None:
+    """Note what a tool did to the notebook on the run's ledger (``NotebookTarget.changes``)."""
+    target = current_notebook.get()
+    if target is not None:
+        target.changes.record(call, kind, cell_id, reason)
+
+
+async def source_preview(verb: str, args: Any, tool: str) -> str:
+    """What an approval question shows of a call that deletes or runs a cell: the cell's source, read from the
+    live notebook; a call that would fail says so instead."""
+    try:
+        cell_id = cell_id_argument(args, tool)
+        cell = (await ask({"op": "get", "cell_id": cell_id}, None, cell_id))["cell"]
+    except CellToolError as exc:
+        return f"(this call would fail: {exc})"
+    return f"{verb} {cell['cell_type']} cell {cell_id} (index {cell['index']})\n\n{cell['source']}"

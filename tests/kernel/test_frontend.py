@@ -1,0 +1,87 @@
+"""Which page the cell tools ask (``pi_notebook.kernel._frontend``): the page of the client whose cell started the
+run; after a reload (a new client id) the newest page showing the same notebook, never another notebook's; a page
+that does not answer is dropped, and no page means a clear error at once or after a bounded wait."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from pi_notebook.ai import AbortController
+from pi_notebook.kernel import Frontend, Frontends, NotebookTarget, NotebookUnavailable, _frontend
+from pi_notebook.kernel._frontend import FrontendRefused, same_path
+
+
+def page(client: str, path: str | None, answers: list[dict[str, Any]] | None = None) -> Frontend:
+    return Frontend(client, path, (answers if answers is not None else []).append)
+
+
+def test_same_path_matches_a_relative_name_against_an_absolute_one() -> None:
+    assert same_path("work/nb.ipynb", "/home/me/work/nb.ipynb")
+    assert same_path("/home/me/work/nb.ipynb", "work/nb.ipynb")
+    assert not same_path("nb.ipynb", "/home/me/other-nb.ipynb")
+    assert not same_path(None, "nb.ipynb")
+
+
+def test_the_run_acts_on_its_own_clients_page_then_on_the_reloaded_page_never_on_another_notebook() -> None:
+    pages = Frontends()
+    mine, other = page("client-a", "work/nb.ipynb"), page("client-b", "work/other.ipynb")
+    pages.connect(mine)
+    pages.connect(other)
+    target = NotebookTarget("client-a", "cell-1", "/srv/work/nb.ipynb", run=1)
+    assert pages.find(target) is mine
+    reloaded = page("client-c", "work/nb.ipynb")  # a reload: a new client id, the same notebook
+    pages.connect(reloaded)
+    assert pages.find(target) is reloaded  # newer than the old page, whose comm the kernel still lists
+    pages.disconnect(reloaded)
+    pages.disconnect(mine)
+    assert pages.find(target) is None  # the other notebook's page is never used
+    assert pages.find(NotebookTarget(None)) is None and pages.find(None) is None
+
+
+async def test_a_request_gets_the_pages_answer_a_refusal_or_a_clear_error() -> None:
+    pages = Frontends()
+    loop = asyncio.get_running_loop()
+
+    def answer(message: dict[str, Any]) -> None:
+        """The page: reads succeed, anything else is refused (answered as the control comm would, on the loop)."""
+        ok = message["op"] == "read"
+        result: dict[str, Any] = {"result": {"cells": []}} if ok else {"error": "protected", "message": "tagged"}
+        loop.call_soon(pages.reply, {"action": "cells", "request": message["request"], "ok": ok, **result})
+
+    pages.connect(Frontend("client-a", "nb.ipynb", answer))
+    target = NotebookTarget("client-a")
+    assert await pages.request(target, {"op": "read"}, None) == {"cells": []}
+    with pytest.raises(FrontendRefused) as refused:
+        await pages.request(target, {"op": "edit"}, None)
+    assert refused.value.error == "protected"
+    with pytest.raises(NotebookUnavailable, match="not open in a JupyterLab page"):
+        await pages.request(NotebookTarget("nobody"), {"op": "read"}, None, wait=0)
+
+
+async def test_a_page_that_does_not_answer_is_dropped_and_a_stop_ends_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_frontend, "REPLY_TIMEOUT_S", 0.05)
+    pages = Frontends()
+    silent = page("client-a", "nb.ipynb")
+    pages.connect(silent)
+    with pytest.raises(NotebookUnavailable, match="did not answer"):
+        await pages.request(NotebookTarget("client-a"), {"op": "read"}, None)
+    assert pages.connected == ()
+    controller = AbortController()
+    waiting = asyncio.ensure_future(pages.request(NotebookTarget("client-a"), {"op": "read"}, controller.signal))
+    await asyncio.sleep(0)
+    controller.abort()
+    with pytest.raises(NotebookUnavailable):
+        await asyncio.wait_for(waiting, 5)
+
+
+async def test_a_call_waits_for_the_page_to_connect_again_after_a_reload() -> None:
+    pages = Frontends()
+    target = NotebookTarget("client-a", path="nb.ipynb")
+    waiting = asyncio.ensure_future(pages.wait_for(target, 10, None))
+    await asyncio.sleep(0)
+    reloaded = page("client-b", "nb.ipynb")
+    pages.connect(reloaded)
+    assert await asyncio.wait_for(waiting, 5) is reloaded

@@ -1,0 +1,361 @@
+"""The cell tools in a real kernel (jupyter_client), against a page double (``fake_page.FakePage``: what the
+extension's ``cells.ts`` does, on an in-memory notebook, over a real control comm on a real subshell): the agent (a
+scripted faux model) reads, inserts, edits, deletes and runs cells; ``cell_run`` is stopped by every stop path as a
+cell is, the third of three runs never starts after a Stop, and a cell awaiting the run does not block it. The real
+page is tested in tests/browser/test_lab_cells.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from control_frontend import Frontend
+from fake_page import FakePage, code, markdown
+from kernel_harness import Kernel
+
+from pi_notebook.notebook._inert import inline
+
+pytestmark = pytest.mark.timeout(180)
+
+SETUP = """
+import json, sys, time
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.kernel import cell_tools
+from pi_notebook.kernel import add_python_listener, python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+globals().get("remove_listener", lambda: None)()
+real_stdout = sys.stdout
+ends = []
+def on_python(event):
+    if event.kind == "start":
+        print(f"code start {{event.call_id}}", file=real_stdout, flush=True)
+remove_listener = add_python_listener(on_python)
+faux = FauxProvider(token_size=(1, 1))
+calls = {calls}
+replies = [faux_assistant_message(c if isinstance(c, list) else [c], "toolUse") for c in calls]
+faux.set_responses([*replies, faux_assistant_message("done")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[*cell_tools(), python_tool()], settings={settings})
+def on_event(event):
+    if event.type == "tool_execution_end":
+        ends.append({{"name": event.tool_name, "text": event.result.content[0].text, "is_error": event.is_error,
+                      "details": event.result.details}})
+get_session().subscribe(on_event)
+"""
+REPORT = """
+report = await run
+print("REPORT " + json.dumps({"ends": ends, "aborted": run.aborted, "labels": run.labels, "log": run.log,
+                              "receipt": report.receipt.as_dict(), "markdown": report.markdown}, default=str))
+"""
+SETTINGS = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
+BUSY = "print('second')\nn = 0\nwhile True:\n    n += 1"
+SLEEP = "import time\nprint('second')\ntime.sleep(1000)"
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Iterator[Kernel]:
+    kernel = Kernel()
+    kernel.run("%load_ext pi_notebook")
+    yield kernel
+    kernel.shutdown()
+
+
+@pytest.fixture
+def frontend(kernel: Kernel) -> Frontend:
+    return Frontend(kernel)
+
+
+def call(name: str, arguments: dict[str, Any], id: str | None = None) -> str:
+    return f"faux_tool_call({name!r}, {arguments!r}, id={(id or name)!r})"
+
+
+def setup(frontend: Frontend, calls: list[str], settings: dict[str, Any] | None = None) -> None:
+    frontend.run(SETUP.format(calls="[" + ", ".join(calls) + "]", settings=repr({**SETTINGS, **(settings or {})})))
+
+
+def finish(frontend: Frontend) -> dict[str, Any]:
+    """Await the run (it must settle) and return what the kernel recorded."""
+    msg_id = frontend.execute(REPORT)
+    frontend.finished(msg_id)
+    text = "".join(
+        m["content"]["text"]
+        for m in frontend.seen
+        if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
+    )
+    report: dict[str, Any] = json.loads(text.split("REPORT ", 1)[1])
+    return report
+
+
+def run_agent(
+    frontend: Frontend, calls: list[str], settings: dict[str, Any] | None = None, *, idle: FakePage | None = None
+) -> dict[str, Any]:
+    """Run the agent on ``calls``; with ``idle`` (the page), no cell of the user's runs meanwhile: the run is
+    awaited only once the page's status says it settled."""
+    setup(frontend, calls, settings)
+    mark = len(frontend.seen)
+    frontend.execute("run = %pi go")
+    if idle is not None:
+        frontend.wait(lambda m: settled(m, idle.comm) and m in frontend.seen[mark:], what="the run settled")
+    return finish(frontend)
+
+
+def settled(message: dict[str, Any], comm_id: str) -> bool:
+    """A state push on ``comm_id`` saying the run settled."""
+    if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != comm_id:
+        return False
+    return message["content"]["data"].get("state") in ("settled", "aborted", "error")
+
+
+def notebook() -> list[dict[str, Any]]:
+    return [
+        markdown("intro", "# Prices"),
+        code("load", "prices = [3, 1, 2]", execution_count=1),
+        code("show", "print(sum(prices))", [{"output_type": "stream", "name": "stdout", "text": "6\n"}]),
+        code("keep", "SECRET = 1", tags=["pi-protected"]),
+    ]
+
+
+def test_notebook_read_gives_every_cell_with_its_id_source_and_outputs(frontend: Frontend) -> None:
+    FakePage(frontend, notebook())
+    report = run_agent(frontend, [call("notebook_read", {})])
+    [end] = report["ends"]
+    assert end["is_error"] is False
+    text = end["text"]
+    assert '<cell index="0" id="intro" type="markdown">\n# Prices\n</cell>' in text
+    assert '<cell index="1" id="load" type="code" execution_count="1">\nprices = [3, 1, 2]\n</cell>' in text
+    show = '<cell index="2" id="show" type="code" execution_count="">\nprint(sum(prices))\n<outputs>\n6\n</outputs>'
+    assert show in text
+    assert 'id="keep" type="code" execution_count="" tags="pi-protected"' in text
+    details = end["details"]
+    assert [cell["id"] for cell in details["cells"]] == ["intro", "load", "show", "keep"]
+    assert details["cells"][2] == {
+        "id": "show",
+        "index": 2,
+        "cell_type": "code",
+        "source": "print(sum(prices))",
+        "execution_count": None,
+        "tags": [],
+        "outputs": "6",  # what the model read of the outputs, not their raw bundles
+    }
+    assert details["total"] == 4 and details["path"] == "work/notebook.ipynb"
+
+
+def test_insert_after_a_cell_edit_it_with_old_and_new_text_and_delete_one(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_insert", {"source": "mean = sum(prices) / len(prices)", "after": "load"}),
+        call("cell_edit", {"cell_id": "show", "edits": [{"oldText": "sum(prices)", "newText": "max(prices)"}]}),
+        call("cell_delete", {"cell_id": "intro"}),
+    ]
+    report = run_agent(frontend, calls)
+    insert, edit, delete = report["ends"]
+    assert insert["text"] == "Inserted code cell new-1 at index 2 (after cell load)."
+    assert [cell["id"] for cell in page.cells] == ["load", "new-1", "show", "keep"]
+    assert page.cell("new-1")["tags"] == ["pi-agent"]
+    assert page.cell("new-1")["metadata"] == {"pi_notebook": {"run": 1, "change": "inserted"}}
+    assert edit["is_error"] is False
+    assert edit["text"].startswith("Successfully replaced 1 block(s) in cell show.\n\n")
+    assert "-1 print(sum(prices))\n+1 print(max(prices))" in edit["text"]
+    assert page.cell("show")["source"] == "print(max(prices))"
+    assert page.cell("show")["tags"] == ["pi-agent"]
+    assert delete["text"] == "Deleted markdown cell intro (it was at index 0)."
+    [edit_request] = page.ops("edit")
+    assert edit_request["expect"] == "print(sum(prices))"  # only applied if the user has not typed meanwhile
+
+
+def test_an_edit_that_does_not_match_fails_with_the_edit_tools_text(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    edits = [{"oldText": "nope", "newText": "x"}]
+    report = run_agent(frontend, [call("cell_edit", {"cell_id": "show", "edits": edits})])
+    [end] = report["ends"]
+    assert end["is_error"] is True
+    assert end["text"] == (
+        "Could not find the exact text in cell show. The old text must match exactly including all whitespace and "
+        "newlines."
+    )
+    assert page.ops("edit") == []
+
+
+def test_a_protected_cell_is_neither_edited_deleted_nor_run(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}),
+        call("cell_delete", {"cell_id": "keep"}),
+        call("cell_run", {"cell_id": "keep"}),
+    ]
+    report = run_agent(frontend, calls)
+    for end in report["ends"]:
+        assert end["is_error"] is True
+        assert end["text"].startswith("Cell keep is tagged pi-protected: the agent may not edit, delete or run it.")
+    assert page.cell("keep")["source"] == "SECRET = 1"
+    assert frontend.run("print('SECRET' in globals())").strip() == "False"
+
+
+def test_cell_run_runs_the_cell_in_the_users_namespace_and_writes_its_outputs_and_count(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    frontend.run("prices = [3, 1, 2]")
+    page.cell("show")["source"] = "print(sum(prices))\nsorted(prices)"
+    report = run_agent(frontend, [call("cell_run", {"cell_id": "show"})], idle=page)
+    [end] = report["ends"]
+    assert end["is_error"] is False
+    count = end["details"]["execution_count"]
+    assert end["text"] == f"Cell show ran as In [{count}].\n\n6\n[1, 2, 3]"
+    cell = page.cell("show")
+    assert cell["execution_count"] == count
+    assert cell["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": "6\n"},
+        {"output_type": "execute_result", "execution_count": count, "data": {"text/plain": "[1, 2, 3]"}}
+        | {"metadata": {}},
+    ]
+    assert frontend.run(f"print(Out[{count}], _{count}, In[{count}].splitlines()[0])").strip() == (
+        "[1, 2, 3] [1, 2, 3] print(sum(prices))"
+    )
+
+
+# -- stopping a running cell --------------------------------------------------------------------------------
+BATCH = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in "abc") + "]"
+"""One reply asking to run a, b and c, in that order."""
+
+
+def start_three(frontend: Frontend, b: str = BUSY, settings: dict[str, Any] | None = None) -> FakePage:
+    """The agent runs cells a, b, c (one reply); returns once b's code runs and has printed 'second'."""
+    cells = [code("a", "print('first')"), code("b", b), code("c", "print('third')")]
+    page = FakePage(frontend, cells)
+    setup(frontend, [BATCH], settings)
+    frontend.execute("run = %pi go")
+    frontend.wait(lambda m: _printed(m, "code start run-b"), what="cell b's code started")
+    frontend.wait(lambda m: _sent_to_page(m, page, "second"), what="cell b printed")
+    return page
+
+
+def _printed(message: dict[str, Any], needle: str) -> bool:
+    return message["msg_type"] == "stream" and needle in message["content"]["text"]
+
+
+def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str) -> bool:
+    if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != page.comm:
+        return False
+    data = message["content"]["data"]
+    return data.get("op") == "run_output" and needle in json.dumps(data["outputs"])
+
+
+def interrupted_in_the_cell(page: FakePage, cell_id: str) -> None:
+    outputs = page.cell(cell_id)["outputs"]
+    assert outputs[0] == {"output_type": "stream", "name": "stdout", "text": "second\n"}
+    assert outputs[-1]["output_type"] == "error" and outputs[-1]["ename"] == "KeyboardInterrupt"
+    assert page.cell(cell_id)["execution_count"] is not None and cell_id not in page.running
+
+
+@pytest.mark.parametrize("body", [BUSY, SLEEP], ids=["busy loop", "sleep"])
+def test_a_stop_during_the_second_of_three_runs_interrupts_it_and_the_third_never_starts(
+    frontend: Frontend, body: str
+) -> None:
+    page = start_three(frontend, body)
+    frontend.send(page.comm, {"action": "abort"}, page.subshell)  # the toolbar Stop, Accel+., the widget's Stop
+    report = finish(frontend)
+    first, second = report["ends"]
+    assert first["text"].startswith("Cell a ran as In [") and first["text"].endswith("first")
+    assert second["is_error"] is True
+    assert "KeyboardInterrupt" in second["text"] and second["text"].endswith("Interrupted: Stopped by the user")
+    interrupted_in_the_cell(page, "b")
+    assert [request["cell_id"] for request in page.ops("run_begin")] == ["a", "b"]  # c never started
+    assert page.cell("c")["outputs"] == [] and page.cell("c")["execution_count"] is None
+    assert report["aborted"] is True
+    # the receipt: the event log (and so the static copy) ends with it, and await run returns it as data
+    receipt = report["receipt"]
+    assert receipt["cells_run"] == ["a"] and receipt["cells_interrupted"] == ["b"]
+    assert receipt["interrupted_because"] == "Stopped by the user" and receipt["cells_never_run"] == ["c"]
+    tail = [(label, detail) for _, label, detail in report["log"]][-4:]
+    assert tail[0] == ("agent_settled", "aborted=true")
+    assert tail[1:3] == [
+        ("receipt", "cells ran `a`"),
+        ("receipt", "stopped: cells interrupted `b` (Stopped by the user); never ran `c`"),
+    ]
+    assert tail[3][0] == "receipt" and tail[3][1].startswith("cost $0.0000 (in ")
+    last_row = report["markdown"].removesuffix("\n\n</div>").splitlines()[-1]  # the static copy's event log
+    assert last_row.endswith(f"| {inline(tail[3][1])} |")
+    assert frontend.run("print('next cell', n > 0 if 'n' in globals() else 'slept')").startswith("next cell")
+
+
+def test_the_kernel_interrupt_ends_the_running_cell_and_aborts_the_run(kernel: Kernel, frontend: Frontend) -> None:
+    page = start_three(frontend)
+    kernel.interrupt()
+    report = finish(frontend)
+    second = report["ends"][1]
+    assert second["text"].endswith("KeyboardInterrupt\n\nInterrupted by the kernel's interrupt; the run is aborted")
+    interrupted_in_the_cell(page, "b")
+    assert [request["cell_id"] for request in page.ops("run_begin")] == ["a", "b"]
+    assert report["aborted"] is True
+
+
+def test_the_calls_timeout_ends_the_cell_and_the_run_goes_on_to_the_next(frontend: Frontend) -> None:
+    cells = [code("a", "print('first')"), code("b", BUSY), code("c", "print('third')")]
+    page = FakePage(frontend, cells)
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": n, "timeout": 0.5}, id=f"run-{n}") for n in "abc") + "]"
+    report = run_agent(frontend, [batch])
+    _, second, third = report["ends"]
+    assert second["is_error"] is True
+    assert second["text"].endswith("KeyboardInterrupt\n\nCell b timed out after 0.5 seconds")
+    interrupted_in_the_cell(page, "b")
+    assert third["is_error"] is False and page.cell("c")["outputs"][0]["text"] == "third\n"
+    assert report["aborted"] is False
+
+
+@pytest.mark.parametrize(
+    ("settings", "line", "aborted"),
+    [
+        ({"timeouts": {"tool_ms": 500}}, "Interrupted: Tool cell_run timed out after 0.5 seconds", False),
+        ({"timeouts": {"turn_ms": 700}}, "Interrupted: Turn timed out", True),
+        ({"budget": {"wall_time_ms": 700}}, "Interrupted: Run budget exceeded (wall_time)", True),
+    ],
+    ids=["tool_ms", "turn_ms", "wall-time budget"],
+)
+def test_the_sessions_timeouts_and_budget_end_the_running_cell(
+    frontend: Frontend, settings: dict[str, Any], line: str, aborted: bool
+) -> None:
+    page = FakePage(frontend, [code("b", BUSY), code("c", "print('third')")])
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": n}, id=f"run-{n}") for n in "bc") + "]"
+    report = run_agent(frontend, [batch], settings)
+    second = report["ends"][0]
+    assert second["is_error"] is True and line in second["text"], second["text"]
+    interrupted_in_the_cell(page, "b")
+    assert report["aborted"] is aborted
+    assert [r["cell_id"] for r in page.ops("run_begin")] == (["b"] if aborted else ["b", "c"])
+
+
+def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(frontend: Frontend) -> None:
+    page = FakePage(frontend, [code("work", "print('ran while awaited')\n6 * 7")])
+    setup(frontend, [call("cell_run", {"cell_id": "work"})])
+    before = int(frontend.run("print(get_ipython().execution_count)"))
+    msg_id = frontend.execute("run = %pi go\nreport = await run\nprint('awaited', report.aborted)")
+    frontend.finished(msg_id)
+    assert frontend.run("print('done')").strip() == "done"
+    cell = page.cell("work")
+    assert cell["outputs"][0]["text"] == "ran while awaited\n" and cell["outputs"][1]["data"] == {"text/plain": "42"}
+    # the awaiting cell held the next count; the agent's cell took it, the awaiting cell ended with the one after
+    count = cell["execution_count"]
+    assert count == before + 1
+    reply = [m for m in frontend.seen if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "stream"]
+    assert "awaited False" in "".join(m["content"]["text"] for m in reply)
+    check = f"print(In[{count}].splitlines()[0], '|', In[{count + 1}].splitlines()[0], '|', Out[{count}])"
+    assert (
+        frontend.run(check).strip()
+        == "print('ran while awaited') | run = get_ipython().run_line_magic('pi', 'go') | 42"
+    )
+
+
+def test_a_cell_that_raises_or_awaits_at_top_level_shows_its_error_in_the_cell_and_result(
+    frontend: Frontend,
+) -> None:
+    page = FakePage(frontend, [code("bad", "1 / 0"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    batch = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in ("bad", "async")) + "]"
+    report = run_agent(frontend, [batch])
+    bad, asynchronous = report["ends"]
+    assert bad["is_error"] is True and bad["text"].endswith("ZeroDivisionError: division by zero")
+    [error] = page.cell("bad")["outputs"]
+    assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+    assert asynchronous["is_error"] is True
+    assert "a cell with top-level await cannot be run by cell_run; ask the user to run it" in asynchronous["text"]
+    assert "python tool" not in asynchronous["text"]
+    assert report["aborted"] is False
