@@ -48,7 +48,7 @@ from ._cassette_format import Exchange, FormatError, TapeRequest, header_line, p
 from ._cassette_match import Redactor, first_difference, match_key, without_fields
 from ._cassette_route import CassetteError, activate, deactivate
 from ._cassette_transport import Timing, record, replay, tape_request
-from ._keys import ENV_KEYS
+from ._keys import secret_variables
 
 __all__ = ["DEFAULT_IGNORED_FIELDS", "MODE_VARIABLE", "Cassette", "CassetteError", "CassetteMode", "CassetteTiming"]
 
@@ -208,8 +208,7 @@ class Cassette:
         return match_key(request.method, request.url, body)
 
     def _redactor(self) -> Redactor:
-        names = {*ENV_KEYS.values(), *(name for name in os.environ if name.endswith("_API_KEY"))}
-        return Redactor([*(os.environ.get(name, "") for name in names), *self._secrets])
+        return Redactor([*secret_variables().values(), *self._secrets])
 
     def _write(self, exchange: Exchange) -> None:
         with self._lock:

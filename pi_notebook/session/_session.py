@@ -83,6 +83,7 @@ from ._events import (
 )
 from ._guard import RunBudget, guard_tool
 from ._redact import SessionKeys
+from ._redact_reply import ReplyRedaction
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
@@ -115,8 +116,10 @@ class AgentSession:
     without one every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
 
     Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
-    key the session knows (its ``api_key``, what ``get_api_key`` returned, the provider environment variables)
-    from their results, updates and error texts (``_redact``).
+    key the session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment
+    variables that hold keys, the model's ``key_env`` among them) from their results, updates and error texts
+    (``_redact``); the tools keep those variables out of the code they run. The model's replies are redacted too,
+    as they stream and before they are recorded (``_redact_reply``).
     """
 
     def __init__(
@@ -149,6 +152,7 @@ class AgentSession:
             **agent_options,
         )
         self._keys = SessionKeys(self.agent)
+        self._replies = ReplyRedaction(self._keys, self._emit)
         self.agent.hooks = replace(self.agent.hooks, get_api_key=self._keys.wrap(self.agent.hooks.get_api_key))
         self._tools = list(tools)
         self._timers: dict[str, _Timer] = {}
@@ -497,15 +501,21 @@ class AgentSession:
     def _on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
         """Session bookkeeping around each agent event, then the event for the session's listeners."""
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
-            self._emit(event)
+            if self._replies.redactor is None:
+                self._emit(event)
+            else:
+                self._replies.update(event)
             return
         match event:
             case MessageStartEvent(message=UserMessage() as message):
                 self._compactor.user_message_started()
                 self._forget_delivered(message)
+            case MessageStartEvent(message=AssistantMessage()):
+                self._replies.start()
             case TurnStartEvent():
                 self._arm_turn_timer()
             case MessageEndEvent(message=message):
+                self._replies.end(message)
                 self._record(message)
             case TurnEndEvent():
                 self._disarm("turn", fire_if_due=True)

@@ -45,6 +45,10 @@ returns. So every stop path reaches the code without the loop:
   the run must not go on to another model request first.
 - While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
 
+Keys: while the code runs, the variables that hold keys are not in ``os.environ`` (``_hidden_env``: the kernel's
+own environment, which the code shares; ``provider_keys=True`` keeps them), and under an ``AgentSession`` every key
+the session knows is redacted from the result (``session._redact``) and from the full-output temp log.
+
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
 interrupt, listeners get a ``stuck`` event ("waiting for the code to return to Python"; the run widget shows it
@@ -80,8 +84,10 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, Deadline, abortable_sleep
+from ..ai._keys import known_secrets
 from ..session import AbortRun
 from ._common import js_number
+from ._hidden_env import variables_hidden
 from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
 from ._python_exec import (
@@ -161,8 +167,17 @@ def _schema(timeout_s: float | None) -> dict[str, Any]:
 
 
 class _Python:
-    def __init__(self, *, namespace: dict[str, Any] | None, timeout_s: float | None, max_lines: int, max_bytes: int):
+    def __init__(
+        self,
+        *,
+        namespace: dict[str, Any] | None,
+        timeout_s: float | None,
+        max_lines: int,
+        max_bytes: int,
+        provider_keys: bool = False,
+    ):
         self.namespace = namespace
+        self.provider_keys = provider_keys
         self.own_namespace: dict[str, Any] = {"__name__": "__main__"}
         self.timeout_s = timeout_s
         self.max_lines = max_lines
@@ -190,11 +205,16 @@ class _Python:
         namespace = self.namespace
         if namespace is None:
             namespace = shell.user_ns if shell is not None else self.own_namespace
-        output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
+        known = known_secrets()
+        output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python", secrets=known.values)
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         started, ending = False, "error"
+        hidden = () if self.provider_keys else known.variables
         try:
-            with Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution:
+            with (
+                variables_hidden(hidden),
+                Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution,
+            ):
                 emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
                 started = True
                 capture = Capture(tool_call_id, execution, output)
@@ -263,6 +283,7 @@ def python_tool(
     timeout_s: float | None = None,
     max_lines: int = DEFAULT_MAX_LINES,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    provider_keys: bool = False,
 ) -> AgentTool:
     """The ``python`` tool; see the module docstring for behaviour, stop paths and threads.
 
@@ -270,6 +291,8 @@ def python_tool(
       (looked up at each call), else a dict owned by this tool.
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout).
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
+    - ``provider_keys``: leave the variables that hold keys in ``os.environ`` while the code runs (by default
+      they are removed for the call's duration; see the module docstring).
 
     The tool is ``execution_mode="sequential"``: calls run in order, as cells do, and a stop ends the batch.
     Raises ``ValueError`` for invalid settings.
@@ -284,7 +307,9 @@ def python_tool(
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if namespace is not None and not isinstance(namespace, dict):
         raise ValueError(f"namespace must be a dict, got {type(namespace).__name__}")
-    python = _Python(namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes)
+    python = _Python(
+        namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes, provider_keys=provider_keys
+    )
     return AgentTool(
         name="python",
         label="python",
