@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 import regex
 
-from ._common import Stop
+from ._common import Stop, open_to_read
 
 __all__ = ["LineMatch", "file_lines", "search_file"]
 
@@ -101,7 +101,7 @@ def search_file(
     found: list[LineMatch] = []
     first_line = 1
     previous = ""
-    with open(path, "rb") as file:
+    with open_to_read(path, path, "search") as file:
         for block in _text_blocks(file, stop, binary_quit):
             first_line += previous.count("\n")  # counted only when another block follows
             found.extend(_block_matches(block, pattern, first_line, limit - len(found), timeout_s))
@@ -113,7 +113,7 @@ def search_file(
 
 def file_lines(path: str) -> list[str]:
     """The file's lines as Pi's context view reads them: decoded, ``\\r\\n`` and ``\\r`` made ``\\n``, split."""
-    with open(path, "rb") as file:
+    with open_to_read(path, path, "search") as file:
         data = file.read()
     if data.startswith(_UTF16):
         text = data.decode("utf-16", "replace")

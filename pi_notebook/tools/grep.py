@@ -26,7 +26,8 @@ matches within one line)`` (ripgrep's first line; its advice to use ``--multilin
 searched one by one in a fixed order (sorted by path, depth first) where
 ripgrep searches in parallel and its order varies. A search slower than 10 s on one block (catastrophic
 backtracking) fails with an error. A device, pipe or socket given as ``path`` is refused (ripgrep would read
-it and may never finish). The abort signal is checked between files and blocks; the tool returns at once on
+it and may never finish), and so is a file whose read can block forever (``/proc/kmsg``; under a directory such
+a file is skipped). The abort signal is checked between files and blocks; the tool returns at once on
 abort.
 """
 
@@ -164,6 +165,10 @@ def _collect(query: _Query, root: str, is_dir: bool, compiled: regex.Pattern[str
             ) from None
         except OSError:
             return  # unreadable files are skipped, as ripgrep does (it reports them on stderr)
+        except FileToolError as refused:  # a file whose read could block forever (or the stop)
+            if explicit or refused.aborted:
+                raise FileToolError(str(refused).replace(path, query.path or path), refused.code) from None
+            return
         if matches:
             found.append(_FileMatches(path, display_name(shown_as), matches))
             total += len(matches)
