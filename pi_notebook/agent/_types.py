@@ -129,6 +129,10 @@ class AgentTool:
     prepare_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     timeout_ms: int | None = None
     """Per-tool execution timeout, enforced by ``AgentSession`` (overrides its ``timeouts.tool_ms``)."""
+    needs_approval: Callable[[Any], str | None] | None = None
+    """A per-call decision, for a tool that asks only for some calls: given the validated arguments, why this call
+    needs the user's approval (``"it looks outside the working directory ..."``), or ``None`` to run it without
+    asking. Consulted by ``AgentSession``'s approval when the tool's mode is ``ask``; without it every call asks."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

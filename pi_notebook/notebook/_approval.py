@@ -91,6 +91,8 @@ def preview_call(request: ApprovalRequest, cwd: str) -> str:
         text = f"{args.get('path')} ({len(content)} characters)\n\n{content}"
     else:
         text = json.dumps(_plain(request.args), ensure_ascii=False, indent=1, default=str)
+    if request.reason:
+        text = f"Asks because {request.reason}\n\n{text}"
     return text if len(text) <= MAX_PREVIEW else text[:MAX_PREVIEW] + f"\n… ({len(text) - MAX_PREVIEW} more characters)"
 
 
@@ -104,8 +106,8 @@ def describe_tools(session: AgentSession) -> str:
     lines = []
     for tool in tools:
         mode: str = session.approval_mode(tool.name)
-        if tool.name in NEVER_ASK:
-            mode = "auto (only looks)"
+        if tool.name in NEVER_ASK and mode == "ask":
+            mode = "ask (outside cwd, secrets)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")

@@ -3,7 +3,10 @@
 The session puts :class:`ApprovalGate` in the agent's ``before_tool_call`` hook (after the user's own
 ``before_tool_call``, which may still block first). For each call whose tool asks (:func:`approval_mode`), the
 gate calls the session's ``approver(request, signal)`` — the host's question to the user — and reads its
-:class:`Approval`:
+:class:`Approval`. A tool with a per-call decision (``AgentTool.needs_approval``) asks only for the calls it
+flags, and the request carries its ``reason``: the tools that only look (:data:`NEVER_ASK`: ``read``, ``ls``,
+``grep``, ``find``) ask for a path outside the working directory or a sensitive file (``~/.ssh``,
+``/proc/<pid>/environ``, ``.env``; ``pi_notebook.tools._sensitive``) and run without asking otherwise.
 
 - ``run``: the call runs; ``always``: it runs, and this tool never asks again in this session;
 - ``skip``: it does not run; the model gets an error result saying the user declined (:data:`DECLINED`);
@@ -40,16 +43,19 @@ __all__ = [
 ]
 
 NEVER_ASK = frozenset({"read", "ls", "grep", "find"})
-"""Tools that only look: they never ask, whatever ``tools.approval`` says."""
+"""Tools that only look: under ``ask`` they ask only for the calls their ``needs_approval`` flags (a path outside
+the working directory, a sensitive file), never for the others."""
 DECLINED = "The user declined to run this {name} call; it was not run. Ask the user or try something else."
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """One tool call waiting for approval: the call as the model made it and its validated arguments."""
+    """One tool call waiting for approval: the call as the model made it, its validated arguments, and why this
+    call asks when its tool asks only for some calls (``AgentTool.needs_approval``)."""
 
     tool_call: ToolCall
     args: Any
+    reason: str | None = None
 
     @property
     def tool_name(self) -> str:
@@ -71,11 +77,10 @@ then; the call ends as aborted). Must not raise (an exception becomes the call's
 
 def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool_name: str) -> ApprovalMode:
     """Whether ``tool_name`` asks under ``setting`` (the value of ``tools.approval``)."""
-    if tool_name in NEVER_ASK:
-        return "auto"
     if isinstance(setting, str):
         return setting
-    return setting.get(tool_name) or setting.get("*") or DEFAULT_APPROVAL.get(tool_name, "auto")
+    default: ApprovalMode = "ask" if tool_name in NEVER_ASK else "auto"  # they ask only for the calls they flag
+    return setting.get(tool_name) or setting.get("*") or DEFAULT_APPROVAL.get(tool_name, default)
 
 
 class ApprovalGate:
@@ -105,7 +110,14 @@ class ApprovalGate:
         name = context.tool_call.name
         if approver is None or self.mode(name) == "auto" or signal.aborted:
             return None
-        answer = await approver(ApprovalRequest(context.tool_call, context.args), signal)
+        tool = next((tool for tool in context.context.tools if tool.name == name), None)
+        check = tool.needs_approval if tool is not None else None
+        if check is None and name in NEVER_ASK:
+            return None  # a looking tool that cannot tell which calls should ask never asks
+        reason = check(context.args) if check is not None else None
+        if check is not None and reason is None:
+            return None  # this call is one its tool runs without asking
+        answer = await approver(ApprovalRequest(context.tool_call, context.args, reason), signal)
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
         if answer.action == "always":

@@ -112,14 +112,17 @@ class BudgetSettings(_Section):
 ApprovalMode = Literal["ask", "auto"]
 
 DEFAULT_APPROVAL: dict[str, ApprovalMode] = {"python": "ask", "bash": "ask", "write": "ask", "edit": "ask"}
-"""Who asks by default: the tools that run code or change files. Any other tool runs without asking."""
+"""Who asks by default: the tools that run code or change files (and the tools that only look, which ask only for
+a path outside the working directory or a sensitive file: ``session._approval.NEVER_ASK``). Any other tool runs
+without asking."""
 
 
 class ToolSettings(_Section):
     """How tools are allowed to run (see :mod:`pi_notebook.session._approval`)."""
 
     approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=lambda: dict(DEFAULT_APPROVAL))
-    """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
+    """``"ask"`` (every tool asks before it runs; those that only look, only for the calls they flag), ``"auto"``
+    (none asks) or a map by tool name (a tool not
     named follows the map's ``"*"`` entry, else :data:`DEFAULT_APPROVAL`; ``updated()`` turns a plain value
     into that entry when one tool is changed, so ``auto`` then ``bash=ask`` leaves the others ``auto``).
     ``read``, ``ls``, ``grep`` and ``find`` never ask. Asking needs a host that can ask (the notebook's

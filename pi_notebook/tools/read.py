@@ -47,6 +47,7 @@ from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
 from ._read_text import OffsetBeyondEnd, Selection, read_chunks, select_lines
+from ._sensitive import path_check
 
 __all__ = ["read_tool"]
 
@@ -160,4 +161,11 @@ def read_tool(cwd: str | Path | None = None) -> AgentTool:
         base = root if root is not None else os.getcwd()
         return await in_thread(lambda stop: _read(base, path, offset, limit, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(name="read", label="read", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+    return AgentTool(
+        name="read",
+        label="read",
+        description=DESCRIPTION,
+        parameters=PARAMETERS,
+        execute=execute,
+        needs_approval=path_check(root),
+    )

@@ -28,13 +28,14 @@ from pi_notebook.session import (
 def test_which_tools_ask_by_default_under_ask_auto_and_a_map() -> None:
     default = Settings().tools.approval
     assert [approval_mode(default, n) for n in ("python", "bash", "write", "edit")] == ["ask"] * 4
-    assert [approval_mode(default, n) for n in ("read", "ls", "grep", "find", "mine")] == ["auto"] * 5
+    # read, ls, grep and find are "ask" too, but ask only for the calls they flag (see the tests below)
+    assert [approval_mode(default, n) for n in ("read", "ls", "grep", "find", "mine")] == [*["ask"] * 4, "auto"]
     assert approval_mode("ask", "mine") == "ask"
-    assert approval_mode("ask", "read") == "auto"  # read, ls, grep and find never ask
+    assert approval_mode("ask", "read") == "ask"
     assert approval_mode("auto", "bash") == "auto"
     assert approval_mode({"bash": "auto"}, "bash") == "auto"
     assert approval_mode({"bash": "auto"}, "python") == "ask"  # a tool the map leaves out keeps its default
-    assert approval_mode({"read": "ask"}, "read") == "auto"
+    assert approval_mode({"read": "auto"}, "read") == "auto"
 
 
 def test_the_setting_merges_like_other_settings_and_rejects_bad_values() -> None:
