@@ -12,6 +12,8 @@ the file is created with its first entry, as Pi creates its own. Then one entry 
   "modifiedFiles"}}`` after a compaction;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
+The file is created ``0600`` and the folders the store creates for it ``0700`` (the user's only).
+
 Each entry is one ``write`` of a whole line, so a process killed with SIGKILL leaves every entry written
 before it; a torn last line (a kill in the middle of a write) is skipped on load, and a store that continues
 the file ends that line first, so the next entry starts on a line of its own. Text is UTF-8; a lone
@@ -31,6 +33,7 @@ and appends to any version). Reading, and what it tolerates, is described in ``_
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -128,7 +131,7 @@ class SessionStore:
         return self._header is None
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_folders(self.path.parent)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def _create(self) -> None:
@@ -285,6 +288,18 @@ def _continuable(path: Path) -> LoadedSession | None:
             f"({FORMAT_VERSION}): not continued; read it with load_session() or start a new file"
         )
     return loaded
+
+
+def _private_folders(folder: Path) -> None:
+    """``mkdir -p folder``, each folder it creates readable by the user only (0700, like the files in it: a
+    session holds prompts, replies and tool output). Folders that exist are left as they are."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile (another kernel)
+            path.mkdir(mode=0o700)
 
 
 def _ends_with_newline(path: Path) -> bool:
