@@ -271,10 +271,28 @@ class SessionStore:
                 _log.exception("session store listener %r raised", listener)
 
 
+MAX_CONTINUE_BYTES = 256 << 20
+"""The largest file a store continues (``AgentSession.resume``, ``%pi resume``): a transcript is read whole, and
+one this large is far past any model's context window. ``load_session`` still reads larger ones."""
+
+
 def _continuable(path: Path) -> LoadedSession | None:
-    """The existing session to continue (``None``: start a new file), or SessionFileError."""
-    if not path.exists() or path.stat().st_size == 0:
+    """The existing session to continue (``None``: start a new file), or SessionFileError. A file too large, or
+    whose first line is not a session header, is refused before it is read whole."""
+    if not path.exists():
         return None
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    if size > MAX_CONTINUE_BYTES:
+        raise SessionFileError(
+            f"{path} is {size / 1e6:.0f} MB, larger than a session is continued from ({MAX_CONTINUE_BYTES >> 20} MB):"
+            " not continued; read it with load_session() or start a new file"
+        )
+    if not _starts_with_header(path, size):
+        raise SessionFileError(
+            f"{path} has no session header: not continued (Pi cannot open it either); read it with load_session()"
+        )
     loaded = load_session(path)
     if not loaded.header and not loaded.all_ids and not loaded.problems:
         return None  # only blank lines
@@ -288,6 +306,22 @@ def _continuable(path: Path) -> LoadedSession | None:
             f"({FORMAT_VERSION}): not continued; read it with load_session() or start a new file"
         )
     return loaded
+
+
+def _starts_with_header(path: Path, size: int) -> bool:
+    """Whether the first JSON line in the file's first MB is a session header. A small file that holds no
+    complete JSON line there is left to ``load_session`` (blank lines, a torn first write)."""
+    with open(path, "rb") as file:
+        head = file.read(1 << 20)
+    for line in head.split(b"\n")[: None if size <= len(head) else -1]:
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        return isinstance(entry, dict) and entry.get("type") == "session"
+    return size <= len(head)
 
 
 def _private_folders(folder: Path) -> None:
