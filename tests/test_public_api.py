@@ -27,7 +27,7 @@ PINNED = {
         "AgentEndEvent", "AgentSettledEvent", "QueueUpdateEvent", "AutoRetryStartEvent", "AutoRetryEndEvent",
         "CompactionStartEvent", "CompactionEndEvent", "BudgetExceededEvent", "SummarizationRetryScheduledEvent",
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent",
-        "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
+        "LoadProblem", "SessionFileError", "SessionInUseError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED", "NEVER_ASK",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder",
     },

@@ -21,6 +21,7 @@ from ._events import (
     SummarizationRetryScheduledEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
+from ._lock import SessionInUseError
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -66,6 +67,7 @@ __all__ = [
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
+    "SessionInUseError",
     "SessionInfo",
     "SessionListener",
     "SessionStore",

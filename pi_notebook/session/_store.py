@@ -26,6 +26,9 @@ with the next one (or at ``close``). Each failure is reported to the store's sub
 :class:`~pi_notebook.session.SessionWriteFailedEvent` (an :class:`AgentSession` emits it as a session event)
 or, with no subscriber, logged as a warning; the run goes on.
 
+One store writes a file at a time: it holds an advisory lock on the file while it has it open, and a store of
+another process (a second kernel resuming the same session) is refused with ``SessionInUseError`` (``_lock``).
+
 A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
 not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
 and appends to any version). Reading, and what it tolerates, is described in ``_store_load.py``.
@@ -47,6 +50,7 @@ from typing import Any
 from ..agent import AgentMessage, CustomMessage
 from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
+from ._lock import lock_for_writing
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 from ._summary import CompactionSummaryMessage
 
@@ -91,10 +95,15 @@ class SessionStore:
         self._header: bytes | None = None  # a new file's header, until the file is created
         self.write_error: str | None = None
         """The last write failure's text; ``None`` once a write succeeds."""
-        loaded = _continuable(self.path)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._open()  # the writer's lock first: a file another kernel appends to is refused before it is read
+        try:
+            loaded = _continuable(self.path)
+        except BaseException:
+            self._release()
+            raise
         self.loaded: LoadedSession | None = loaded
         if loaded is not None:
-            self._open()
             self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
@@ -131,8 +140,22 @@ class SessionStore:
         return self._header is None
 
     def _open(self) -> None:
+        """Open the file to append (once), holding the writer's lock (``_lock``)."""
+        if self._fd >= 0:
+            return
         _private_folders(self.path.parent)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            lock_for_writing(fd, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def _release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # releases the lock
+            self._fd = -1
 
     def _create(self) -> None:
         """Create the file and write its header. Raises ``OSError``, leaving it uncreated (a lazy store retries
@@ -199,9 +222,7 @@ class SessionStore:
         if self._pending:
             self._flush(final=True)
         self._closed = True
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._release()
 
     def __enter__(self) -> SessionStore:
         return self

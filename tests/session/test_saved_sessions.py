@@ -16,6 +16,7 @@ from pi_notebook.session import (
     AgentSession,
     SessionBusyError,
     SessionFileError,
+    SessionInUseError,
     SessionStore,
     Settings,
     list_sessions,
@@ -122,3 +123,15 @@ def test_sessions_dir_defaults_under_home_follows_the_environment_and_none_turns
     monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", "none")
     assert Settings().sessions.dir is None and Settings.load().sessions.dir is None
     assert Settings(sessions={"dir": "/x"}).updated(sessions={"dir": "none"}).sessions.dir is None
+
+
+def test_a_file_is_continued_by_one_store_at_a_time(tmp_path: Path) -> None:
+    """Issue 30 item 6 (the two-kernel case is tests/notebook/test_two_kernels_one_session.py): the store that
+    appends to a file holds its lock; another store of it is refused until the first closes."""
+    first = SessionStore.new(tmp_path)
+    first.append_message(UserMessage(content=[TextContent(text="hi")]))
+    with pytest.raises(SessionInUseError, match=r"is in use by another (kernel|process)"):
+        SessionStore(first.path)
+    first.close()
+    with SessionStore(first.path) as second:
+        assert second.loaded is not None and len(second.loaded.messages) == 1
