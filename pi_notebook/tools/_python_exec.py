@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._interrupt import Execution
+from ._interrupt import Execution, never_trace
 from ._output import OutputAccumulator
 
 __all__ = ["Capture", "CodeResult", "PythonEvent", "add_python_listener", "current_shell", "emit", "run_code"]
@@ -56,6 +56,7 @@ _log = logging.getLogger(__name__)
 _numbers = itertools.count(1)
 _INPUT = "<python-input-"
 _OUR_FILES = frozenset({__file__, sys.modules[Execution.__module__].__file__})
+never_trace(__file__)
 
 
 @dataclass(frozen=True, slots=True)

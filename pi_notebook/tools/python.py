@@ -44,10 +44,21 @@ returns. So every stop path reaches the code without the loop:
   caught the ``KeyboardInterrupt`` or ignored SIGINT: the abort lands only once the loop runs again, and
   the run must not go on to another model request first.
 - While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
+- Processes the code started (``subprocess.Popen``, ``!cmd``) are killed when a stop ends it, as ``bash`` kills
+  its tree: SIGTERM, then SIGKILL after :data:`KILL_GRACE_S` (``_code_processes``); the result names them. What
+  the code leaves running when it completes normally is kept.
 
 Keys: while the code runs, the variables that hold keys are not in ``os.environ`` (``_hidden_env``: the kernel's
 own environment, which the code shares; ``provider_keys=True`` keeps them), and under an ``AgentSession`` every key
 the session knows is redacted from the result (``session._redact``) and from the full-output temp log.
+
+Code that swallows the interrupt (a bare ``except:`` around the work in a loop, ``signal.signal(SIGINT, SIG_IGN)``,
+a blocked signal mask) is interrupted again, harder, until it returns (``_interrupt``: a ``KeyboardInterrupt``
+raised asynchronously in the main thread, and a signal that ends a blocking call with it); the result says how
+many interrupts it took. If it has not returned :data:`~pi_notebook.tools._interrupt.UNSTOPPABLE_AFTER_S` after
+the Stop, listeners get a second ``stuck`` event, "the code does not stop ... Restart the kernel to end it now",
+which the widget and the status bar show. The run cannot settle before the code returns: the code holds the
+main thread, where the event loop that would settle it runs.
 
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.tools._interrupt.STUCK_AFTER_S` after the
@@ -86,6 +97,7 @@ from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortSignal, Deadline, abortable_sleep
 from ..ai._keys import known_secrets
 from ..session import AbortRun
+from ._code_processes import CodeProcesses
 from ._common import js_number
 from ._hidden_env import variables_hidden
 from ._interrupt import Execution, Interruption, hold_interrupt, interrupt_running_code
@@ -115,7 +127,13 @@ __all__ = [
 
 ABORT_WAIT_S = 1.0
 """After an interrupt other than its own timeout, how long the tool waits for its signal to abort."""
+KILL_GRACE_S = 0.2
+"""After a stop, how long the processes the code started get between SIGTERM and SIGKILL (``bash``'s default)."""
 STUCK_TEXT = "waiting for the code to return to Python"
+UNSTOPPABLE_TEXT = (
+    "the code does not stop: it catches or ignores the interrupt, or waits in a call that does not return; it is "
+    "interrupted again every 50 ms. Restart the kernel to end it now (the kernel's variables are lost)"
+)
 
 
 class PythonError(RuntimeError):
@@ -210,10 +228,16 @@ class _Python:
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         started, ending = False, "error"
         hidden = () if self.provider_keys else known.variables
+        processes = CodeProcesses()
         try:
             with (
                 variables_hidden(hidden),
-                Execution(deadline, lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT))) as execution,
+                processes.marking(),
+                Execution(
+                    deadline,
+                    lambda: emit(PythonEvent(tool_call_id, "stuck", STUCK_TEXT)),
+                    lambda: emit(PythonEvent(tool_call_id, "stuck", UNSTOPPABLE_TEXT)),
+                ) as execution,
             ):
                 emit(PythonEvent(tool_call_id, "start", code))  # from here on, any interrupt reaches the code
                 started = True
@@ -226,6 +250,9 @@ class _Python:
             output.close()
             if started:
                 emit(PythonEvent(tool_call_id, "end", ending))  # always after a start: live views wait for it
+        killed = await processes.kill(KILL_GRACE_S) if stop is not None else []
+        if killed:
+            text = f"{text}\n\nStopped with the code: {', '.join(killed)}" if text else f"Stopped: {', '.join(killed)}"
         if stop is not None and signal is not None and _lets_abort_land(stop, own, execution):
             await abortable_sleep(ABORT_WAIT_S, signal)  # also when the code finished regardless of the stop
         if result.error is None and not execution.kernel_interrupted:
@@ -233,6 +260,8 @@ class _Python:
         if stop is None:
             raise PythonError(text, "error", details)
         line = _stop_line(stop, own, execution.kernel_interrupted)
+        if execution.repeats:
+            line += f" (the code did not stop at the first interrupt; it was interrupted {execution.repeats + 1} times)"
         text = f"{text}\n\n{line}" if text else line
         if execution.kernel_interrupted:
             raise PythonKernelInterrupt(text, "interrupted", details)
