@@ -10,6 +10,7 @@ server received, the logs.
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,7 @@ async def test_a_canary_key_configured_any_way_is_found_nowhere(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the temp logs: ours alone, not a shared /tmp's
     options = configured(way, server, monkeypatch)
     secret_file = tmp_path / "dot-env"
     secret_file.write_text(f"KEY={CANARY}\n")

@@ -99,10 +99,10 @@ async def test_ten_blocked_reads_leave_host_name_lookups_and_the_file_tools_work
 def test_blocked_threads_are_bounded_and_replaced(fifo: Path) -> None:
     workers = FileWorkers(workers=2, max_stuck=3)
     started = threading.Semaphore(0)
-    jobs = [workers.submit(read_fifo, fifo, started) for _ in range(3)]
-    for job in jobs:
-        assert started.acquire(timeout=10)
-        workers.abandon(job)
+    jobs = [workers.submit(read_fifo, fifo, started) for _ in range(3)]  # two run, one waits for a worker
+    for _ in jobs:
+        assert started.acquire(timeout=10), f"a job started ({workers.stuck} stuck)"
+        workers.abandon(next(job for job in jobs if job.running and not job.abandoned))  # a worker is replaced
     assert workers.stuck == 3
     with pytest.raises(WorkersStuck, match="3 earlier file operations are still blocked"):
         workers.submit(lambda: None)

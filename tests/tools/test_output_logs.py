@@ -10,6 +10,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,12 @@ import pytest
 from pi_notebook.tools._output import OutputAccumulator
 
 KEY = "sk-log-canary-0c5e97a1"
+
+
+@pytest.fixture(autouse=True)
+def own_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logs go to this test's folder: other processes' tests clean the shared temp directory."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
 
 @pytest.mark.parametrize("cut", [1, 5, len(KEY) - 1])
