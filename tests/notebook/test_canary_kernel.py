@@ -35,6 +35,8 @@ def server() -> Iterator[FaultServer]:
 def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kernel]:
     monkeypatch.setenv("LLM_PROXY", CANARY)  # a name that does not say "key": only --key-env makes it one
     monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", str(tmp_path / "sessions"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # the kernel's temp logs: not in a /tmp others clean
     kernel = Kernel()
     yield kernel
     kernel.shutdown()
