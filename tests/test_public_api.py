@@ -31,7 +31,7 @@ PINNED = {
         "SummarizationRetryAttemptStartEvent", "SummarizationRetryFinishedEvent", "AgentStartEvent", "TurnStartEvent",
         "TurnEndEvent", "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent",
         "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
-        "LoadProblem", "SessionFileError", "SessionWriteFailedEvent",
+        "LoadProblem", "SessionFileError", "SessionInUseError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
     },

@@ -156,6 +156,10 @@ class AgentTool:
     aborts. ``None``, or a preview that raises: the arguments as JSON."""
     prompt: ToolPrompt | None = None
     """The system prompt's snippet and guidelines for this tool; ``None``: the prompt does not list it."""
+    needs_approval: Callable[[Any], str | None] | None = None
+    """A per-call decision, for a tool that asks only for some calls: given the validated arguments, why this call
+    needs the user's approval (``"it looks outside the working directory ..."``), or ``None`` to run it without
+    asking. Consulted by ``AgentSession``'s approval when the tool's mode is ``ask``; without it every call asks."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

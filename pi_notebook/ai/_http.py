@@ -37,7 +37,7 @@ from ._responses import (
     is_json,
     summarise_body,
 )
-from ._secret import is_sensitive_header, scrub_secrets
+from ._secret import header_secrets, scrub_secrets
 from ._stream import AssistantMessageEventStream
 from .cassette._route import CassetteError, route_through_cassettes
 from .messages import RequestFailure
@@ -362,8 +362,7 @@ def run_provider(
     scrubbed from any error text, in every spelling a library may quote them in (``_secret.scrub_secrets``).
     """
     secrets = [secret, options.api_key_value()]
-    for headers in (model.headers, options.headers):
-        secrets += [value for name, value in (headers or {}).items() if is_sensitive_header(name)]
+    secrets += header_secrets(model.headers) + header_secrets(options.headers)
 
     async def produce(stream: AssistantMessageEventStream) -> None:
         run = ProviderRun(model, options, MessageBuilder(model.api, model.provider, model.id), stream)

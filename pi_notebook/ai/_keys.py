@@ -5,6 +5,8 @@ whitespace is stripped (a key from a ``.env`` file often ends with a newline); a
 or non-ASCII character is reported as a non-retryable error that does not contain it (see ``_secret``). While a
 cassette that can only replay is active, a missing key is replaced by a placeholder (:data:`REPLAY_KEY`): the
 recorded answers need none, so a notebook recorded with a key replays in CI without one.
+
+Which environment variables hold secrets and what a tool call keeps secret is ``_secret_env``.
 """
 
 from __future__ import annotations
@@ -14,36 +16,12 @@ import os
 from ._http import ProviderError
 from ._request import StreamOptions
 from ._secret import ENV_KEYS, api_key_problem
+from ._secret_env import ENV_FALLBACK_KEYS
 from .cassette._route import active_cassette
 
-__all__ = [
-    "ENV_FALLBACK_KEYS",
-    "ENV_KEYS",
-    "PROVIDER_KEY_VARIABLES",
-    "REPLAY_KEY",
-    "provider_key_values",
-    "resolve_api_key",
-]
+__all__ = ["REPLAY_KEY", "resolve_api_key"]
 
 REPLAY_KEY = "no-key-cassette-replay"
-
-
-ENV_FALLBACK_KEYS = {"google": ("GOOGLE_API_KEY",)}
-"""Further variables read when the provider's own is not set: Google's SDKs read ``GOOGLE_API_KEY``."""
-
-PROVIDER_KEY_VARIABLES: tuple[str, ...] = (
-    *ENV_KEYS.values(),
-    *(name for names in ENV_FALLBACK_KEYS.values() for name in names),
-    "ANTHROPIC_AUTH_TOKEN",
-    "OPENAI_ADMIN_KEY",
-)
-"""Environment variables that hold provider credentials: the keys above and other credentials the official
-SDKs read. Tools leave them out of their environment, and their values are redacted from tool results."""
-
-
-def provider_key_values() -> list[str]:
-    """The current values of :data:`PROVIDER_KEY_VARIABLES` that are set (read at each call)."""
-    return [value for name in PROVIDER_KEY_VARIABLES if (value := os.environ.get(name))]
 
 
 def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) -> str | Exception | None:

@@ -9,6 +9,16 @@ Scrubbing (:func:`scrub_secrets`). A library that rejects a key quotes it its ow
 JSON (``"sk-…\\n"``), percent-encoding (``sk-%E2%80%A6``). Every such spelling of the raw and the stripped key
 is replaced by ``***``. Secrets shorter than :data:`MIN_SECRET_LEN` are not scrubbed: they are not real keys,
 and scrubbing them would mangle ordinary text.
+
+Which names hold a secret (:func:`is_secret_name`): one rule for HTTP header names and environment variable names,
+used by every part of the package that masks a header (reprs, error texts, cassettes) or keeps a variable out of a
+tool (bash's environment, the python tool's ``os.environ``) and redacts its value. A name holds a secret when one of
+its words (split at ``-``, ``_``, ``.`` and other non-alphanumerics, case ignored) ends with *key*, *token*,
+*secret*, *password*, *passwd*, *passphrase*, *credential*, *cookie*, *signature*, *auth*, *authorization* or
+*authentication* (a plural too): ``Authorization``, ``X-Api-Key``, ``X-Auth-Token``, ``Ocp-Apim-Subscription-Key``,
+``Set-Cookie``, ``X-Hub-Signature-256``, ``OPENAI_API_KEY``, ``HF_TOKEN``, ``PGPASSWORD``, ``AWS_SECRET_ACCESS_KEY``.
+Whole words, not substrings: ``GIT_AUTHOR_NAME``, ``XAUTHORITY`` and ``Keep-Alive`` are not secrets. Exception:
+``SSH_AUTH_SOCK`` (a socket path an ssh client needs, see :data:`NOT_SECRET_NAMES`).
 """
 
 from __future__ import annotations
@@ -27,13 +37,17 @@ from ._errors import UserError
 __all__ = [
     "ENV_KEYS",
     "MIN_SECRET_LEN",
+    "NOT_SECRET_NAMES",
     "REDACTED",
     "ApiKeyError",
     "api_key_problem",
     "clean_api_key",
+    "header_secrets",
+    "is_secret_name",
     "is_sensitive_header",
     "mask_headers",
     "scrub_secrets",
+    "scrub_secrets_bytes",
     "secret_spellings",
     "secret_value",
     "strip_api_key",
@@ -55,7 +69,12 @@ ENV_KEYS = {
 
 REDACTED = "***"
 MIN_SECRET_LEN = 8
-_SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|password|credential", re.IGNORECASE)
+_SECRET_WORD = re.compile(
+    r"(?:key|token|secret|password|passwd|passphrase|credential|cookie|signature|auth|authorization|authentication)s?$"
+)
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+NOT_SECRET_NAMES = frozenset({"ssh_auth_sock"})
+"""Names the rule matches whose values are not secrets (lower-cased): kept in tools' environments, not redacted."""
 
 
 class ApiKeyError(UserError, ValueError):
@@ -97,9 +116,35 @@ def clean_api_key(key: SecretStr | str | None, *, source: str = "api_key") -> Se
     return stripped
 
 
+@functools.lru_cache(maxsize=1024)
+def is_secret_name(name: str) -> bool:
+    """Whether a header or environment variable named ``name`` holds a secret (see the module docstring)."""
+    lowered = name.lower()
+    if lowered in NOT_SECRET_NAMES:
+        return False
+    return any(_SECRET_WORD.search(word) for word in _WORD_SPLIT.split(lowered) if word)
+
+
 def is_sensitive_header(name: str) -> bool:
-    """Whether a header's value is a credential (``Authorization``, ``x-api-key``, ``Cookie``, ...)."""
-    return bool(_SENSITIVE_HEADER.search(name))
+    """Whether a header's value is a credential (``Authorization``, ``x-api-key``, ``Cookie``, ...):
+    :func:`is_secret_name`."""
+    return is_secret_name(name)
+
+
+def header_secrets(headers: Iterable[tuple[str, str]] | Mapping[str, str] | None) -> list[str]:
+    """The secret values among ``headers``: each credential header's value and, for ``<scheme> <token>``
+    (``Bearer sk-…``), the token alone."""
+    if headers is None:
+        return []
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    found: list[str] = []
+    for name, value in pairs:
+        if is_secret_name(name):
+            found.append(value)
+            scheme, _, token = value.strip().partition(" ")
+            if token and scheme.isalpha():
+                found.append(token)
+    return found
 
 
 def mask_headers(headers: Mapping[str, str] | None) -> dict[str, str] | None:
@@ -111,29 +156,49 @@ def mask_headers(headers: Mapping[str, str] | None) -> dict[str, str] | None:
 
 def scrub_secrets(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every spelling of every secret (see the module docstring) replaced by ``***``."""
-    usable = tuple(sorted({s for s in secrets if s and len(s.strip()) >= MIN_SECRET_LEN}))
+    usable = _usable(secrets)
     if not usable or not text:
         return text
     return _pattern(usable).sub(REDACTED, text)
 
 
+def scrub_secrets_bytes(data: bytes, secrets: Iterable[str | None]) -> bytes:
+    """:func:`scrub_secrets` for raw output (bytes that may not be UTF-8): each spelling's UTF-8 bytes become
+    ``***``."""
+    usable = _usable(secrets)
+    if not usable or not data:
+        return data
+    return _bytes_pattern(usable).sub(REDACTED.encode(), data)
+
+
 def secret_spellings(secrets: Iterable[str | None]) -> tuple[str, ...]:
-    """Every spelling :func:`scrub_secrets` replaces, for these secrets (longest first)."""
-    return _variants(tuple(sorted({s for s in secrets if s and len(s.strip()) >= MIN_SECRET_LEN})))
+    """Every spelling of every usable secret, longest first (what :func:`scrub_secrets` replaces)."""
+    usable = _usable(secrets)
+    return _spelled(usable) if usable else ()
+
+
+def _usable(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    return tuple(sorted({s for s in secrets if s and len(s.strip()) >= MIN_SECRET_LEN}))
 
 
 @functools.lru_cache(maxsize=32)
-def _variants(secrets: tuple[str, ...]) -> tuple[str, ...]:
+def _spelled(secrets: tuple[str, ...]) -> tuple[str, ...]:
     variants: set[str] = set()
     for secret in secrets:
         for value in {secret, secret.strip()}:
             variants.update(_spellings(value))
-    return tuple(sorted((v for v in variants if len(v) >= MIN_SECRET_LEN), key=len, reverse=True))
+    return tuple(sorted((v for v in variants if len(v) >= MIN_SECRET_LEN), key=lambda v: (-len(v), v)))
 
 
 @functools.lru_cache(maxsize=32)
 def _pattern(secrets: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(v) for v in _variants(secrets)))
+    return re.compile("|".join(re.escape(v) for v in _spelled(secrets)))
+
+
+@functools.lru_cache(maxsize=32)
+def _bytes_pattern(secrets: tuple[str, ...]) -> re.Pattern[bytes]:
+    spelled = sorted({v.encode("utf-8", "surrogatepass") for v in _spelled(secrets)}, key=len, reverse=True)
+    return re.compile(b"|".join(re.escape(v) for v in spelled))
 
 
 def _spellings(value: str) -> set[str]:

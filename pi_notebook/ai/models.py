@@ -105,7 +105,8 @@ def parse_compatible_spec(spec: str) -> tuple[str, str, str]:
     The URL is ``http(s)://host[:port][/path]`` (a path holds no ``:``); the model is everything after the next
     ``:`` and may contain colons (``llama3.2:3b``). Digits right after the host are a port, so
     ``…:http://127.0.0.1:18799/v1:`` and ``…:http://127.0.0.1:11434`` have no model. The model may be empty
-    only in what this returns; :func:`model_from_spec` refuses it. Raises ``ValueError`` naming what is wrong.
+    only in what this returns; :func:`model_from_spec` refuses it. Raises ``ValueError`` naming what is wrong (a
+    scheme other than ``http``/``https``, a port outside 1-65535, ...).
     """
     provider, _, rest = spec.strip().partition(":")
     if provider not in _COMPATIBLE_APIS:
@@ -117,6 +118,8 @@ def parse_compatible_spec(spec: str) -> tuple[str, str, str]:
     port = _PORT.match(rest, end)
     if port is not None:
         end = port.end()
+        if not 1 <= int(port.group(1)) <= 65535:
+            raise ValueError(f"cannot read {spec!r}: port {int(port.group(1))} is out of range (1-65535)")
     if rest.startswith("/", end):
         colon = rest.find(":", end)
         end = len(rest) if colon < 0 else colon

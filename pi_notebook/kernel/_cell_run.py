@@ -160,7 +160,7 @@ class _CellRun:
         if timeout is not None:  # from the call's start, the page's answer included
             own = Deadline(time.monotonic() + timeout, f"Cell {cell_id} timed out after {timeout:g} seconds")
         source, index = await self._begin(cell_id, signal)
-        ran, count, outputs, written = self._run(tool_call_id, cell_id, source, own, signal)
+        ran, count, outputs, written = await self._run(tool_call_id, cell_id, source, own, signal)
         stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
         reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
         failed = "error" if ran.result.error is not None and not stopped else ""
@@ -182,10 +182,12 @@ class _CellRun:
             raise
         return str(begun.get("source", "")), int(begun.get("index") or 0)
 
-    def _run(
+    async def _run(
         self, call_id: str, cell_id: str, source: str, own: Deadline | None, signal: AbortSignal | None
     ) -> tuple[CodeRun, int | None, list[dict[str, Any]], bool]:
-        """The cell's code on this thread (the kernel's main thread), its outputs sent to the page meanwhile."""
+        """The cell's code on this thread (the kernel's main thread), its outputs sent to the page meanwhile; the
+        processes it started are killed after a stop, as the python tool's are. Its environment is the user's (their
+        cells may read their keys): only the agent's own code runs with the keys hidden."""
         target = current_notebook.get()
         shell = current_shell()
         namespace = shell.user_ns if shell is not None else {"__name__": "__main__"}
@@ -194,7 +196,9 @@ class _CellRun:
         text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell")
         try:
             with CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message)) as live:
-                ran = run_stoppable(call_id, source, shell=shell, namespace=namespace, output=text, deadline=deadline)
+                ran = await run_stoppable(
+                    call_id, source, shell=shell, namespace=namespace, output=text, deadline=deadline
+                )
         finally:
             text.close()
         outputs = live.outputs

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..tools._output import OutputAccumulator
-from ._interrupt import Execution
+from ._interrupt import Execution, never_trace
 
 __all__ = ["Capture", "CodeResult", "PythonEvent", "PythonListener", "PythonListeners", "current_shell", "run_code"]
 
@@ -56,6 +56,7 @@ _log = logging.getLogger(__name__)
 _numbers = itertools.count(1)
 _INPUT = "<python-input-"
 _OUR_FILES = frozenset({__file__, sys.modules[Execution.__module__].__file__})
+never_trace(__file__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,22 @@ thread). While it is active:
 - A watchdog thread interrupts the code at its deadline (``kind="deadline"``), and calls ``on_stuck`` when an
   interrupt has not ended the code within :data:`STUCK_AFTER_S`: the code is inside a C call that does not
   return to Python (the signal is handled when it does).
+- Code that swallows the interrupt — a bare ``except:`` in a retry loop, ``signal.signal(SIGINT, SIG_IGN)``, a
+  blocked signal mask — is interrupted again, harder, every :data:`ESCALATE_EVERY_S` from
+  :data:`ESCALATE_AFTER_S` after the first interrupt until it returns (:attr:`Execution.repeats` counts them):
+  SIGINT and the wake signal go to the main thread (the wake signal gets past ``SIG_IGN`` and a blocked SIGINT,
+  and ends a blocking call), and whichever of our handlers runs raises ``KeyboardInterrupt`` *and* traces the
+  code's frames (``frame.f_trace``, ``sys.settrace``) with a function that raises it again at the next line the
+  code runs. A bare ``except:`` catches the first; the second is raised in that ``except`` block, which its own
+  ``try`` does not cover, so it leaves the loop. Python removes a trace function that raises, so each
+  escalation gets out of one ``try`` that swallows: code that swallows it at two levels, the outer restarting
+  the inner (or a ``finally`` that loops), is not ended, and is reported as below. Our own frames are never
+  traced, and when the code returns the trace function in force before is restored. If the code has still not returned
+  :data:`UNSTOPPABLE_AFTER_S` after the first interrupt, ``on_unstoppable`` is called (the tool says in the run's
+  widget and status that the code does not stop and that restarting the kernel ends it); the escalation goes on.
+  The code holds the kernel's main thread, where the event loop runs: until it returns no run can settle,
+  whatever is tried, which is why the user is told.
+  On exit the signal mask and the SIGINT handler are restored, whatever the code did to them.
 
 Off the main thread (an event loop run in another thread) no signal handler can be installed; the interrupt
 is then delivered with ``PyThreadState_SetAsyncExc``, which ends pure-Python code but not a blocking call, and
@@ -59,17 +75,27 @@ from typing import Any, Literal, TypeVar
 from ..ai import Deadline
 
 __all__ = [
+    "ESCALATE_AFTER_S",
+    "ESCALATE_EVERY_S",
     "STUCK_AFTER_S",
     "SWITCH_INTERVAL_S",
+    "UNSTOPPABLE_AFTER_S",
     "WAKE_SIGNAL",
     "Execution",
     "InterruptHook",
     "Interruption",
     "Interrupts",
+    "never_trace",
 ]
 
 STUCK_AFTER_S = 0.15
 """How long after an interrupt the code may take to return before ``on_stuck`` is called."""
+ESCALATE_AFTER_S = 0.2
+"""How long after the first interrupt the code may take to return before it is interrupted again, harder."""
+ESCALATE_EVERY_S = 0.05
+"""How often the escalated interrupt is repeated while the code does not return."""
+UNSTOPPABLE_AFTER_S = 2.0
+"""How long after the first interrupt ``on_unstoppable`` is called if the code has still not returned."""
 SWITCH_INTERVAL_S = 0.001
 """``sys.setswitchinterval`` while the code runs (Python's default: 5 ms); see ``Execution``."""
 WAKE_SIGNAL: int | None = getattr(signal, "SIGURG", None)
@@ -77,6 +103,8 @@ WAKE_SIGNAL: int | None = getattr(signal, "SIGURG", None)
 default action is to ignore it, so a stray one can do no harm."""
 
 _log = logging.getLogger(__name__)
+_OUR_FILES = {__file__}
+"""Files whose frames an escalated interrupt never traces (the code's runner adds its own: :func:`never_trace`)."""
 T = TypeVar("T")
 
 
@@ -152,13 +180,26 @@ class Execution:
     """
 
     def __init__(
-        self, interrupts: Interrupts, deadline: Deadline | None = None, on_stuck: Callable[[], None] | None = None
+        self,
+        interrupts: Interrupts,
+        deadline: Deadline | None = None,
+        on_stuck: Callable[[], None] | None = None,
+        on_unstoppable: Callable[[], None] | None = None,
     ) -> None:
         self._interrupts = interrupts
         self.deadline = deadline
         self.interruption: Interruption | None = None
         self.kernel_interrupted = False
+        self.repeats = 0
+        """Escalated interrupts sent because the code did not return after the first (see the module docstring)."""
         self._on_stuck = on_stuck
+        self._on_unstoppable = on_unstoppable
+        self._unstoppable_reported = False
+        self._next_escalation = 0.0
+        self._escalating = False
+        self._traced = False
+        self._previous_trace: Any = None
+        self._mask: set[int | signal.Signals] | None = None
         self._cond = threading.Condition(threading.RLock())  # re-entrant: our SIGINT handler may take it
         self._thread_id = 0
         self._main = False
@@ -181,6 +222,7 @@ class Execution:
         self._main = threading.current_thread() is threading.main_thread()
         if self._main:
             self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the mask as it is (nothing added)
             self._start_forwarder()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
@@ -200,6 +242,8 @@ class Execution:
         sys.setswitchinterval(self._switch_interval)
         if self._main:
             self._stop_forwarder()
+            if self._mask is not None:  # the code may have blocked SIGINT: a blocked one is delivered now
+                signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
             # signal.signal() first runs a SIGINT still pending with our handler, which drops it (not live).
             signal.signal(signal.SIGINT, self._previous)
         elif self._pending or self._sent:
@@ -212,6 +256,9 @@ class Execution:
             self._raise_pending()
             return function()
         finally:
+            if self._traced:
+                sys.settrace(self._previous_trace)
+                self._traced = False
             self._defer += 1
 
     def critical(self) -> _Critical:
@@ -259,7 +306,27 @@ class Execution:
         if self._defer > 0:
             self._pending = True
             return
+        if self._escalating:
+            self._trace(frame)
         raise KeyboardInterrupt
+
+    def _on_wake(self, signum: int, frame: FrameType | None) -> None:
+        """The wake signal: ends a blocking call (EINTR); while escalating, raises in the code as SIGINT would
+        (it gets past a SIGINT the code ignores or blocks)."""
+        if self._live and self._escalating and self._defer == 0:
+            self._trace(frame)
+            raise KeyboardInterrupt
+
+    def _trace(self, frame: FrameType | None) -> None:
+        """Trace the code's frames with :func:`_raise_on_line` (see the module docstring); main thread only."""
+        if not self._traced:
+            self._previous_trace = sys.gettrace()
+            self._traced = True
+        sys.settrace(_raise_on_line)
+        while frame is not None and frame.f_code.co_filename not in _OUR_FILES:
+            frame.f_trace = _raise_on_line
+            frame.f_trace_lines = True
+            frame = frame.f_back
 
     def _chain(self, signum: int, frame: FrameType | None) -> None:
         previous = self._previous
@@ -275,7 +342,7 @@ class Execution:
             return
         read_fd, write_fd = os.pipe()
         os.set_blocking(write_fd, False)
-        previous_handler = signal.signal(WAKE_SIGNAL, _ignore_wake)
+        previous_handler = signal.signal(WAKE_SIGNAL, self._on_wake)
         previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
         self._wake = (previous_handler, previous_fd, write_fd)
         threading.Thread(
@@ -306,15 +373,17 @@ class Execution:
 
     # -- the watchdog thread ----------------------------------------------------------------------------
     def _watch(self) -> None:
-        while self._next_watch_step():
-            if self._on_stuck is not None:
+        while (report := self._next_watch_step()) is not None:
+            callback = self._on_stuck if report == "stuck" else self._on_unstoppable
+            if callback is not None:
                 try:
-                    self._on_stuck()
+                    callback()
                 except Exception:
-                    _log.exception("python tool: on_stuck raised")
+                    _log.exception("python tool: on_%s raised", report)
 
-    def _next_watch_step(self) -> bool:
-        """Wait for the deadline (interrupt then) or for a slow interrupt; True: report the code stuck."""
+    def _next_watch_step(self) -> Literal["stuck", "unstoppable"] | None:
+        """Interrupt at the deadline, escalate while the code does not return, and say when to report it stuck
+        or unstoppable (``None``: the code has returned)."""
         deadline = self.deadline
         with self._cond:
             while self._live:
@@ -326,14 +395,37 @@ class Execution:
                         self._deliver()
                         continue
                     self._cond.wait(None if deadline is None else deadline.at - now)
-                elif self._stuck_reported:
-                    self._cond.wait()
-                elif now < self._interrupted_at + STUCK_AFTER_S:
-                    self._cond.wait(self._interrupted_at + STUCK_AFTER_S - now)
-                else:
+                    continue
+                since = now - self._interrupted_at
+                if since >= STUCK_AFTER_S and not self._stuck_reported:
                     self._stuck_reported = True
-                    return True
-        return False
+                    return "stuck"
+                if since >= UNSTOPPABLE_AFTER_S and not self._unstoppable_reported:
+                    self._unstoppable_reported = True
+                    return "unstoppable"
+                if since >= ESCALATE_AFTER_S and now >= self._next_escalation:
+                    self._escalate()
+                    self._next_escalation = now + ESCALATE_EVERY_S
+                dues = [self._next_escalation, self._interrupted_at + ESCALATE_AFTER_S]
+                if not self._stuck_reported:
+                    dues.append(self._interrupted_at + STUCK_AFTER_S)
+                if not self._unstoppable_reported:
+                    dues.append(self._interrupted_at + UNSTOPPABLE_AFTER_S)
+                upcoming = [due for due in dues if due > now]
+                self._cond.wait(min(upcoming) - now if upcoming else ESCALATE_EVERY_S)
+        return None
+
+    def _escalate(self) -> None:
+        """The code did not return after the interrupt: interrupt it again, harder (see the module docstring)."""
+        self.repeats += 1
+        self._escalating = True
+        if not self._main:
+            self._deliver()
+            return
+        self._sent = True
+        signal.pthread_kill(self._thread_id, signal.SIGINT)
+        if WAKE_SIGNAL is not None and self._wake is not None:
+            signal.pthread_kill(self._thread_id, WAKE_SIGNAL)
 
 
 class InterruptHook:
@@ -386,8 +478,19 @@ class _Critical:
             self._execution._raise_pending()
 
 
-def _ignore_wake(signum: int, frame: FrameType | None) -> None:
-    """The wake signal's handler: its only job was to end a blocking call with EINTR."""
+def never_trace(path: str) -> None:
+    """Never trace frames of the file ``path`` when escalating an interrupt (the code's runner around it)."""
+    _OUR_FILES.add(path)
+
+
+def _raise_on_line(frame: FrameType, event: str, arg: Any) -> Any:
+    """The trace function of an escalated interrupt: ``KeyboardInterrupt`` at the code's next line, never in our
+    own frames. Raising removes it (Python unsets a trace function that raises): one per escalation."""
+    if frame.f_code.co_filename in _OUR_FILES:
+        return None
+    if event == "line":
+        raise KeyboardInterrupt
+    return _raise_on_line
 
 
 def _set_async_exc(thread_id: int, exception: type[BaseException] | None) -> None:

@@ -44,6 +44,21 @@ returns. So every stop path reaches the code without the loop:
   caught the ``KeyboardInterrupt`` or ignored SIGINT: the abort lands only once the loop runs again, and
   the run must not go on to another model request first.
 - While the code runs, ``exit()``/``quit()`` raise an error instead of shutting the user's kernel down.
+- Processes the code started (``subprocess.Popen``, ``!cmd``) are killed when a stop ends it, as ``bash`` kills
+  its tree: SIGTERM, then SIGKILL after :data:`KILL_GRACE_S` (``_code_processes``); the result names them. What
+  the code leaves running when it completes normally is kept.
+
+Keys: while the code runs, the variables that hold keys are not in ``os.environ`` (``_hidden_env``: the kernel's
+own environment, which the code shares; ``provider_keys=True`` keeps them), and under an ``AgentSession`` every key
+the session knows is redacted from the result (``session._redact``) and from the full-output temp log.
+
+Code that swallows the interrupt (a bare ``except:`` around the work in a loop, ``signal.signal(SIGINT, SIG_IGN)``,
+a blocked signal mask) is interrupted again, harder, until it returns (``_interrupt``: a ``KeyboardInterrupt``
+raised asynchronously in the main thread, and a signal that ends a blocking call with it); the result says how
+many interrupts it took. If it has not returned :data:`~pi_notebook.kernel._interrupt.UNSTOPPABLE_AFTER_S` after
+the Stop, listeners get a second ``stuck`` event, "the code does not stop ... Restart the kernel to end it now",
+which the widget and the status bar show. The run cannot settle before the code returns: the code holds the
+main thread, where the event loop that would settle it runs.
 
 Code that does not return to Python (a long C call that retries on EINTR or blocks signals): the signal is
 handled when it returns. If it has not ended :data:`~pi_notebook.kernel._interrupt.STUCK_AFTER_S` after the
@@ -74,16 +89,18 @@ without magics.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline, ToolError, abortable_sleep
+from ..ai._secret_env import known_secrets
 from ..session import AbortRun
 from ..tools._common import js_number
 from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
 from ..tools.bash import resolve_timeout
+from ._code_processes import CodeProcesses
 from ._exec import (
     MAX_RICH_OUTPUTS,
     Capture,
@@ -92,6 +109,7 @@ from ._exec import (
     current_shell,
     run_code,
 )
+from ._hidden_env import variables_hidden
 from ._interrupt import Execution, Interruption
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
 
@@ -110,6 +128,8 @@ __all__ = [
 
 ABORT_WAIT_S = 1.0
 """After an interrupt other than its own timeout, how long the tool waits for its signal to abort."""
+KILL_GRACE_S = 0.2
+"""After a stop, how long the processes the code started get between SIGTERM and SIGKILL (``bash``'s default)."""
 STUCK_TEXT = "waiting for the code to return to Python"
 PROMPT = ToolPrompt(
     "Run Python code in the user's Jupyter kernel, on the notebook's namespace (their variables)",
@@ -119,6 +139,10 @@ PROMPT = ToolPrompt(
     ),
 )
 """The system prompt's lines about the tool."""
+UNSTOPPABLE_TEXT = (
+    "the code does not stop: it catches or ignores the interrupt, or waits in a call that does not return; it is "
+    "interrupted again every 50 ms. Restart the kernel to end it now (the kernel's variables are lost)"
+)
 
 
 class PythonError(ToolError):
@@ -178,9 +202,11 @@ class _Python:
         max_lines: int,
         max_bytes: int,
         kernel: Kernel,
+        provider_keys: bool = False,
     ):
         self.kernel = kernel
         self.namespace = namespace
+        self.provider_keys = provider_keys
         self.own_namespace: dict[str, Any] = {"__name__": "__main__"}
         self.timeout_s = timeout_s
         self.max_lines = max_lines
@@ -208,10 +234,11 @@ class _Python:
         namespace = self.namespace
         if namespace is None:
             namespace = shell.user_ns if shell is not None else self.own_namespace
-        output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python")
+        known = known_secrets()
+        output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python", secrets=known.values)
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         try:
-            ran = run_stoppable(
+            ran = await run_stoppable(
                 tool_call_id,
                 code,
                 shell=shell,
@@ -219,10 +246,14 @@ class _Python:
                 output=output,
                 deadline=deadline,
                 kernel=self.kernel,
+                hidden=() if self.provider_keys else known.variables,
             )
             text, details = self._report(ran.capture, ran.result)
         finally:
             output.close()
+        if ran.killed:
+            killed = ", ".join(ran.killed)
+            text = f"{text}\n\nStopped with the code: {killed}" if text else f"Stopped: {killed}"
         await ran.let_abort_land(own, signal)
         if ran.result.error is None and not ran.kernel_interrupted:
             return AgentToolResult(content=text or "(no output)", details=details)
@@ -264,6 +295,10 @@ class CodeRun:
     result: CodeResult
     interruption: Interruption | None
     kernel_interrupted: bool
+    repeats: int = 0
+    """How many more interrupts the code took after the first (it caught or ignored them)."""
+    killed: list[str] = field(default_factory=list)
+    """The processes the code started that a stop killed (``name (pid N)``)."""
 
     def own_timeout(self, own: Deadline | None) -> bool:
         """The call's own ``timeout`` (``own``) ended the code."""
@@ -282,11 +317,15 @@ class CodeRun:
         if self.kernel_interrupted:
             return "Interrupted by the kernel's interrupt; the run is aborted"
         if own is not None and self.own_timeout(own):
-            return own.reason
-        return f"Interrupted: {self.interruption.reason if self.interruption else 'Stopped'}"
+            line = own.reason
+        else:
+            line = f"Interrupted: {self.interruption.reason if self.interruption else 'Stopped'}"
+        if self.repeats:
+            line += f" (the code did not stop at the first interrupt; it was interrupted {self.repeats + 1} times)"
+        return line
 
 
-def run_stoppable(
+async def run_stoppable(
     call_id: str,
     code: str,
     *,
@@ -295,29 +334,42 @@ def run_stoppable(
     output: OutputAccumulator,
     deadline: Deadline | None,
     kernel: Kernel = KERNEL,
+    hidden: Collection[str] = (),
 ) -> CodeRun:
     """Run the agent's ``code`` on this thread as the ``python`` tool does, stoppable by every stop path (see the
     module docstring); :func:`add_python_listener` listeners get ``start``, what it writes and displays, and
-    ``end``, under ``call_id``, on ``kernel``'s listeners. Never raises for what the code does. ``cell_run`` runs a
-    cell's code with it."""
+    ``end``, under ``call_id``, on ``kernel``'s listeners. The environment variables ``hidden`` are out of
+    ``os.environ`` meanwhile; after a stop, the processes the code started are killed. Never raises for what the
+    code does. ``cell_run`` runs a cell's code with it."""
     started, ending = False, "error"
     emit = kernel.listeners.emit
+    processes = CodeProcesses()
 
     def stuck() -> None:
         emit(PythonEvent(call_id, "stuck", STUCK_TEXT))
 
+    def unstoppable() -> None:
+        emit(PythonEvent(call_id, "stuck", UNSTOPPABLE_TEXT))
+
     try:
-        with Execution(kernel.interrupts, deadline, stuck) as execution:
+        with (
+            variables_hidden(hidden),
+            processes.marking(),
+            Execution(kernel.interrupts, deadline, stuck, unstoppable) as execution,
+        ):
             emit(PythonEvent(call_id, "start", code))  # from here on, any interrupt reaches the code
             started = True
             capture = Capture(call_id, execution, output, kernel.listeners)
             result = run_code(code, shell=shell, namespace=namespace, capture=capture)
         stop = execution.interruption
         ending = "ok" if result.error is None else "interrupted" if stop else "error"
-        return CodeRun(capture, result, stop, execution.kernel_interrupted)
+        ran = CodeRun(capture, result, stop, execution.kernel_interrupted, execution.repeats)
     finally:
         if started:
             emit(PythonEvent(call_id, "end", ending))  # always after a start: live views wait for it
+    if stop is not None:
+        ran.killed = await processes.kill(KILL_GRACE_S)
+    return ran
 
 
 def python_tool(
@@ -327,6 +379,7 @@ def python_tool(
     max_lines: int = DEFAULT_MAX_LINES,
     max_bytes: int = DEFAULT_MAX_BYTES,
     kernel: Kernel = KERNEL,
+    provider_keys: bool = False,
 ) -> AgentTool:
     """The ``python`` tool; see the module docstring for behaviour, stop paths and threads.
 
@@ -335,6 +388,8 @@ def python_tool(
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout).
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
     - ``kernel``: whose interrupts and live listeners the code runs with (this process's).
+    - ``provider_keys``: leave the variables that hold keys in ``os.environ`` while the code runs (by default
+      they are removed for the call's duration; see the module docstring).
 
     The tool is ``execution_mode="sequential"``: calls run in order, as cells do, and a stop ends the batch.
     Raises ``ValueError`` for invalid settings.
@@ -349,7 +404,14 @@ def python_tool(
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if namespace is not None and not isinstance(namespace, dict):
         raise ValueError(f"namespace must be a dict, got {type(namespace).__name__}")
-    python = _Python(namespace=namespace, timeout_s=timeout_s, max_lines=max_lines, max_bytes=max_bytes, kernel=kernel)
+    python = _Python(
+        namespace=namespace,
+        timeout_s=timeout_s,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
+        kernel=kernel,
+        provider_keys=provider_keys,
+    )
     return AgentTool(
         name="python",
         label="python",

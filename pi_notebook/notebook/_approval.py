@@ -129,6 +129,8 @@ async def preview_call(request: ApprovalRequest, signal: AbortSignal | None = No
             text = None
     if text is None:
         text = json.dumps(_plain(request.args), ensure_ascii=False, indent=1, default=str)
+    if request.reason:
+        text = f"Asks because {request.reason}\n\n{text}"
     return text  # the box shows it with what would hide marked, and cut in the middle if long (``_visible``)
 
 
@@ -147,6 +149,8 @@ def describe_tools(session: AgentSession, left_out: Collection[str] = ()) -> str
             mode = "not available here"
         elif tool.approval == "never":
             mode = "auto (only looks)"
+        elif tool.needs_approval is not None and mode == "ask":
+            mode = "ask (outside cwd, secrets)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")

@@ -113,7 +113,7 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
         model = info.model or "-"
         prompt = repr(_short(info.first_prompt)) if info.first_prompt else "(no prompt)"
         lines.append(
-            f"{number:>3}  {ago(info.modified):<12} {info.message_count:>5} msgs  {model:<28} {prompt}  "
+            f"{number:>3}  {ago(info.modified):<12} {_count(info):>5} msgs  {model:<28} {prompt}  "
             f"id {info.id[:8]}{mark}"
         )
     lines.append("%pi resume N (or ID, or a path) loads one; %pi resume loads the newest that is not live")
@@ -281,4 +281,10 @@ def last_session_line(settings: Settings) -> str | None:
         cut = "; its last reply was cut off"
     elif info.last_role == "assistant" and info.last_stop_reason == "toolUse":
         cut = "; its last tool call was cut off"
-    return f"pi: last session {ago(info.modified)}, {info.message_count} messages{cut} — `%pi resume` to continue{more}"
+    count = f"{info.message_count} messages" if info.message_count is not None else "a file too large to count"
+    return f"pi: last session {ago(info.modified)}, {count}{cut} — `%pi resume` to continue{more}"
+
+
+def _count(info: SessionInfo) -> str:
+    """The message count, ``?`` for a file too large to count (``list_sessions``)."""
+    return str(info.message_count) if info.message_count is not None else "?"

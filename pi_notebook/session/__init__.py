@@ -31,6 +31,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
+from ._lock import SessionInUseError
 from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
@@ -80,6 +81,7 @@ __all__ = [
     "SessionBusyError",
     "SessionEvent",
     "SessionFileError",
+    "SessionInUseError",
     "SessionInfo",
     "SessionListener",
     "SessionStore",

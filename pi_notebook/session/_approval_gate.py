@@ -2,10 +2,13 @@
 
 The session puts :class:`ApprovalGate` in the agent's ``before_tool_call`` hook (after the user's own
 ``before_tool_call``, which may still block first). Whether a tool asks is the setting for it, else the tool's own
-default (``AgentTool.approval``: ``ask`` for tools that run code or change files, ``never`` for those that only
-look). For each call whose tool asks (:func:`approval_mode`), the
-gate calls the session's ``approver(request, signal)`` — the host's question to the user — and reads its
-:class:`Approval`:
+default (``AgentTool.approval``: ``ask`` for tools that run code or change files, ``never`` for a tool that never
+needs to, ``notebook_read``). For each call whose tool asks (:func:`approval_mode`), the gate calls the session's
+``approver(request, signal)`` — the host's question to the user — and reads its :class:`Approval`. A tool with a
+per-call decision (``AgentTool.needs_approval``) asks only for the calls it flags, and the request carries its
+``reason``: the tools that only look at files (``read``, ``ls``, ``grep``, ``find``) ask for a path outside the
+working directory or a sensitive file (``~/.ssh``, ``/proc/<pid>/environ``, ``.env``;
+``pi_notebook.tools._sensitive``) and run without asking otherwise.
 
 - ``run``: the call runs; ``always``: it runs, and this tool never asks again in this session;
 - ``skip``: it does not run; the model gets an error result saying the user declined (:data:`DECLINED`);
@@ -45,12 +48,14 @@ DECLINED = "The user declined to run this {name} call; it was not run. Ask the u
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """One tool call waiting for approval: the call as the model made it, its validated arguments and the tool
-    (whose ``preview`` says what to show of the call)."""
+    """One tool call waiting for approval: the call as the model made it, its validated arguments, the tool (whose
+    ``preview`` says what to show of the call), and why this call asks when its tool asks only for some calls
+    (``AgentTool.needs_approval``)."""
 
     tool_call: ToolCall
     args: Any
     tool: AgentTool | None = None
+    reason: str | None = None
 
     @property
     def tool_name(self) -> str:
@@ -71,8 +76,9 @@ then; the call ends as aborted). Must not raise (an exception becomes the call's
 
 
 def approval_mode(setting: ApprovalMode | Mapping[str, ApprovalMode], tool: AgentTool) -> ApprovalMode:
-    """Whether ``tool`` asks under ``setting`` (the value of ``tools.approval``): a tool that only looks never
-    does; otherwise the setting for it, else its ``"*"`` entry, else the tool's own default."""
+    """Whether ``tool`` asks under ``setting`` (the value of ``tools.approval``): a tool that never asks does not;
+    otherwise the setting for it, else its ``"*"`` entry, else the tool's own default. A tool with
+    ``needs_approval`` then asks only for the calls that flags."""
     if tool.approval == "never":
         return "auto"
     if isinstance(setting, str):
@@ -108,7 +114,10 @@ class ApprovalGate:
         tool = next((tool for tool in context.context.tools if tool.name == name), None)
         if approver is None or tool is None or self.mode(tool) == "auto" or signal.aborted:
             return None
-        answer = await approver(ApprovalRequest(context.tool_call, context.args, tool), signal)
+        reason = tool.needs_approval(context.args) if tool.needs_approval is not None else None
+        if tool.needs_approval is not None and reason is None:
+            return None  # this call is one its tool runs without asking
+        answer = await approver(ApprovalRequest(context.tool_call, context.args, tool, reason), signal)
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
         if answer.action == "always":

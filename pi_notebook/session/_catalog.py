@@ -5,9 +5,12 @@ path: the leading separator dropped, every ``/``, ``\\`` and ``:`` turned into `
 (``/home/me/proj`` -> ``--home-me-proj--``). :func:`session_folder` names ours the same way under any root, so
 a folder can be handed to Pi (``pi --session-dir``) and back.
 
-:func:`list_sessions` reads just enough of each ``*.jsonl`` file to describe it (:class:`SessionInfo`): the
-header, the message entries (counted, not validated), the first user prompt and the model of the last
-assistant reply. A file that is not a session file (no header line) is left out, as Pi leaves it out.
+:func:`list_sessions` reads just enough of each ``*.jsonl`` file to describe it (:class:`SessionInfo`), never a
+whole file: the header and the first user prompt from its first :data:`HEAD_BYTES`, the last entries (when it was
+written, how it ended, the model of the last reply) from its last :data:`TAIL_BYTES`, and the message entries
+counted in one streamed pass, for files up to :data:`COUNT_LIMIT` (a larger one's count is ``None``). A file that
+is not a session file (no header line) is left out, as Pi leaves it out. So ``%pi sessions`` and the
+``%load_ext`` greeting cost a few milliseconds per file, however large the files (``bench/bench_resume.py``).
 """
 
 from __future__ import annotations
@@ -17,11 +20,17 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = ["SessionInfo", "list_sessions", "session_folder"]
 
 _MESSAGE = b'{"type":"message"'
+HEAD_BYTES = 1 << 20
+"""What is read from a file's start: its header line and first prompt must lie within it."""
+TAIL_BYTES = 4 << 20
+"""What is read from a file's end for its last entries."""
+COUNT_LIMIT = 64 << 20
+"""Files up to this size have their message entries counted (one streamed pass); larger ones are not."""
 
 
 def session_folder(root: str | Path, cwd: str | Path | None = None) -> Path:
@@ -44,7 +53,8 @@ class SessionInfo:
     created: datetime
     modified: datetime
     """When the last entry was written (its timestamp; the file's mtime if it has none)."""
-    message_count: int
+    message_count: int | None
+    """Message entries in the file; ``None`` for a file over :data:`COUNT_LIMIT`, which is not counted."""
     first_prompt: str
     """The text of the first user message (``""`` before any)."""
     model: str
@@ -71,19 +81,25 @@ def list_sessions(folder: str | Path) -> list[SessionInfo]:
 
 
 def read_session_info(path: str | Path) -> SessionInfo | None:
-    """Describe one session file (``None`` if it cannot be read or has no session header)."""
+    """Describe one session file (``None`` if it cannot be read or has no session header); see the module
+    docstring for what is read."""
     path = Path(path)
     try:
-        data = path.read_bytes()
-        mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            mtime = datetime.fromtimestamp(os.fstat(file.fileno()).st_mtime, UTC)
+            head = file.read(HEAD_BYTES)
+            tail = _tail(file, size, len(head))
+            count = _count_messages(file) if size <= COUNT_LIMIT else None
     except OSError:
         return None
-    lines = data.split(b"\n")
-    header = _parse(lines[0]) if lines else None
+    head_lines = _whole_lines(head, at_end=size <= len(head))
+    header = _parse(head_lines[0]) if head_lines else None
     if header is None or header.get("type") != "session":
         return None
+    first = next((m for m in map(_message, head_lines[1:]) if m.get("role") == "user"), None)
+    lines = head_lines if size <= len(head) else _whole_lines(tail, at_start=False)
     messages = [line for line in lines if line.startswith(_MESSAGE)]
-    first = next((m for m in map(_message, messages) if m.get("role") == "user"), None)
     last = _last(lines, lambda entry: "timestamp" in entry and entry.get("type") != "session")
     last_message = _last(messages, lambda entry: isinstance(entry.get("message"), dict))
     assistant = _last([line for line in messages if b'"role":"assistant"' in line], lambda entry: "message" in entry)
@@ -95,13 +111,45 @@ def read_session_info(path: str | Path) -> SessionInfo | None:
         cwd=str(header.get("cwd", "")),
         created=created,
         modified=_time(last.get("timestamp") if last else None) or created,
-        message_count=len(messages),
+        message_count=count,
         first_prompt=_text(first) if first else "",
         model=f"{reply.get('provider', '')}:{reply.get('model', '')}" if reply else "",
         notebook=str(header.get("notebook", "") or ""),
         last_role=str(_message_of(last_message).get("role", "")) if last_message else "",
         last_stop_reason=str(_message_of(last_message).get("stopReason", "") or "") if last_message else "",
     )
+
+
+def _tail(file: BinaryIO, size: int, read: int) -> bytes:
+    """The file's last :data:`TAIL_BYTES` (what the head did not already hold)."""
+    start = max(read, size - TAIL_BYTES)
+    if start >= size:
+        return b""
+    file.seek(start)
+    return file.read(size - start)
+
+
+def _whole_lines(data: bytes, *, at_start: bool = True, at_end: bool = False) -> list[bytes]:
+    """The complete, non-blank lines of a piece of a file: a first line cut by the piece's start
+    (``at_start=False``) and a last line cut by its end (not ``at_end``) are left out."""
+    lines = data.split(b"\n")
+    if not at_start:
+        lines = lines[1:]
+    if not at_end and not data.endswith(b"\n"):
+        lines = lines[:-1]
+    return [line for line in lines if line.strip()]
+
+
+def _count_messages(file: BinaryIO) -> int:
+    """Lines that start a message entry, in one streamed pass (1 MB at a time)."""
+    needle = b"\n" + _MESSAGE
+    file.seek(0)
+    count, carry = 0, b""
+    while chunk := file.read(1 << 20):
+        data = carry + chunk
+        count += data.count(needle)
+        carry = data[-(len(needle) - 1) :]
+    return count
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -17,8 +18,9 @@ import anyio
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, Model, PiNotebookError
 from ..ai._request import cache_savings
+from ..ai._secret_env import knowing_secrets
 from ._events import BudgetExceededEvent
-from ._redact import redact_result, redact_text
+from ._redact import SessionKeys, redact_result, redact_text
 from ._settings import BudgetSettings, TimeoutSettings
 
 __all__ = ["AbortRun", "RunBudget", "RunHooks", "ToolTimeoutError", "guard_tool"]
@@ -69,7 +71,9 @@ def guard_tool(
     cancelled: a tool that ignores its signal cannot hold a stopped run (Pi would wait for it forever).
 
     Every key ``keys()`` returns is redacted from the result, from each ``on_update`` snapshot and from the text
-    of an exception the tool raises (which then becomes a plain ``RuntimeError``); see ``_redact``.
+    of an exception the tool raises (which then becomes a plain ``RuntimeError``); see ``_redact``. When ``keys``
+    is the session's :class:`~._redact.SessionKeys`, the call runs with them as
+    :func:`~pi_notebook.ai._keys.known_secrets` (the tools keep those variables out of the code they run).
 
     The signal's ``deadline`` is the earliest of the tool timeout, the run's deadlines (``run.deadlines()``:
     turn timeout, wall-time budget) and the parent signal's. The timers are asyncio timers: a tool that blocks
@@ -128,12 +132,15 @@ _Execute = Callable[[str, Any, AbortSignal, Any], Awaitable[AgentToolResult]]
 
 
 def _redacting(inner: _Execute, keys: Callable[[], list[str]]) -> _Execute:
+    known = keys.known if isinstance(keys, SessionKeys) else None
+
     async def execute(call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:
         def update(partial: AgentToolResult) -> None:
             on_update(redact_result(partial, keys()))
 
         try:
-            outcome: object = await inner(call_id, args, signal, update if on_update is not None else None)
+            with knowing_secrets(known()) if known is not None else nullcontext():
+                outcome: object = await inner(call_id, args, signal, update if on_update is not None else None)
         except AbortRun:
             raise
         except Exception as exc:

@@ -43,6 +43,7 @@ from ._events import AgentEndEvent, AgentSettledEvent, BudgetExceededEvent
 from ._guard import RunBudget
 from ._listeners import Listeners
 from ._queues import QueueTexts
+from ._redact_reply import ReplyRedaction
 from ._settings import Settings
 from ._store import SessionStore
 from ._summary import CompactionSummaryMessage
@@ -78,8 +79,10 @@ class Operation:
         settings: Settings,
         store: SessionStore | None,
         listeners: Listeners,
+        replies: ReplyRedaction,
     ) -> None:
         self._agent = agent
+        self._replies = replies
         self._retry = retry
         self._compactor = compactor
         self._queue = queue
@@ -234,15 +237,21 @@ class Operation:
     def on_agent_event(self, event: AgentEvent, signal: AbortSignal) -> None:
         """Session bookkeeping around each agent event, then the event for the session's listeners."""
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: nothing to keep, just pass it on
-            self._listeners.emit(event)
+            if self._replies.redactor is None:
+                self._listeners.emit(event)
+            else:
+                self._replies.update(event)  # a key the session knows may be streaming: held back, then redacted
             return
         match event:
             case MessageStartEvent(message=UserMessage() as message):
                 self._compactor.user_message_started()
                 self._queue.delivered(message)
+            case MessageStartEvent(message=AssistantMessage()):
+                self._replies.start()
             case TurnStartEvent():
                 self._timers.arm_turn(self._settings)
             case MessageEndEvent(message=message):
+                self._replies.end(message)
                 self._record(message)
             case TurnEndEvent():
                 self._timers.disarm("turn", fire_if_due=True)

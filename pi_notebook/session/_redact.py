@@ -7,9 +7,15 @@ knows, by ``***`` in the text content and the string values of ``details`` of ev
 snapshot, and in the text of a tool's exception. A key cut at the edge of a snapshot (an output tail that starts
 inside it, or output that stops in the middle of it) is redacted too.
 
-The keys (:class:`SessionKeys`): the agent's ``api_key`` and ``stream_options.api_key``, every key a
-``get_api_key`` given to the session returned, and the current values of the provider environment variables
-(:data:`~pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES`). Keys shorter than 8 characters are not redacted.
+The keys (:class:`SessionKeys`), every way a key can be configured: the agent's ``api_key`` and
+``stream_options.api_key``, every key a ``get_api_key`` given to the session returned, the values of credential
+headers (``model.headers``, ``stream_options.headers``: names that say auth/key/token/secret/cookie/signature), and
+the current values of the environment variables that hold keys (``pi_notebook.ai._keys.secret_variables``: the
+provider variables, the variable the model names with ``key_env`` whatever its name, and every variable whose name
+says key/token/secret/password). Keys shorter than 8 characters are not redacted. The same set, with the names of
+those variables, is what the session's tool guard makes :func:`~pi_notebook.ai._keys.known_secrets` during a
+call, so the tools leave the variables out of the agent's code's environment (see ``pi_notebook.tools.bash`` and
+``pi_notebook.kernel.python_tool``).
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from pydantic import SecretStr
 
 from ..agent import Agent, AgentToolResult
 from ..ai import TextContent, maybe_await
-from ..ai._keys import provider_key_values
-from ..ai._secret import MIN_SECRET_LEN, REDACTED, scrub_secrets, secret_spellings, secret_value
+from ..ai._secret import REDACTED, header_secrets, scrub_secrets, secret_spellings, secret_value
+from ..ai._secret_env import KnownSecrets, secret_variables
 
 __all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text"]
 
@@ -55,11 +61,17 @@ class SessionKeys:
 
         return asked
 
-    def __call__(self) -> list[str]:
+    def known(self) -> KnownSecrets:
+        """The keys (read now) and the environment variables that hold them."""
         agent = self._agent
-        keys = [secret_value(agent.api_key), agent.stream_options.api_key_value(), *self._asked]
-        keys += provider_key_values()
-        return [key.strip() for key in keys if key and len(key.strip()) >= MIN_SECRET_LEN]
+        model, options = agent.state.model, agent.stream_options
+        variables = secret_variables([model.key_env])
+        keys = [secret_value(agent.api_key), options.api_key_value(), *self._asked, *variables.values()]
+        keys += header_secrets(model.headers) + header_secrets(options.headers)
+        return KnownSecrets.of(variables, keys)
+
+    def __call__(self) -> list[str]:
+        return list(self.known().values)
 
 
 def redact_text(text: str, keys: Iterable[str]) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 from ..agent import Agent, AgentMessage, AgentTool, Hooks
 from ..ai import ImageContent, Model, StreamFn, TextContent, UserMessage
 from ..ai import stream as default_stream
+from ..ai._secret_env import known_during_call, known_secrets
 from ._agent_setup import AgentSetup
 from ._approval_gate import ApprovalGate, Approver
 from ._compactor import Compactor
@@ -44,6 +45,7 @@ from ._listeners import Listeners
 from ._operation import Operation, SessionBusyError
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
+from ._redact_reply import ReplyRedaction
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
@@ -66,8 +68,10 @@ class AgentSession:
     without one every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
 
     Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
-    key the session knows (its ``api_key``, what ``get_api_key`` returned, the provider environment variables)
-    from their results, updates and error texts (``_redact``).
+    key the session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment
+    variables that hold keys, the model's ``key_env`` among them) from their results, updates and error texts
+    (``_redact``); the tools keep those variables out of the code they run. The model's replies are redacted too,
+    as they stream and before they are recorded (``_redact_reply``).
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class AgentSession:
         if agent.session_id is None:  # keys the provider's prompt cache (Pi's AgentSession does the same)
             agent.session_id = (store.session_id if store is not None else None) or uuid.uuid4().hex
         self._keys = SessionKeys(agent)
+        replies = ReplyRedaction(self._keys, emit)
         self._retry = TurnRetry(agent, lambda: self._settings, emit)
         self._queue = QueueTexts(agent, emit)
         self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
@@ -115,6 +120,7 @@ class AgentSession:
             settings=settings,
             store=store,
             listeners=self._listeners,
+            replies=replies,
         )
         agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
         self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
@@ -163,9 +169,11 @@ class AgentSession:
         return frozenset(self._approval.always)
 
     def secret_keys(self) -> list[str]:
-        """The keys this session redacts from tool output (see ``_redact``), read now. For redacting only: never
-        show, log or send them."""
-        return self._keys()
+        """The keys this session redacts from tool output (see ``_redact``). For redacting only: never show, log or
+        send them. Inside one of its tool calls they are the ones the call started with (the environment variables
+        holding keys are hidden from the agent's code meanwhile, so they are not read again then)."""
+        known = known_secrets()
+        return list(known.values) if known_during_call() else self._keys()
 
     def approval_mode(self, tool_name: str) -> ApprovalMode:
         """``"ask"`` or ``"auto"``: what a call of the session's tool ``tool_name`` does now (the setting, the

@@ -113,12 +113,13 @@ class ToolSettings(_Section):
     """How tools are allowed to run (see :mod:`pi_notebook.session._approval_gate`)."""
 
     approval: ApprovalMode | dict[str, ApprovalMode] = Field(default_factory=dict)
-    """``"ask"`` (every tool asks before it runs), ``"auto"`` (none asks) or a map by tool name (a tool not
-    named follows the map's ``"*"`` entry, else its own default, ``AgentTool.approval``: the tools that run code or
-    change files or cells ask, the others do not; ``updated()`` turns a plain value into the ``"*"`` entry when one
-    tool is changed, so ``auto`` then ``bash=ask`` leaves the others ``auto``). Tools that only look (``read``,
-    ``ls``, ``grep``, ``find``, ``notebook_read``) never ask. Asking needs a host that can ask (the notebook's
-    widget); a session without an approver runs every tool."""
+    """``"ask"`` (every tool asks before it runs; those that ask only for some calls, only for those), ``"auto"`` (none
+asks) or a map by tool name (a tool not named follows the map's ``"*"`` entry, else its own default,
+``AgentTool.approval``: the tools that run code or change files or cells ask, and the tools that only look at
+files (``read``, ``ls``, ``grep``, ``find``) ask only for a path outside the working directory or a sensitive
+file; ``updated()`` turns a plain value into the ``"*"`` entry when one tool is changed, so ``auto`` then
+``bash=ask`` leaves the others ``auto``). ``notebook_read`` never asks. Asking needs a host that can ask (the
+notebook's widget); a session without an approver runs every tool."""
 
 
 def _default_sessions_dir() -> str | None:

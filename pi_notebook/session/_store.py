@@ -12,6 +12,8 @@ the file is created with its first entry, as Pi creates its own. Then one entry 
   "modifiedFiles"}}`` after a compaction;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
+The file is created ``0600`` and the folders the store creates for it ``0700`` (the user's only).
+
 Each entry is one ``write`` of a whole line, so a process killed with SIGKILL leaves every entry written
 before it; a torn last line (a kill in the middle of a write) is skipped on load, and a store that continues
 the file ends that line first, so the next entry starts on a line of its own. Text is UTF-8; a lone
@@ -24,6 +26,9 @@ with the next one (or at ``close``). Each failure is reported to the store's sub
 :class:`~pi_notebook.session.SessionWriteFailedEvent` (an :class:`AgentSession` emits it as a session event)
 or, with no subscriber, logged as a warning; the run goes on.
 
+One store writes a file at a time: it holds an advisory lock on the file while it has it open, and a store of
+another process (a second kernel resuming the same session) is refused with ``SessionInUseError`` (``_lock``).
+
 A file whose header has a newer format version than ours, or no header, is read by :func:`load_session` but
 not continued: ``SessionStore(path)`` raises :class:`SessionFileError` (Pi 0.83 has no such check; it reads
 and appends to any version). Reading, and what it tolerates, is described in ``_store_load.py``.
@@ -31,6 +36,7 @@ and appends to any version). Reading, and what it tolerates, is described in ``_
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -44,6 +50,7 @@ from typing import Any
 from ..agent import AgentMessage, CustomMessage
 from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
+from ._lock import lock_for_writing
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 from ._summary import CompactionSummaryMessage
 
@@ -88,10 +95,15 @@ class SessionStore:
         self._header: bytes | None = None  # a new file's header, until the file is created
         self.write_error: str | None = None
         """The last write failure's text; ``None`` once a write succeeds."""
-        loaded = _continuable(self.path)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._open()  # the writer's lock first: a file another kernel appends to is refused before it is read
+        try:
+            loaded = _continuable(self.path)
+        except BaseException:
+            self._release()
+            raise
         self.loaded: LoadedSession | None = loaded
         if loaded is not None:
-            self._open()
             self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
             for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
@@ -128,8 +140,22 @@ class SessionStore:
         return self._header is None
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        """Open the file to append (once), holding the writer's lock (``_lock``)."""
+        if self._fd >= 0:
+            return
+        _private_folders(self.path.parent)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            lock_for_writing(fd, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def _release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # releases the lock
+            self._fd = -1
 
     def _create(self) -> None:
         """Create the file and write its header. Raises ``OSError``, leaving it uncreated (a lazy store retries
@@ -196,9 +222,7 @@ class SessionStore:
         if self._pending:
             self._flush(final=True)
         self._closed = True
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._release()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -268,10 +292,28 @@ class SessionStore:
                 _log.exception("session store listener %r raised", listener)
 
 
+MAX_CONTINUE_BYTES = 256 << 20
+"""The largest file a store continues (``AgentSession.resume``, ``%pi resume``): a transcript is read whole, and
+one this large is far past any model's context window. ``load_session`` still reads larger ones."""
+
+
 def _continuable(path: Path) -> LoadedSession | None:
-    """The existing session to continue (``None``: start a new file), or SessionFileError."""
-    if not path.exists() or path.stat().st_size == 0:
+    """The existing session to continue (``None``: start a new file), or SessionFileError. A file too large, or
+    whose first line is not a session header, is refused before it is read whole."""
+    if not path.exists():
         return None
+    size = path.stat().st_size
+    if size == 0:
+        return None
+    if size > MAX_CONTINUE_BYTES:
+        raise SessionFileError(
+            f"{path} is {size / 1e6:.0f} MB, larger than a session is continued from ({MAX_CONTINUE_BYTES >> 20} MB):"
+            " not continued; read it with load_session() or start a new file"
+        )
+    if not _starts_with_header(path, size):
+        raise SessionFileError(
+            f"{path} has no session header: not continued (Pi cannot open it either); read it with load_session()"
+        )
     loaded = load_session(path)
     if not loaded.header and not loaded.all_ids and not loaded.problems:
         return None  # only blank lines
@@ -285,6 +327,34 @@ def _continuable(path: Path) -> LoadedSession | None:
             f"({FORMAT_VERSION}): not continued; read it with load_session() or start a new file"
         )
     return loaded
+
+
+def _starts_with_header(path: Path, size: int) -> bool:
+    """Whether the first JSON line in the file's first MB is a session header. A small file that holds no
+    complete JSON line there is left to ``load_session`` (blank lines, a torn first write)."""
+    with open(path, "rb") as file:
+        head = file.read(1 << 20)
+    for line in head.split(b"\n")[: None if size <= len(head) else -1]:
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        return isinstance(entry, dict) and entry.get("type") == "session"
+    return size <= len(head)
+
+
+def _private_folders(folder: Path) -> None:
+    """``mkdir -p folder``, each folder it creates readable by the user only (0700, like the files in it: a
+    session holds prompts, replies and tool output). Folders that exist are left as they are."""
+    missing: list[Path] = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile (another kernel)
+            path.mkdir(mode=0o700)
 
 
 def _ends_with_newline(path: Path) -> bool:

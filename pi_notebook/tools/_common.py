@@ -3,20 +3,25 @@
 File work (reading, walking a tree, writing) blocks, and a notebook's event loop must stay free for Stop clicks
 and streaming. So each tool runs its file work in a worker thread with :func:`in_thread`; the work calls
 ``stop.check()`` between files or chunks, which raises ``FileToolError("Operation aborted")`` once the run's
-signal aborts or the awaiting task is cancelled.
+signal aborts or the awaiting task is cancelled. The threads are the file tools' own (``_workers``), not the
+event loop's default executor, which resolves host names for the HTTP providers: a read that never returns must
+not starve them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import os
+import stat as stats
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from ..ai import AbortSignal, ToolError
+from ._workers import WORKERS, WorkersStuck
 
 __all__ = [
     "ABORTED",
@@ -56,6 +61,40 @@ def not_regular(verb: str, path: str) -> FileToolError:
     return FileToolError(f"Cannot {verb} {path}: not a regular file (a device, pipe or socket)", "EINVAL")
 
 
+BLOCKING_FILES = frozenset({"/proc/kmsg"})
+"""Regular files whose read waits for data that may never come (and consumes what it reads): refused by name.
+``trace_pipe`` files of the kernel's tracing file system are refused by their name too."""
+
+
+def may_block(path: str) -> bool:
+    """Whether reading ``path`` can block forever although it is a regular file (see :data:`BLOCKING_FILES`)."""
+    real = os.path.realpath(path)
+    return real in BLOCKING_FILES or os.path.basename(real).startswith("trace_pipe")
+
+
+def blocking_error(verb: str, path: str) -> FileToolError:
+    return FileToolError(
+        f"Cannot {verb} {path}: reading it can block forever (it waits for data that may never come)", "EAGAIN"
+    )
+
+
+def open_to_read(absolute: str, shown: str, verb: str = "read") -> BinaryIO:
+    """``absolute`` opened for reading without ever blocking on it: a file of :data:`BLOCKING_FILES` or that is
+    not a regular file (a FIFO, a device, a socket; checked on the open file, so a file swapped after a ``stat``
+    is caught) is refused with :class:`FileToolError`, and reads are non-blocking (``O_NONBLOCK``: a pseudo-file
+    with nothing to read raises ``BlockingIOError`` instead of waiting). Raises ``OSError`` as ``open`` does."""
+    if may_block(absolute):
+        raise blocking_error(verb, shown)
+    fd = os.open(absolute, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stats.S_ISREG(os.fstat(fd).st_mode):
+            raise not_regular(verb, shown)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def aborted_error() -> FileToolError:
     return FileToolError(ABORTED, "ABORTED")
 
@@ -83,7 +122,7 @@ class Stop:
 
 
 async def in_thread(work: Callable[[Stop], T], signal: AbortSignal | None, *, abandon_on_abort: bool = False) -> T:
-    """Run ``work(stop)`` in the loop's default executor and return its result.
+    """Run ``work(stop)`` in a file-tool thread (``_workers``) and return its result.
 
     When the signal aborts, the work sees it at its next ``stop.check()``. With ``abandon_on_abort`` (read-only
     work) this returns "Operation aborted" at once and lets the thread finish on its own at that check;
@@ -93,7 +132,11 @@ async def in_thread(work: Callable[[Stop], T], signal: AbortSignal | None, *, ab
     stop = Stop(signal)
     stop.check()
     loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(None, work, stop)
+    try:
+        job = WORKERS.submit(work, stop)
+    except WorkersStuck as exc:
+        raise FileToolError(str(exc), "EBUSY") from None
+    future = asyncio.wrap_future(job.future, loop=loop)
     aborted: asyncio.Future[None] | None = None
 
     def on_abort() -> None:
@@ -110,11 +153,15 @@ async def in_thread(work: Callable[[Stop], T], signal: AbortSignal | None, *, ab
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not future.done():
             stop.cancel()
+            WORKERS.abandon(job)
             future.add_done_callback(_consume)
             raise aborted_error()
-        return future.result()
+        result: T = future.result()
+        return result
     except asyncio.CancelledError:
         stop.cancel()
+        if abandon_on_abort:
+            WORKERS.abandon(job)
         future.add_done_callback(_consume)  # its outcome is dropped: we were cancelled
         if not abandon_on_abort:
             with suppress(BaseException):

@@ -5,20 +5,30 @@ Port of Pi's ``OutputAccumulator`` and ``truncateTail`` (coding-agent ``core/too
 is cut back to ``2 × max_bytes`` whenever it grows past twice that. Once the output exceeds a limit, the raw
 bytes (everything, from the first byte) go to ``<tempdir>/pi-bash-<16 hex>.log`` (``pi-python-`` for the
 ``python`` tool).
+
+The temp log is the user's only (created ``0600``), holds no key the result would redact (``secrets``: every
+spelling of each is written as ``***``; a key split between two chunks too, since the last bytes are held back
+until the next chunk or ``close()``), and is deleted when the process (the kernel) exits: the result names it so
+that the model can read the full output in a later call of the same session, so it lives as long as the session can
+(a kernel killed with SIGKILL runs no exit handler and leaves its logs; they are redacted and private).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
+import contextlib
 import math
 import os
 import secrets
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, TypedDict
 
 from ..agent import AgentToolResult
+from ..ai._secret import scrub_secrets_bytes, secret_spellings
 from ._common import js_to_fixed
 
 __all__ = [
@@ -126,6 +136,38 @@ def truncate_tail(text: str, max_lines: int, max_bytes: int) -> TailTruncation:
     return TailTruncation(content, True, truncated_by, len(lines), total_bytes, len(kept), _nbytes(content), partial)
 
 
+_temp_logs: set[str] = set()
+
+
+@atexit.register
+def remove_temp_logs() -> None:
+    """Delete the full-output logs this process wrote (run at exit; see the module docstring)."""
+    for path in list(_temp_logs):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        _temp_logs.discard(path)
+
+
+class _Scrubber:
+    """Redacts keys from a byte stream written in chunks: the last bytes (one spelling's length less one) wait
+    for the next chunk, so a key split between two chunks is still found."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self._secrets = secrets
+        self._keep = max((len(s.encode("utf-8", "surrogatepass")) for s in secret_spellings(secrets)), default=1) - 1
+        self._carry = b""
+
+    def feed(self, data: bytes) -> bytes:
+        data = scrub_secrets_bytes(self._carry + data, self._secrets)
+        cut = max(0, len(data) - self._keep)
+        self._carry = data[cut:]
+        return data[:cut]
+
+    def flush(self) -> bytes:
+        data, self._carry = self._carry, b""
+        return data
+
+
 class OutputAccumulator:
     """Collects a command's raw output chunks; see the module docstring for the memory bound.
 
@@ -133,8 +175,16 @@ class OutputAccumulator:
     is then reported as not saved).
     """
 
-    def __init__(self, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES, prefix: str = "pi-bash"):
-        """``prefix`` names the temp file: ``<tempdir>/<prefix>-<16 hex>.log``."""
+    def __init__(
+        self,
+        max_lines: int = DEFAULT_MAX_LINES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        prefix: str = "pi-bash",
+        secrets: Iterable[str] = (),
+    ):
+        """``prefix`` names the temp file: ``<tempdir>/<prefix>-<16 hex>.log``; ``secrets`` are redacted from it."""
+        known = tuple(secrets)
+        self._scrubber = _Scrubber(known) if secret_spellings(known) else None
         self.max_lines = max_lines
         self._prefix = prefix
         self.max_bytes = max_bytes
@@ -207,7 +257,9 @@ class OutputAccumulator:
         return Snapshot(tail.content, truncation, self.full_output_path)
 
     def close(self) -> None:
-        """Close the temp file (it stays on disk); idempotent."""
+        """Close the temp file (it stays on disk until the process exits); idempotent."""
+        if self._file is not None and self._scrubber is not None:
+            self._write_through(self._scrubber.flush())
         file, self._file = self._file, None
         if file is not None:
             try:
@@ -277,6 +329,7 @@ class OutputAccumulator:
             self.file_error = str(exc)
             self._raw = []
             return
+        _temp_logs.add(path)
         self._file = os.fdopen(fd, "wb")
         self.full_output_path = path
         raw, self._raw = self._raw, []
@@ -284,7 +337,12 @@ class OutputAccumulator:
             self._write(chunk)
 
     def _write(self, data: bytes) -> None:
-        if self._file is None:
+        if self._scrubber is not None and self._file is not None:
+            data = self._scrubber.feed(data)
+        self._write_through(data)
+
+    def _write_through(self, data: bytes) -> None:
+        if self._file is None or not data:
             return
         try:
             self._file.write(data)

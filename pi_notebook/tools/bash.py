@@ -26,13 +26,16 @@ death at once and kills the trees of the calls still running: SIGTERM, then SIGK
 (about 0.2-0.3 s with the default grace when a process ignores SIGTERM; ``bench/bench_bash.py`` measures it).
 It finds the processes the same ways as an abort (marker, process group, parentage); see ``_lifeline``.
 
-The command's environment is ``os.environ`` without the provider credential variables (``OPENAI_API_KEY``,
-``ANTHROPIC_API_KEY`` and the others in ``pi_notebook.ai._keys.PROVIDER_KEY_VARIABLES``), plus ``env``, plus
-``PI_NOTEBOOK_BASH_RUN=<random token>``, the marker by which escaped descendants are found. So a model that
-runs ``env`` does not put a key into its transcript. ``provider_keys=True`` passes those variables through (for
-commands that call a provider themselves); a variable given in ``env`` is always passed. Either way, an
-``AgentSession`` redacts every key it knows from tool results, updates and errors (``session._redact``), so a
-key a command prints shows as ``***``; a tool used without a session gets no redaction.
+The command's environment is ``os.environ`` without the variables that hold keys, plus ``env``, plus
+``PI_NOTEBOOK_BASH_RUN=<random token>``, the marker by which escaped descendants are found. The variables left out
+are ``pi_notebook.ai._keys.known_secrets().variables``: under an ``AgentSession``, the provider variables
+(``OPENAI_API_KEY``, ...), the variable its model names with ``key_env`` whatever its name, and every variable whose
+name says key/token/secret/password (``ai._secret.is_secret_name``); without a session, the same minus ``key_env``.
+So a model that runs ``env`` does not put a key into its transcript. ``provider_keys=True`` passes those variables
+through (for commands that call a provider themselves); a variable given in ``env`` is always passed. Either way,
+an ``AgentSession`` redacts every key it knows from tool results, updates and errors (``session._redact``), so a
+key a command prints shows as ``***``; a tool used without a session gets no redaction. The full-output temp log
+is redacted too (see ``_output``).
 
 What the timeout does not cover: the spawn itself; and once it fires, the kill (``kill_grace_ms`` plus a few
 ms) and the drain of output already in the pipe (at most 250 ms) still run before the error is raised.
@@ -52,7 +55,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, ToolError
-from ..ai._keys import PROVIDER_KEY_VARIABLES
+from ..ai._secret_env import known_secrets
 from ._common import js_number
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text
 from ._process import Outcome, run_shell
@@ -180,10 +183,11 @@ class _Bash:
         self.provider_keys = provider_keys
 
     def environment(self) -> dict[str, str]:
-        """``os.environ`` (read now) without provider keys unless ``provider_keys``, then ``env`` on top."""
+        """``os.environ`` (read now) without the variables that hold keys unless ``provider_keys``, then ``env``
+        on top."""
         base = dict(os.environ)
         if not self.provider_keys:
-            for name in PROVIDER_KEY_VARIABLES:
+            for name in known_secrets().variables:
                 base.pop(name, None)
         return {**base, **self.env}
 
@@ -206,7 +210,7 @@ class _Bash:
         self, tool_call_id: str, args: Any, signal: AbortSignal | None, on_update: Any
     ) -> AgentToolResult:
         call = self.prepare(args, signal)
-        output = OutputAccumulator(self.max_lines, self.max_bytes)
+        output = OutputAccumulator(self.max_lines, self.max_bytes, secrets=known_secrets().values)
         progress = Progress(on_update, output, self.interval_s)
         try:
             outcome = await self._run(call, output, progress, signal)
@@ -267,8 +271,8 @@ def bash_tool(
     - ``timeout_s``: timeout for calls that give none (``None``: no timeout, as in Pi).
     - ``kill_grace_ms``: time between SIGTERM and SIGKILL on abort, timeout and ``kill_background``.
     - ``env``: added to ``os.environ`` (read at each call) for the command.
-    - ``provider_keys``: also pass the provider key variables (``OPENAI_API_KEY``, ...) from ``os.environ``;
-      by default they are left out.
+    - ``provider_keys``: also pass the variables that hold keys (``OPENAI_API_KEY``, a model's ``key_env``,
+      ``*_TOKEN``, ...) from ``os.environ``; by default they are left out.
     - ``max_lines`` / ``max_bytes``: the output tail kept in the result.
     - ``update_interval_ms``: least time between two ``on_update`` snapshots.
     - ``kill_background``: on normal completion, also kill what the command left running.

@@ -40,6 +40,7 @@ from ._glob import GlobError, compile_glob
 from ._ignore import IgnoreRules
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, resolve_to_cwd
+from ._sensitive import path_check
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
 from ._walk import walk
 
@@ -145,6 +146,7 @@ def find_tool(cwd: str | Path | None = None) -> AgentTool:
         description=DESCRIPTION,
         parameters=PARAMETERS,
         execute=execute,
-        approval="never",
+        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
         prompt=PROMPT,
+        needs_approval=path_check(root),
     )

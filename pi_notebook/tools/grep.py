@@ -26,7 +26,8 @@ matches within one line)`` (ripgrep's first line; its advice to use ``--multilin
 searched one by one in a fixed order (sorted by path, depth first) where
 ripgrep searches in parallel and its order varies. A search slower than 10 s on one block (catastrophic
 backtracking) fails with an error. A device, pipe or socket given as ``path`` is refused (ripgrep would read
-it and may never finish). The abort signal is checked between files and blocks; the tool returns at once on
+it and may never finish), and so is a file whose read can block forever (``/proc/kmsg``; under a directory such
+a file is skipped). The abort signal is checked between files and blocks; the tool returns at once on
 abort.
 """
 
@@ -56,6 +57,7 @@ from ._ignore import IgnoreRules, PatternSet
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, resolve_to_cwd
 from ._search import LineMatch, file_lines, search_file
+from ._sensitive import path_check
 from ._truncate import GREP_MAX_LINE_LENGTH, MAX_SAFE_INTEGER, truncate_head, truncate_line
 from ._walk import walk
 
@@ -163,6 +165,10 @@ def _collect(query: _Query, root: str, is_dir: bool, compiled: regex.Pattern[str
             ) from None
         except OSError:
             return  # unreadable files are skipped, as ripgrep does (it reports them on stderr)
+        except FileToolError as refused:  # a file whose read could block forever (or the stop)
+            if explicit or refused.aborted:
+                raise FileToolError(str(refused).replace(path, query.path or path), refused.code) from None
+            return
         if matches:
             found.append(_FileMatches(path, display_name(shown_as), matches))
             total += len(matches)
@@ -271,6 +277,7 @@ def grep_tool(cwd: str | Path | None = None) -> AgentTool:
         description=DESCRIPTION,
         parameters=PARAMETERS,
         execute=execute,
-        approval="never",
+        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
         prompt=PROMPT,
+        needs_approval=path_check(root),
     )

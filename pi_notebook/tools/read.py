@@ -16,8 +16,10 @@
 Differences from Pi: the file is streamed, so a huge file (even one huge line) costs one pass and about one
 256 KB chunk plus the shown text in memory (Pi reads it whole); the abort signal is checked between chunks; a
 device, pipe or socket is refused (``Cannot read <path>: not a regular file ...``) where Pi would block or read
-forever; Pi's note for models without image input is left to the provider layer (the tool does not know the
-model). Paths: see ``_paths``.
+forever, and so is a regular file whose read can wait forever (``/proc/kmsg``, a tracing ``trace_pipe``; every
+file is read with ``O_NONBLOCK``, so such a pseudo-file is refused rather than waited on: ``Cannot read <path>:
+reading it can block forever ...``); Pi's note for models without image input is left to the provider layer (the
+tool does not know the model). Paths: see ``_paths``.
 """
 
 from __future__ import annotations
@@ -29,11 +31,22 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, ImageContent, TextContent
-from ._common import FileToolError, Stop, in_thread, not_regular, optional_number, required_string
+from ._common import (
+    FileToolError,
+    Stop,
+    blocking_error,
+    in_thread,
+    may_block,
+    not_regular,
+    open_to_read,
+    optional_number,
+    required_string,
+)
 from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
 from ._read_text import OffsetBeyondEnd, Selection, read_chunks, select_lines
+from ._sensitive import path_check
 
 __all__ = ["read_tool"]
 
@@ -95,6 +108,8 @@ def _text_output(selection: Selection, path: str) -> tuple[str, Any]:
 
 def _read(cwd: str, path: str, offset: int | None, limit: int | None, stop: Stop) -> AgentToolResult:
     absolute = resolve_read_path(path, cwd)
+    if may_block(absolute):
+        raise blocking_error("read", path)
     _check_access(absolute)
     stop.check()
     mode = os.stat(absolute).st_mode
@@ -103,7 +118,7 @@ def _read(cwd: str, path: str, offset: int | None, limit: int | None, stop: Stop
     if not stats.S_ISREG(mode):
         raise not_regular("read", path)
     try:
-        with open(absolute, "rb") as file:
+        with open_to_read(absolute, path) as file:
             mime = detect_image_mime_type(file.read(SNIFF_BYTES))
             file.seek(0)
             if mime is not None:
@@ -117,6 +132,8 @@ def _read(cwd: str, path: str, offset: int | None, limit: int | None, stop: Stop
                     raise FileToolError(
                         f"Offset {offset} is beyond end of file ({exc.total_lines} lines total)"
                     ) from None
+    except BlockingIOError:
+        raise blocking_error("read", path) from None
     except OSError as exc:
         raise node_error(exc, "read") from None
     if mime is None:
@@ -149,6 +166,7 @@ def read_tool(cwd: str | Path | None = None) -> AgentTool:
         description=DESCRIPTION,
         parameters=PARAMETERS,
         execute=execute,
-        approval="never",
+        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
         prompt=PROMPT,
+        needs_approval=path_check(root),
     )

@@ -417,6 +417,35 @@ async def test_no_key_reaches_the_file_from_headers_environment_bodies_or_settin
     assert replayed.stop_reason == "stop"
 
 
+async def test_credential_headers_and_environment_secrets_of_any_name_are_masked_by_the_one_rule(
+    server: FaultServer, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 8: headers whose names say auth/key/token/secret/cookie/signature (not only the five the
+    cassette listed) are ``[redacted]``, and a secret in an environment variable not named ``*_API_KEY``
+    (``SERVICE_TOKEN``, ``DB_PASSWORD``) is masked wherever it appears."""
+    headers = {
+        "X-Auth-Token": "auth-token-canary-51c9e2",
+        "Ocp-Apim-Subscription-Key": "apim-canary-0b7d44",
+        "X-Hub-Signature-256": "sha256=signature-canary-93aa",
+        "X-Trace-Id": "trace-visible-1234",
+    }
+    monkeypatch.setenv("SERVICE_TOKEN", "service-token-canary-6e1f")
+    monkeypatch.setenv("DB_PASSWORD", "db-password-canary-2c8b")
+    echo = "service-token-canary-6e1f db-password-canary-2c8b"
+    server.script([Reply.text(f"echo {echo}", chunk_chars=7)])
+    model = model_for("openai", server.base_url).model_copy(update={"headers": headers})
+    with Cassette(path):
+        _, reply = await run_stream(model, f"send {echo}")
+    assert reply.stop_reason == "stop"
+    text = read(path)
+    for secret in ["service-token-canary-6e1f", "db-password-canary-2c8b", *list(headers.values())[:3]]:
+        assert secret not in text
+    recorded = lines(path)[1]["request"]["headers"]
+    assert recorded["x-auth-token"] == recorded["ocp-apim-subscription-key"] == "[redacted]"
+    assert recorded["x-hub-signature-256"] == "[redacted]"
+    assert recorded["x-trace-id"] == "trace-visible-1234"  # only credentials are hidden
+
+
 def test_a_secret_split_across_chunks_is_masked_in_both() -> None:
     redactor = Redactor([CANARY]).with_header_secrets([("authorization", "Bearer sk-other-123456")])
     chunks = [Chunk(0.1, b'data: "sk-can'), Chunk(0.2, b'ary-7f3e9d1c5b" sk-other-123456'), Chunk(0.3, b"!")]

@@ -42,6 +42,11 @@ def test_compatible_specs_split_into_url_and_model(spec: str, expected: tuple[st
         ("openai-compatible:ftp://host:model", "expected openai-compatible:<http(s) base url>:<model>"),
         ("openai-compatible:http://host/v1:two words", "contains whitespace"),
         ("anthropic-proxy:http://host:m", "unknown model spec"),
+        # issue 30 item 16: a port outside 1-65535 was accepted
+        ("openai-compatible:http://127.0.0.1:99999/v1:m", "port 99999 is out of range (1-65535)"),
+        ("openai-compatible:http://127.0.0.1:0/v1:m", "port 0 is out of range (1-65535)"),
+        ("anthropic-compatible:https://host:65536:m", "port 65536 is out of range (1-65535)"),
+        ("openai-compatible:file:///etc/passwd:m", "expected openai-compatible:<http(s) base url>:<model>"),
     ],
 )
 def test_a_bad_spec_is_a_one_line_error_saying_what_is_wrong(spec: str, message: str) -> None:

@@ -8,7 +8,15 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from pi_notebook.ai._secret import ApiKeyError, clean_api_key, mask_headers, scrub_secrets, strip_api_key
+from pi_notebook.ai._secret import (
+    ApiKeyError,
+    clean_api_key,
+    is_secret_name,
+    mask_headers,
+    scrub_secrets,
+    strip_api_key,
+)
+from pi_notebook.ai._secret_env import secret_variables
 
 KEY = "sk-ab+c/d=e%f g\n"  # characters that each encoding spells differently
 
@@ -51,3 +59,37 @@ def test_a_key_is_stripped_and_a_key_with_a_control_character_inside_is_refused_
 def test_credential_headers_are_masked() -> None:
     headers = {"Authorization": "Bearer x", "X-Goog-Api-Key": "y", "Cookie": "z", "Accept": "json"}
     assert mask_headers(headers) == {"Authorization": "***", "X-Goog-Api-Key": "***", "Cookie": "***", "Accept": "json"}
+
+
+SECRET_NAMES = [
+    "Authorization",
+    "Proxy-Authorization",
+    "X-Api-Key",
+    "api-key",
+    "X-Auth-Token",
+    "Ocp-Apim-Subscription-Key",
+    "Set-Cookie",
+    "X-Hub-Signature-256",
+    "OPENAI_API_KEY",
+    "LITELLM_KEY",
+    "HF_TOKEN",
+    "PGPASSWORD",
+    "AWS_SECRET_ACCESS_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+]
+PLAIN_NAMES = ["Content-Type", "Keep-Alive", "X-Trace-Id", "GIT_AUTHOR_NAME", "XAUTHORITY", "SSH_AUTH_SOCK", "PATH"]
+
+
+def test_one_rule_says_which_header_and_variable_names_hold_a_secret() -> None:
+    """Issue 30 item 8: the rule every part of the package uses (reprs, error texts, cassettes, tool environments,
+    redaction): a word of the name ends with key/token/secret/password/credential/cookie/signature/auth."""
+    assert [name for name in SECRET_NAMES if not is_secret_name(name)] == []
+    assert [name for name in PLAIN_NAMES if is_secret_name(name)] == []
+    headers = dict.fromkeys(SECRET_NAMES[:8], "v") | {"Accept": "json"}
+    assert mask_headers(headers) == dict.fromkeys(SECRET_NAMES[:8], "***") | {"Accept": "json"}
+
+
+def test_the_environment_s_secret_variables_follow_the_rule_and_a_key_env_name() -> None:
+    environ = {"LLM_PROXY": "sk-proxy-123456", "HF_TOKEN": "hf-123456789", "HOME": "/root", "SSH_AUTH_SOCK": "/s"}
+    assert secret_variables(environ=environ) == {"HF_TOKEN": "hf-123456789"}
+    assert secret_variables(["LLM_PROXY"], environ) == {"LLM_PROXY": "sk-proxy-123456", "HF_TOKEN": "hf-123456789"}

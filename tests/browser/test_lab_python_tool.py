@@ -9,6 +9,7 @@ As in test_lab_python_stop.py, the server gets the working tree's bundle first o
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
@@ -121,17 +122,21 @@ def test_prints_and_rich_outputs_show_in_the_panel_while_the_code_runs(lab: Jupy
 
 
 def test_code_stuck_after_stop_is_shown_until_it_returns(lab: JupyterLab) -> None:
-    """SIGINT blocked by the code: Stop cannot end it until it unblocks, when the file appears."""
-    flag = lab.root / "stuck-go-on"
+    """Every signal blocked and the code in one C call (a read from a pipe nobody writes yet): no interrupt can end
+    it until the call returns, when the test writes to the pipe. (Python code with SIGINT blocked is ended anyway:
+    the escalation's SIGURG and trace reach it, tests/notebook/test_python_stop_escalation.py.)"""
+    pipe = lab.root / "stuck-pipe"
+    os.mkfifo(pipe)
     code = (
-        "import pathlib, signal, time\n"
+        "import os, signal\n"
         "print('working')\n"
-        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n"
         "try:\n"
-        f"    while not pathlib.Path({str(flag)!r}).exists():\n"
-        "        time.sleep(0.01)\n"
+        f"    fd = os.open({str(pipe)!r}, os.O_RDONLY)\n"
+        "    os.read(fd, 1)\n"
+        "    os.close(fd)\n"
         "finally:\n"
-        "    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+        "    signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals())\n"
         "print('not reached')"
     )
     page = start(lab, [setup(code), "%pi block", "print('next', 6 * 7)"], "stuck")
@@ -147,7 +152,8 @@ def test_code_stuck_after_stop_is_shown_until_it_returns(lab: JupyterLab) -> Non
     expect(status).to_have_text(f"pi: running tool, {STUCK}", timeout=WAIT)  # pushed while the loop is blocked
     assert view.locator(".pi-log-agent_settled").count() == 0  # not settled while the code runs
     lab.screenshot(page, "lab-python-stuck.png")
-    flag.touch()
+    with open(pipe, "wb") as writer:  # the code's read returns
+        writer.write(b"x")
     expect(view.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=true", timeout=WAIT)
     expect(panel.locator(".pi-tool-note")).to_be_hidden()
     expect(view.locator(".pi-run-state")).to_have_text("aborted")

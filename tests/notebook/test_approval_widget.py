@@ -5,6 +5,7 @@ the system prompt says, ``%pi tools``, and the widget's Run / Skip / Always with
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import time
 from typing import Any
@@ -93,9 +94,10 @@ def test_percent_pi_tools_lists_each_tool_with_its_approval_mode() -> None:
     session = registry.get().session
     text = describe_tools(session)
     rows = {line.split()[0]: line.split()[1] for line in text.splitlines() if line and not line.startswith("approval")}
-    assert rows == {"read": "auto", "bash": "ask", "edit": "ask", "write": "ask", "grep": "auto", "find": "auto",
-                    "ls": "auto", "python": "ask", "notebook_read": "auto", "cell_insert": "ask", "cell_edit": "ask",
+    assert rows == {"read": "ask", "bash": "ask", "edit": "ask", "write": "ask", "grep": "ask", "find": "ask",
+                    "ls": "ask", "python": "ask", "notebook_read": "auto", "cell_insert": "ask", "cell_edit": "ask",
                     "cell_delete": "ask", "cell_run": "ask"}  # fmt: skip
+    assert re.search(r"^read +ask \(outside cwd, secrets\)", text, re.M)  # the looking tools ask only for those
     session.settings = session.settings.updated(tools={"approval": "auto"})
     assert "ask" not in describe_tools(session).split("approval:")[0]
 

@@ -72,6 +72,7 @@ def test_from_server_reads_the_context_window_of_the_only_model(
         ("model openai:gpt-4o --key-env sk-abc", "pi: key_env must name an environment variable"),
         ("model openai:gpt-4o --from-server", "pi: not a compatible-server spec"),
         ("model openai:gpt-4o --context-window -1", "pi: model: argument --context-window: expected a positive"),
+        ("model openai-compatible:http://127.0.0.1:99999/v1:m", "port 99999 is out of range (1-65535)"),
     ],
 )
 def test_bad_model_options_are_one_line_messages_and_keep_the_model(

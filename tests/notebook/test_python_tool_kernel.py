@@ -237,13 +237,13 @@ STUCK_TEXT = "waiting for the code to return to Python"
 UNINTERRUPTIBLE = """
 import ctypes, signal, time
 libc = ctypes.CDLL(None)
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # a C call that ignores signals
-print('working')  # the test stops the run once it sees this: SIGINT is blocked by then
+signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())  # a C call that no signal ends
+print('working')  # the test stops the run once it sees this: signals are blocked by then
 try:
     libc.sleep(2)
 finally:
     returned = time.monotonic()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals())
 print('not reached')
 """
 
@@ -296,13 +296,15 @@ def test_a_key_the_agents_code_prints_never_reaches_the_widget_even_cut_between_
     comm, then the rest: every live operation is redacted, as the result is (issue 30 item 5)."""
     sent, rest_sent = tmp_path / "first-piece-sent", tmp_path / "second-piece-sent"
     code = (
-        "import os, pathlib, sys, time\nkey = os.environ['OPENAI_API_KEY']\nprint('whole', key)\n"
+        "import pathlib, sys, time\nkey = users_key\nprint('whole', key)\n"
         "sys.stdout.write('cut ' + key[:7]); sys.stdout.flush()\n"
         f"while not pathlib.Path({str(sent)!r}).exists():\n    time.sleep(0.01)\n"
         "sys.stdout.write(key[7:] + ' done\\n'); sys.stdout.flush()\n"
         f"while not pathlib.Path({str(rest_sent)!r}).exists():\n    time.sleep(0.01)\n"
     )
-    frontend.run(f"import os\nos.environ['OPENAI_API_KEY'] = {CANARY!r}")
+    # the key is in the environment (so the session knows it) and in a variable of the user's: the agent's code
+    # does not see the environment's keys (they are hidden while it runs), but it can print a variable
+    frontend.run(f"import os\nos.environ['OPENAI_API_KEY'] = users_key = {CANARY!r}")
     try:
         start(frontend, code)
         wait_for_op(frontend, lambda op: op["op"] == "tool_append" and "cut" in op["text"], "the first write")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from pi_notebook.session import (
     SessionBusyError,
     SessionEvent,
     SessionFileError,
+    SessionInUseError,
     SessionStore,
     Settings,
     list_sessions,
@@ -27,6 +30,25 @@ def test_the_folder_of_a_working_directory_is_named_as_pi_names_it(tmp_path: Pat
     # Pi 0.83 getDefaultSessionDirPath: `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`
     assert session_folder(tmp_path / "root", "/home/me/my proj") == tmp_path / "root" / "--home-me-my proj--"
     assert session_folder("~/x", "/a").parent == Path("~/x").expanduser()
+
+
+def test_the_folders_a_store_creates_are_the_users_only(tmp_path: Path) -> None:
+    """Issue 30 item 14: a session's folders are 0700 (they were 0755), as its file is 0600, whatever the umask
+    leaves open; a folder that already exists keeps its mode."""
+    existing = tmp_path / "home"
+    existing.mkdir(mode=0o755)
+    existing.chmod(0o755)
+    old = os.umask(0o022)
+    try:
+        root = existing / "sessions"
+        store = SessionStore.new(session_folder(root, "/home/me/proj"), lazy=True)
+        store.append_message(UserMessage(content=[TextContent(text="hi")]))
+        store.close()
+    finally:
+        os.umask(old)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (root, store.path.parent, store.path)}
+    assert modes == {"sessions": 0o700, "--home-me-proj--": 0o700, store.path.name: 0o600}
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o755  # a folder that existed is left alone
 
 
 def test_a_new_file_is_named_with_time_and_session_id_and_a_lazy_one_appears_with_its_first_entry(
@@ -112,3 +134,15 @@ def test_sessions_dir_defaults_under_home_follows_the_environment_and_none_turns
     monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", "none")
     assert Settings().sessions.dir is None and Settings.load().sessions.dir is None
     assert Settings(sessions={"dir": "/x"}).updated(sessions={"dir": "none"}).sessions.dir is None
+
+
+def test_a_file_is_continued_by_one_store_at_a_time(tmp_path: Path) -> None:
+    """Issue 30 item 6 (the two-kernel case is tests/notebook/test_two_kernels_one_session.py): the store that
+    appends to a file holds its lock; another store of it is refused until the first closes."""
+    first = SessionStore.new(tmp_path)
+    first.append_message(UserMessage(content=[TextContent(text="hi")]))
+    with pytest.raises(SessionInUseError, match=r"is in use by another (kernel|process)"):
+        SessionStore(first.path)
+    first.close()
+    with SessionStore(first.path) as second:
+        assert second.loaded is not None and len(second.loaded.messages) == 1

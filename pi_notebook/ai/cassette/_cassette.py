@@ -44,7 +44,7 @@ from typing import Literal, TypeAlias, get_args
 
 import httpx
 
-from .._secret import ENV_KEYS
+from .._secret_env import secret_variables
 from ._format import Exchange, FormatError, TapeRequest, header_line, parse_lines
 from ._match import Redactor, first_difference, match_key, without_fields
 from ._route import CassetteError, activate, deactivate
@@ -208,8 +208,7 @@ class Cassette:
         return match_key(request.method, request.url, body)
 
     def _redactor(self) -> Redactor:
-        names = {*ENV_KEYS.values(), *(name for name in os.environ if name.endswith("_API_KEY"))}
-        return Redactor([*(os.environ.get(name, "") for name in names), *self._secrets])
+        return Redactor([*secret_variables().values(), *self._secrets])
 
     def _write(self, exchange: Exchange) -> None:
         with self._lock:

@@ -1,8 +1,10 @@
 """What a cassette hides (secrets) and how it recognises a request (method, URL, JSON body minus varying fields).
 
-Secrets: the values of authentication headers (``authorization``, ``x-api-key``, cookies, …) are written as
-``[redacted]``, and every occurrence of a secret *value* (an API key from the environment, a configured one, or
-the token found in an authentication header) is replaced wherever else it appears: URL, header values, request
+Secrets: the values of credential headers are written as ``[redacted]``: every header whose name says
+auth/key/token/secret/cookie/signature (``authorization``, ``x-api-key``, ``x-auth-token``,
+``ocp-apim-subscription-key``, ``set-cookie``, …; the package's one rule, ``_secret.is_secret_name``), and every
+occurrence of a secret *value* (a key in the environment, see ``_keys.secret_variables``; a configured one; or the
+token found in a credential header) is replaced wherever else it appears: URL, header values, request
 body, error texts (by ``[redacted]``) and response body (each character by ``*``, so chunk boundaries and
 lengths stay as recorded, even when a key spans two chunks). Values shorter than 6 characters are not searched
 for (they would mask ordinary text); their headers are still redacted.
@@ -14,12 +16,12 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._secret import header_secrets, is_secret_name
 from ._format import Chunk
 
 __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
-    "SENSITIVE_HEADERS",
     "Redactor",
     "first_difference",
     "match_key",
@@ -28,9 +30,6 @@ __all__ = [
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 6
-SENSITIVE_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie"}
-)
 
 
 class Redactor:
@@ -41,12 +40,8 @@ class Redactor:
         self._secrets = tuple(sorted(unique, key=len, reverse=True))  # longest first: no partial leftovers
 
     def with_header_secrets(self, headers: Iterable[tuple[str, str]]) -> Redactor:
-        """Also hide the values of ``headers``' authentication headers (``Bearer <token>``: the token too)."""
-        found = []
-        for name, value in headers:
-            if name.lower() in SENSITIVE_HEADERS:
-                found.append(value)
-                found.append(value.partition(" ")[2])
+        """Also hide the values of ``headers``' credential headers (``Bearer <token>``: the token too)."""
+        found = header_secrets(list(headers))
         return Redactor((*self._secrets, *found)) if found else self
 
     def text(self, value: str) -> str:
@@ -69,10 +64,7 @@ class Redactor:
 
     def headers(self, headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """Lower-cased names; authentication headers' values replaced, secrets masked in the others."""
-        return [
-            (name.lower(), REDACTED if name.lower() in SENSITIVE_HEADERS else self.text(value))
-            for name, value in headers
-        ]
+        return [(name.lower(), REDACTED if is_secret_name(name) else self.text(value)) for name, value in headers]
 
     def chunks(self, chunks: Sequence[Chunk]) -> list[Chunk]:
         """The body with every secret's bytes replaced by ``*``; same chunk count, lengths and times."""
