@@ -22,6 +22,7 @@ __all__ = [
     "PROVIDER_KEY_VARIABLES",
     "REPLAY_KEY",
     "provider_key_values",
+    "replay_key",
     "resolve_api_key",
 ]
 
@@ -46,6 +47,12 @@ def provider_key_values() -> list[str]:
     return [value for name in PROVIDER_KEY_VARIABLES if (value := os.environ.get(name))]
 
 
+def replay_key() -> str | None:
+    """:data:`REPLAY_KEY` while the active cassette can only replay (no request will leave), else ``None``."""
+    cassette = active_cassette()
+    return REPLAY_KEY if cassette is not None and cassette.offline else None
+
+
 def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) -> str | Exception | None:
     """The key to send, ``None`` when none is needed, or an error to report (never raised here)."""
     key = (options.api_key_value() or "").strip()
@@ -60,9 +67,8 @@ def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) ->
         if problem is None:
             return key
         return ProviderError(f"The API key for provider {provider} (from {source}) {problem}; it was not sent")
-    cassette = active_cassette()
-    if cassette is not None and cassette.offline:
-        return REPLAY_KEY
+    if (placeholder := replay_key()) is not None:
+        return placeholder
     if required:
         names = (ENV_KEYS.get(provider, f"{provider.upper()}_API_KEY"), *ENV_FALLBACK_KEYS.get(provider, ()))
         return ProviderError(f"No API key for provider {provider}: set {' or '.join(names)} or pass api_key")

@@ -329,6 +329,30 @@ async def test_without_a_key_recording_still_fails_as_without_a_cassette(
     assert read(path) == ""
 
 
+async def test_a_key_env_model_replays_with_no_key_in_mode_none(
+    server: FaultServer, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``%pi model ... --key-env VAR``: the variable holds the key while recording; replay-only needs none."""
+    server.script([Reply.text("answered with the proxy's key")])
+    model = model_for("openai", server.base_url).model_copy(update={"provider": "litellm", "key_env": "PROXY_KEY"})
+    monkeypatch.setenv("PROXY_KEY", CANARY)
+    with Cassette(path):
+        _, live = await run_stream(model)
+    assert server.requests[0].api_key == CANARY
+    assert CANARY not in read(path)
+    await close_server(server)
+    monkeypatch.delenv("PROXY_KEY")
+    with Cassette(path, mode="none") as cassette:
+        _, replayed = await run_stream(model)
+    assert cassette.replayed == 1
+    assert first_text(replayed) == first_text(live) == "answered with the proxy's key"
+    with Cassette(path):  # mode once with the file there: replay-only too
+        _, again = await run_stream(model)
+    assert first_text(again) == "answered with the proxy's key"
+    _, without = await run_stream(model)  # no cassette: the key is required, as before
+    assert without.error_message == "No API key for model gpt-test: set the environment variable PROXY_KEY"
+
+
 def test_bad_arguments_and_bad_files_are_clear_errors(path: Path) -> None:
     with pytest.raises(ValueError, match="unknown cassette mode 'sometimes'"):
         Cassette(path, mode="sometimes")  # type: ignore[arg-type]
