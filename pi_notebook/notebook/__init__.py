@@ -30,6 +30,7 @@ from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._saved import last_session_line, notebook_path
+from ._volatile import interactive, show_volatile
 from .widget._view import RunView, TranscriptWidget
 
 __all__ = [
@@ -63,7 +64,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def _greet() -> None:
-    """One line when this working directory has a saved session (``%pi resume`` continues it)."""
+    """One line when this working directory has a saved session (``%pi resume`` continues it), for a person: not
+    in a notebook being executed (nbclient, nbval), and marked so that a check of the saved notebook leaves it out
+    (``_volatile``): it depends on what ran before."""
+    if not interactive():
+        return
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
     try:
@@ -71,7 +76,7 @@ def _greet() -> None:
     except Exception as exc:  # a greeting must never break %load_ext
         line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
     if line:
-        print(line)  # noqa: T201 - %load_ext talks to the user through stdout
+        show_volatile(line)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
