@@ -25,7 +25,7 @@ show such a miss too (a notebook that demonstrates one). **``--pi-record-missing
 ``PI_NOTEBOOK_CASSETTE_MODE=new`` (replay what is recorded, record the rest; needs the key).
 
 It reads nbval's cell items (class ``IPyNbCell``: ``compare_outputs``, ``cell``, ``raise_cell_error``, ``parent``),
-as nbval 0.11 has them; ``tests/notebook/test_nbval_plugin.py`` pins them. Importing this module costs nothing
+as nbval 0.11 has them; ``tests/test_pytest_plugin.py`` pins them. Importing this module costs nothing
 beyond pytest: the package's own modules are not imported.
 """
 

@@ -10,7 +10,8 @@ notebook session starts with: Pi's seven rooted at the kernel's working director
 
 Approval: ``python``, ``bash``, ``write`` and ``edit`` ask before they run (setting ``tools.approval``); the run's
 widget shows the call with Run / Skip / Always for this session (``_approval``). Where no frontend shows the
-widget (nbclient, nbval, plain IPython) such a call ends at once with an error result saying how to allow it.
+widget (nbclient, nbval, plain IPython) such a call ends at once with an error result saying how to allow it;
+under a cassette, the answers are recorded and replayed.
 
 Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
 drawn by ``_view``), ``_approval`` (asking before a tool runs), ``_defaults`` (tools and system prompt),

@@ -3,7 +3,8 @@ notebook of ``tests/notebook/test_nbval_user_notebook.py`` run cell by cell in J
 (the person clicks **Run** on the python call that asks; a 429 retried), saved with its widget state and with the
 ``%load_ext`` greeting about an earlier session (JupyterLab is a frontend a person uses); then ``pytest --nbval
 --pi-replay`` twice, with the server gone and no key, in a folder with no configuration: both pass, and the replayed
-answer ran the agent's code. Screenshots: test-artifacts/lab-nbval-approval.png, lab-nbval-recorded.png."""
+answer ran the agent's code; a prompt changed in one cell fails, naming the request field that differs.
+Screenshots: test-artifacts/lab-nbval-approval.png, lab-nbval-recorded.png."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import nbformat
 import pytest
 from lab_harness import JupyterLab, lab_with_extension
 from playwright.sync_api import Page, expect
-from user_notebook import CANARY, CELLS, KEY_VARIABLE, pytest_nbval_replay, user_environment, write_notebook
+from user_notebook import CANARY, CELLS, KEY_VARIABLE, PROMPT, pytest_nbval_replay, user_environment, write_notebook
 
 from pi_notebook.ai import TextContent, UserMessage
 from pi_notebook.session import SessionStore, session_folder
@@ -25,12 +26,6 @@ pytestmark = pytest.mark.timeout(420)
 
 WAIT = 60_000  # ms; every wait is on the DOM or the file, this is only the bound
 SAVE_WIDGETS = "@jupyter-widgets/jupyterlab-manager/plugin"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
@@ -60,23 +55,47 @@ def saved(path: Path) -> nbformat.NotebookNode | None:
 
 
 def test_a_notebook_executed_and_saved_in_jupyterlab_passes_nbval_replayed_twice(
-    lab: JupyterLab, server: FaultServer, sessions: Path, tmp_path: Path
+    lab: JupyterLab, sessions: Path, tmp_path: Path
 ) -> None:
-    server.script(
-        [
-            Reply.text("2 + 2 = 4."),
-            Reply.tool_call("python", {"code": "print(6 * 7)"}, id="call_py_1"),
-            Reply.text("It printed 42."),
-            Fault.rate_limit(headers={"retry-after-ms": "200"}),
-            Reply.text("Hello, team!"),
-        ]
-    )
     project = lab.root / "project"
     project.mkdir()
     path = project / "agent.ipynb"
     with SessionStore.new(session_folder(sessions, cwd=project)) as store:  # yesterday's, in the notebook's folder
         store.append_message(UserMessage(content=[TextContent(text="yesterday's question")]))
-    write_notebook(path, server.openai_base_url)
+    with FaultServer() as server:
+        server.script(
+            [
+                Reply.text("2 + 2 = 4."),
+                Reply.tool_call("python", {"code": "print(6 * 7)"}, id="call_py_1"),
+                Reply.text("It printed 42."),
+                Fault.rate_limit(headers={"retry-after-ms": "200"}),
+                Reply.text("Hello, team!"),
+            ]
+        )
+        write_notebook(path, server.openai_base_url)
+        notebook = execute_in_lab(lab, path)
+        assert server.pending == 0 and len(server.requests) == 5
+    greeting = notebook.cells[0].outputs
+    assert [o.data["text/plain"][:17] for o in greeting] == ["pi: last session "]  # a person's frontend: greeted
+    assert "42" in json.dumps(notebook.cells[5].outputs)  # the code ran: Run was clicked
+    cassette = (project / "cassettes" / "agent.jsonl").read_text()
+    assert '"value":{"action":"run","asked":true}' in cassette and CANARY not in cassette
+
+    env = user_environment(tmp_path)
+    for attempt in (1, 2):
+        checked = pytest_nbval_replay(path, env)
+        assert checked.returncode == 0, f"attempt {attempt}:\n{checked.stdout[-6000:]}"
+        assert f"{len(CELLS) + 1} passed" in checked.stdout  # and the empty cell Shift+Enter added
+
+    notebook.cells[6].source = notebook.cells[6].source.replace(PROMPT, "Say hi to the team.")
+    nbformat.write(notebook, path)
+    changed = pytest_nbval_replay(path, env)
+    assert changed.returncode == 1, changed.stdout[-6000:]
+    assert f'.content: "{PROMPT}" != "Say hi to the team." (recorded != sent)' in changed.stdout
+
+
+def execute_in_lab(lab: JupyterLab, path: Path) -> nbformat.NotebookNode:
+    """Run the notebook's cells one by one in JupyterLab, click Run on the python call's question, save it."""
     page = lab.open(path, workspace="nbval")
     for index in range(4):  # load_ext, model, cassette, the first run awaited in its cell
         run_cell(lab, page, index)
@@ -94,15 +113,4 @@ def test_a_notebook_executed_and_saved_in_jupyterlab_passes_nbval_replayed_twice
     notebook = saved(path)
     assert notebook is not None, "JupyterLab saved no widget state"
     lab.shutdown_kernels()
-    assert server.pending == 0 and len(server.requests) == 5
-    greeting = notebook.cells[0].outputs
-    assert [o.data["text/plain"][:17] for o in greeting] == ["pi: last session "]  # a person's frontend: greeted
-    assert "42" in json.dumps(notebook.cells[5].outputs)  # the code ran: Run was clicked
-    cassette = (project / "cassettes" / "agent.jsonl").read_text()
-    assert '"value":{"action":"run","asked":true}' in cassette and CANARY not in cassette
-
-    env = user_environment(tmp_path)
-    for attempt in (1, 2):
-        checked = pytest_nbval_replay(path, env)
-        assert checked.returncode == 0, f"attempt {attempt}:\n{checked.stdout[-6000:]}"
-        assert f"{len(CELLS) + 1} passed" in checked.stdout  # and the empty cell Shift+Enter added
+    return notebook
