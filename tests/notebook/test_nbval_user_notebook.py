@@ -3,7 +3,8 @@ executed once with ``jupyter execute`` against a live server (the loopback fault
 approval, a 429 answered after its ``retry-after``), then checked with ``pytest --nbval --pi-replay`` twice with the
 server gone and no key; a prompt changed in one cell fails, naming the request field that differs. Every step is a
 subprocess, as a user runs it: the inner pytest loads the package's plugin through its entry point, in a folder of its
-own (no configuration but an empty ``pytest.ini``, no sanitize file)."""
+own (no configuration but an empty ``pytest.ini``, no sanitize file). Then ``--pi-record-missing`` records the one
+request the changed prompt makes, and nothing else."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from user_notebook import (
     write_notebook,
 )
 
-from pi_notebook.testing import FaultServer
+from pi_notebook.testing import FaultServer, Reply
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -82,3 +83,12 @@ def test_a_fresh_user_notebook_executed_once_passes_nbval_replayed_twice_and_a_c
     assert "had no recorded response in the cassette (--pi-replay)" in changed.stdout
     assert f"has no recorded response for POST {base_url}/chat/completions" in changed.stdout
     assert f'.content: "{PROMPT}" != "Say hi to the team." (recorded != sent)' in changed.stdout
+
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    with FaultServer(port=port) as server:  # the model at the notebook's address again, for the one new request
+        server.script([Reply.text("Hi, team!")])
+        missing = pytest_nbval_replay(path, user_environment(tmp_path, **{KEY_VARIABLE: CANARY}), "--pi-record-missing")
+        assert len(server.requests) == 1, missing.stdout[-6000:]
+    assert f"1 failed, {len(CELLS) - 1} passed" in missing.stdout  # the changed cell: its saved outputs are old
+    grown = cassette.read_text()
+    assert grown.startswith(recorded) and "Say hi to the team." in grown[len(recorded) :] and CANARY not in grown

@@ -65,8 +65,8 @@ def jupyter_execute(path: Path, env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def pytest_nbval_replay(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """The README's CI line, in the notebook's folder."""
+def pytest_nbval_replay(path: Path, env: dict[str, str], flag: str = "--pi-replay") -> subprocess.CompletedProcess[str]:
+    """The README's CI line (or its ``--pi-record-missing`` line), in the notebook's folder."""
     (path.parent / "pytest.ini").write_text("[pytest]\n")  # the user's project, not this repository's options
-    command = [sys.executable, "-m", "pytest", "--nbval", "--pi-replay", "-p", "no:cacheprovider", path.name]
+    command = [sys.executable, "-m", "pytest", "--nbval", flag, "-p", "no:cacheprovider", path.name]
     return subprocess.run(command, cwd=path.parent, env=env, capture_output=True, text=True, timeout=200)
