@@ -19,15 +19,6 @@ os.environ.setdefault("PI_PAID_EXAMPLES", "0")  # not PI_NOTEBOOK_*: those names
 pytest_plugins = ["loopback_guard"]  # tests/support, on the pythonpath (pyproject)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """``--nbval-sanitize-with=notebooks/sanitize.cfg`` (pyproject's addopts) names a path relative to the repository;
-    nbval opens it relative to the directory pytest was started in. Resolve it against the rootdir, so that
-    ``pytest /path/to/repo/notebooks`` works from any directory."""
-    name = config.getoption("nbval_sanitize_with", default=None)
-    if name and not os.path.isabs(name) and not os.path.exists(name):
-        config.option.nbval_sanitize_with = str(config.rootpath / name)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A notebook's first cell also starts its kernel and imports ``pi_notebook`` (``import jsonschema`` alone costs
     ~4 s of CPU here: ``rfc3987_syntax``, installed with Jupyter, builds a parser when imported). Two notebook runs

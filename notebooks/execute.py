@@ -7,8 +7,7 @@ Each notebook runs in a fresh kernel with nbclient, in this folder, with ``PI_NO
 replays its cassette and never calls out), ``PI_NOTEBOOK_SESSIONS__DIR=none`` (no session files, no greeting) and
 without widget state: a run's display keeps its widget view reference and its static copy (the transcript and event
 log, text/html and text/markdown), but not the widget's model state, which would repeat every streamed operation in
-the file.
-``pytest --nbval notebooks/`` compares these outputs.
+the file. ``pytest --nbval --pi-replay notebooks/`` compares these outputs (the package's pytest plugin).
 ``cassettes/record_04.py`` records notebook 04's cassette again and saves its outputs the same way.
 """
 

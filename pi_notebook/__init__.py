@@ -11,13 +11,24 @@ extension. Every exception the package raises derives from :class:`PiNotebookErr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .ai._errors import PiNotebookError
+if TYPE_CHECKING:
+    from .ai._errors import PiNotebookError
 
 __all__ = ["PiNotebookError", "load_ipython_extension", "unload_ipython_extension"]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``PiNotebookError`` on first use: importing ``pi_notebook`` alone (as pytest does for the package's plugin,
+    ``pi_notebook.pytest_plugin``, in every test run of an environment that has it) imports none of its floors."""
+    if name == "PiNotebookError":
+        from .ai._errors import PiNotebookError
+
+        return PiNotebookError
+    raise AttributeError(f"module 'pi_notebook' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -19,9 +19,15 @@ from ._secret import ENV_KEYS, api_key_problem
 from ._secret_env import ENV_FALLBACK_KEYS
 from .cassette._route import active_cassette
 
-__all__ = ["REPLAY_KEY", "resolve_api_key"]
+__all__ = ["REPLAY_KEY", "replay_key", "resolve_api_key"]
 
 REPLAY_KEY = "no-key-cassette-replay"
+
+
+def replay_key() -> str | None:
+    """:data:`REPLAY_KEY` while the active cassette can only replay (no request will leave), else ``None``."""
+    cassette = active_cassette()
+    return REPLAY_KEY if cassette is not None and cassette.offline else None
 
 
 def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) -> str | Exception | None:
@@ -38,9 +44,8 @@ def resolve_api_key(provider: str, options: StreamOptions, *, required: bool) ->
         if problem is None:
             return key
         return ProviderError(f"The API key for provider {provider} (from {source}) {problem}; it was not sent")
-    cassette = active_cassette()
-    if cassette is not None and cassette.offline:
-        return REPLAY_KEY
+    if (placeholder := replay_key()) is not None:
+        return placeholder
     if required:
         names = (ENV_KEYS.get(provider, f"{provider.upper()}_API_KEY"), *ENV_FALLBACK_KEYS.get(provider, ()))
         return ProviderError(f"No API key for provider {provider}: set {' or '.join(names)} or pass api_key")

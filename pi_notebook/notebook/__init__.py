@@ -10,7 +10,8 @@ notebook session starts with: Pi's seven rooted at the kernel's working director
 
 Approval: ``python``, ``bash``, ``write`` and ``edit`` ask before they run (setting ``tools.approval``); the run's
 widget shows the call with Run / Skip / Always for this session (``_approval``). Where no frontend shows the
-widget (nbclient, nbval, plain IPython) such a call ends at once with an error result saying how to allow it.
+widget (nbclient, nbval, plain IPython) such a call ends at once with an error result saying how to allow it;
+under a cassette, the answers are recorded and replayed.
 
 Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
 drawn by ``_view``), ``_approval`` (asking before a tool runs), ``_defaults`` (tools and system prompt),
@@ -30,6 +31,7 @@ from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._saved import last_session_line, notebook_path
+from ._volatile import interactive, show_volatile
 from .widget._view import RunView, TranscriptWidget
 
 __all__ = [
@@ -63,7 +65,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def _greet() -> None:
-    """One line when this working directory has a saved session (``%pi resume`` continues it)."""
+    """One line when this working directory has a saved session (``%pi resume`` continues it), for a person: not
+    in a notebook being executed (nbclient, nbval), and marked so that a check of the saved notebook leaves it out
+    (``_volatile``): it depends on what ran before."""
+    if not interactive():
+        return
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
     try:
@@ -71,7 +77,7 @@ def _greet() -> None:
     except Exception as exc:  # a greeting must never break %load_ext
         line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
     if line:
-        print(line)  # noqa: T201 - %load_ext talks to the user through stdout
+        show_volatile(line)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

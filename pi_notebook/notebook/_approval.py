@@ -17,6 +17,12 @@ displayed (``run = %pi ...`` without showing ``run``). So:
 
 While the question waits the run's state is ``awaiting approval`` (the status bar shows ``pi: awaiting
 approval``) and the event log records the question and the answer.
+
+Under a cassette (``%pi cassette``) the answers are part of the recording: while it records, each answer (Run,
+Skip, Always, or "nobody could answer") is written to it as a note keyed by the tool and the call's id; while it
+replays, the recorded answer is given at once (the event log records the question and the answer as it did), so
+a notebook whose tools ask replays headless (nbval, CI) exactly as it ran when it was recorded, never waiting. A
+call the recording has no answer for is asked as above.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
-from ..ai import AbortSignal, abort_scope, maybe_await
+from ..ai import AbortSignal, Cassette, abort_scope, maybe_await
 from ..kernel import CELL_TOOL_NAMES
 from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
@@ -35,6 +41,7 @@ from ._visible import MAX_CHARS
 from .widget import RunPresenter
 
 __all__ = [
+    "APPROVAL_NOTE",
     "CELLS_NOT_HERE",
     "FRONTEND_WAIT_S",
     "MAX_PREVIEW",
@@ -54,6 +61,9 @@ NO_FRONTEND = (
     "that is not displayed). To let it run without asking: %pi settings tools.approval=auto (or "
     "tools.approval.{name}=auto), or configure(settings={{'tools': {{'approval': 'auto'}}}})."
 )
+APPROVAL_NOTE = "approval"
+"""The kind of the cassette notes that hold the answers (``{"action", "asked", "reason"?}``)."""
+_ACTIONS = ("run", "skip", "always", "unavailable")
 
 CELLS_NOT_HERE = (
     "cell tools: not available here (the notebook is not open in JupyterLab with the pi-notebook extension); "
@@ -67,6 +77,9 @@ class _Entry(Protocol):
     @property
     def active_run(self) -> Run | None: ...
 
+    @property
+    def cassette(self) -> Cassette | None: ...
+
 
 class NotebookApprover:
     """The :data:`~pi_notebook.session.Approver` of one notebook session (see the module docstring)."""
@@ -75,15 +88,47 @@ class NotebookApprover:
         self._entry = entry
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Approval:
+        cassette = self._entry.cassette
+        key = {"tool": request.tool_name, "call": request.tool_call.id}
+        recorded = cassette.recall(APPROVAL_NOTE, key) if cassette is not None else None
+        if recorded is not None and recorded.get("action") in _ACTIONS:
+            return self._replayed(request, recorded)
+        answer, asked = await self._ask(request, signal)
+        if cassette is not None and not signal.aborted:  # a Stop is no answer: nothing to replay
+            value = {"action": answer.action, "asked": asked}
+            cassette.remember(APPROVAL_NOTE, key, value | ({"reason": answer.reason} if answer.reason else {}))
+        return answer
+
+    async def _ask(self, request: ApprovalRequest, signal: AbortSignal) -> tuple[Approval, bool]:
+        """The answer, and whether the question was shown in the widget."""
         run = self._entry.active_run
         presenter = run.presenter if run is not None else None
         refused = Approval("unavailable", NO_FRONTEND.format(name=request.tool_name))
         if run is None or presenter is None:
-            return refused
+            return refused, False
         wait = run.started_at + FRONTEND_WAIT_S - time.monotonic()
         if not await presenter.wait_rendered(wait, signal):
-            return refused
-        return await ask_in_widget(run, presenter, request, signal)
+            return refused, False
+        return await ask_in_widget(run, presenter, request, signal), True
+
+    def _replayed(self, request: ApprovalRequest, recorded: dict[str, Any]) -> Approval:
+        """The recorded answer, with the event log's lines as when it was given."""
+        action = recorded["action"]
+        run = self._entry.active_run
+        if recorded.get("asked") and run is not None:
+            run.note("approval", _asking(request.tool_name))
+            run.note("approval", _answered(request.tool_name, action))
+        reason = recorded.get("reason")
+        return Approval(action, reason if isinstance(reason, str) else None)
+
+
+def _asking(name: str) -> str:
+    return f"{name}: waiting for Run / Skip / Always"
+
+
+def _answered(name: str, choice: str | None) -> str:
+    """The log line of the answer (``None``: the run was stopped while the question waited)."""
+    return f"{name}: " + (choice if choice is not None else "stopped while waiting")
 
 
 async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequest, signal: AbortSignal) -> Approval:
@@ -99,7 +144,7 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
 
     status = run.status
     previous = status.status
-    run.note("approval", f"{name}: waiting for Run / Skip / Always")
+    run.note("approval", _asking(name))
     presenter.ask(name, await preview_call(request, signal), on_answer)
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
@@ -110,8 +155,8 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
         presenter.close_ask()
         if status.status == "awaiting approval":
             status.set(previous)
-    choice = answer.result() if answer.done() else "skip"
-    run.note("approval", f"{name}: " + (choice if answer.done() else "stopped while waiting"))
+    choice = answer.result() if answer.done() else None
+    run.note("approval", _answered(name, choice))
     return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
 

@@ -14,6 +14,10 @@ notebook is connected. The page opens its control comm a moment after ``%load_ex
 notebook run top to bottom (``%load_ext`` and ``%pi`` a few milliseconds apart) still gets the tools, a run whose
 cell came from a page that sends cell ids (JupyterLab does; nbclient does not) waits up to
 :data:`CONNECT_WAIT_S` for it, once per page.
+
+Under a cassette (``%pi cassette``) the cell tools are never offered, in JupyterLab either: a recording must replay
+where no page is (``pytest --nbval --pi-replay``), and the request a recording matches holds the tool list and the
+system prompt, which would differ between the page that recorded and the check that replays.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ class _Entry(Protocol):
 
     @property
     def session(self) -> AgentSession: ...
+
+    @property
+    def cassette(self) -> object | None: ...
 
     def refresh_prompt(self, left_out: Collection[str] = ()) -> None: ...
 
@@ -87,6 +94,9 @@ def with_cell_tools(
     async def run() -> Any:
         current_notebook.set(target)  # the run's task: the tools it calls (its child tasks) see it
         uses_cells = any(tool.name in CELL_TOOL_NAMES for tool in entry.session.tools)
+        if uses_cells and entry.cassette is not None:  # a recording replays where no page is (module docstring)
+            offer_tools(entry, [tool.name for tool in entry.session.tools if tool.name in CELL_TOOL_NAMES])
+            return await operation()
         if uses_cells and FRONTENDS.find(target) is None and target.cell_id and target.client not in _waited:
             _waited.add(target.client or "")
             with contextlib.suppress(NotebookUnavailable):

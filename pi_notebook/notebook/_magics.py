@@ -38,6 +38,7 @@ from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_lin
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
+from ._volatile import show_volatile
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
 
@@ -293,12 +294,17 @@ class PiMagics(Magics):
         print(describe_tools(entry.session, cells_left_out(entry.session, here)))  # noqa: T201
 
     def _cassette(self, command: PiCommand) -> None:
-        """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show)."""
+        """``%pi cassette PATH [--mode M] [--timing T]``, ``%pi cassette off``, or ``%pi cassette`` (show). The
+        cassette's state (recording or replaying, counts) is shown as a line a check of the saved notebook leaves
+        out: it is recording when the notebook is executed first and replaying when it is checked."""
         entry = REGISTRY.get()
         if not command.text:
             if command.flags:
                 raise UsageError("cassette: --mode and --timing need a PATH")
-            print(f"pi: {entry.cassette.describe()}" if entry.cassette else "pi: no cassette (runs call out)")  # noqa: T201
+            if entry.cassette is None:
+                print("pi: no cassette (runs call out)")  # noqa: T201
+            else:
+                show_volatile(f"pi: {entry.cassette.describe()}")
             return
         if entry.busy:
             raise SessionBusyError("a run is active; wait for it (or abort) before changing the cassette")
@@ -312,7 +318,7 @@ class PiMagics(Magics):
         except CassetteError as exc:
             raise RuntimeError(str(exc)) from None
         entry.cassette = cassette
-        print(f"pi: {cassette.describe()}")  # noqa: T201
+        show_volatile(f"pi: {cassette.describe()}")
 
     def _interrupt(self, command: PiCommand) -> None:
         if command.text not in ("on", "off"):

@@ -223,10 +223,58 @@ async def test_none_with_an_unmatched_request_is_the_streams_error_naming_it_and
     text = message.error_message or ""
     assert text.startswith(f"CassetteError: cassette {path} (mode none) has no recorded response for POST ")
     assert f"{server.openai_base_url}/chat/completions" in text
-    assert "at body field messages.1.content" in text
+    closest = "the closest recorded request (exchange 1 in the file, of 1 at this URL) differs first at "
+    assert closest + 'messages[1].content: "the recorded question" != "a question never recorded"' in text
     # Never retried, whatever digits its URL holds (a port like 5031 reads as a 503 to the text classifier).
     assert message.request_failure is not None and message.request_failure.should_retry is False
     assert not is_retryable_assistant_error(message)
+
+
+async def test_a_miss_names_the_closest_recording_and_goes_to_the_misses_file(
+    server: FaultServer, path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The closest is the recording whose body agrees longest; each miss is a JSON line in the misses file."""
+    server.script([Reply.text("a"), Reply.text("b"), Reply.text("c")])
+    model = model_for("openai", server.base_url)
+    with Cassette(path):
+        for text in ("What is a cassette?", "What is a tape?", "Why replay?"):
+            await run_stream(model, text)
+    misses = tmp_path / "misses.jsonl"
+    monkeypatch.setenv("PI_NOTEBOOK_CASSETTE_MISSES", str(misses))
+    with Cassette(path, mode="none"):
+        _, message = await run_stream(model, "What is a tapes?")
+    expected = (
+        "the closest recorded request (exchange 2 in the file, of 3 at this URL) differs first at "
+        'messages[1].content: "What is a tape?" != "What is a tapes?" (recorded != sent)'
+    )
+    assert expected in (message.error_message or "")
+    [line] = lines(misses)
+    assert line["cassette"] == str(path)
+    assert line["message"] in (message.error_message or "")
+    assert expected in line["message"]
+
+
+async def test_notes_are_written_while_recording_and_given_back_once_each_in_replay(
+    server: FaultServer, path: Path
+) -> None:
+    server.script([Reply.text("a")])
+    model = model_for("openai", server.base_url)
+    key = {"tool": "python", "call": "call_1"}
+    with Cassette(path) as cassette:
+        assert cassette.recall("approval", key) is None  # nothing recorded yet
+        cassette.remember("approval", key, {"action": "run"})
+        await run_stream(model)
+        cassette.remember("approval", key, {"action": "skip"})
+    kinds = [list(line) for line in lines(path)]
+    assert kinds == [["pi_notebook_cassette"], ["note"], ["request", "response"], ["note"]]
+    with Cassette(path, mode="none") as cassette:
+        cassette.remember("approval", key, {"action": "always"})  # replay-only: not written
+        assert cassette.recall("approval", {"tool": "python", "call": "other"}) is None
+        assert cassette.recall("approval", key) == {"action": "run"}
+        assert cassette.recall("approval", key) == {"action": "skip"}
+        assert cassette.recall("approval", key) is None
+        assert cassette.unplayed == 1  # notes are not exchanges
+    assert len(lines(path)) == 4
 
 
 async def test_none_without_a_file_fails_on_entering(path: Path) -> None:
@@ -313,6 +361,30 @@ async def test_without_a_key_recording_still_fails_as_without_a_cassette(
     assert read(path) == ""
 
 
+async def test_a_key_env_model_replays_with_no_key_in_mode_none(
+    server: FaultServer, path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``%pi model ... --key-env VAR``: the variable holds the key while recording; replay-only needs none."""
+    server.script([Reply.text("answered with the proxy's key")])
+    model = model_for("openai", server.base_url).model_copy(update={"provider": "litellm", "key_env": "PROXY_KEY"})
+    monkeypatch.setenv("PROXY_KEY", CANARY)
+    with Cassette(path):
+        _, live = await run_stream(model)
+    assert server.requests[0].api_key == CANARY
+    assert CANARY not in read(path)
+    await close_server(server)
+    monkeypatch.delenv("PROXY_KEY")
+    with Cassette(path, mode="none") as cassette:
+        _, replayed = await run_stream(model)
+    assert cassette.replayed == 1
+    assert first_text(replayed) == first_text(live) == "answered with the proxy's key"
+    with Cassette(path):  # mode once with the file there: replay-only too
+        _, again = await run_stream(model)
+    assert first_text(again) == "answered with the proxy's key"
+    _, without = await run_stream(model)  # no cassette: the key is required, as before
+    assert without.error_message == f"No API key for model {model.id}: set the environment variable PROXY_KEY"
+
+
 def test_bad_arguments_and_bad_files_are_clear_errors(path: Path) -> None:
     with pytest.raises(ValueError, match="unknown cassette mode 'sometimes'"):
         Cassette(path, mode="sometimes")  # type: ignore[arg-type]
@@ -370,7 +442,7 @@ async def test_ignored_body_fields_do_not_take_part_in_matching(server: FaultSer
         _, strict = await run_stream(model, temperature=0.9)
     with Cassette(path, mode="none", ignore_body_fields=["temperature"]):
         _, loose = await run_stream(model, temperature=0.9)
-    assert "at body field temperature" in (strict.error_message or "")
+    assert "differs first at temperature: 0.1 != 0.9 (recorded != sent)" in (strict.error_message or "")
     assert first_text(loose) == "warm"
 
 
@@ -379,9 +451,22 @@ def test_field_paths_match_keys_and_list_items_with_a_wildcard() -> None:
     trimmed = without_fields(body, [["a"], ["meta", "id"], ["items", "*", "t"]])
     assert trimmed == {"meta": {"keep": 3}, "items": [{"x": 2}, {"x": 4}]}
     assert without_fields(body, [["items", "1"]])["items"] == [{"t": 1, "x": 2}]
-    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == "a.1.b"
-    assert first_difference({"a": [1]}, {"a": [1, 2]}) == "a.1"
+    assert str(first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]})) == "a[1].b: 2 != 3"
+    assert str(first_difference({"a": [1]}, {"a": [1, {"b": [2]}]})) == 'a[1]: (absent) != {"b": [2]}'
+    assert str(first_difference({"a": 1, "z": 1}, {"z": 1})) == "a: 1 != (absent)"
+    assert str(first_difference({"a": 1}, {"a": 1.0})) == "a: 1 != 1.0"
+    assert str(first_difference(1, "1")) == 'the body: 1 != "1"'
     assert first_difference([1], [1]) is None
+
+
+def test_a_difference_in_a_long_text_is_shown_around_where_it_starts() -> None:
+    before = "You are a helpful assistant. " * 10
+    found = first_difference({"messages": [{"content": before + "Be brief."}]}, {"messages": [{"content": before}]})
+    assert found is not None and found.path == "messages[0].content"
+    recorded, sent = str(found).removeprefix("messages[0].content: ").split(" != ")
+    assert recorded.startswith('…"') and recorded.endswith('Be brief."')
+    assert sent.startswith('…"') and sent.endswith('assistant. "')
+    assert len(recorded) < 80
 
 
 # ----------------------------------------------------------------------------------------------- secrets

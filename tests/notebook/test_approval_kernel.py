@@ -143,3 +143,50 @@ def test_always_clicked_once_runs_every_later_call_without_asking(frontend: Fron
     assert outcome["approvals"] == ["python: waiting for Run / Skip / Always", "python: always"]
     assert frontend.run("print(second)").strip() == "2"
     assert "auto (always, this session)" in frontend.run("%pi tools")
+
+
+RECORDING = """
+import json
+import os
+from pi_notebook.ai import Cassette
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.notebook import configure, _approval
+from pi_notebook.testing import FaultServer, Reply
+_approval.FRONTEND_WAIT_S = 60
+os.environ["OPENAI_API_KEY"] = "sk-test-approval-cassette"
+server = FaultServer()
+server.script([Reply.tool_call("python", {{"code": "answered_value = 'ran'"}}, id="call_a"), Reply.text("done")])
+model = model_from_spec("openai:gpt-test", base_url=server.openai_base_url)
+configure(model=model, settings={settings!r}, cassette={path!r})
+"""
+REPLAYING = """
+_approval.FRONTEND_WAIT_S = 5
+server.close()
+del os.environ["OPENAI_API_KEY"], answered_value
+configure(model=model, settings={settings!r}, cassette=Cassette({path!r}, mode="none"))
+"""
+
+
+def test_answers_clicked_while_recording_a_cassette_replay_with_no_frontend(frontend: Frontend, tmp_path: Any) -> None:
+    """Recorded: the user clicks Run; replayed (server gone, no key, nothing rendering the widget): the same answer
+    at once, the code runs again, the event log says what it said."""
+    path = str(tmp_path / "approvals.jsonl")
+    frontend.run(RECORDING.format(settings=NO_RETRY, path=path), timeout=120)
+    ids = cell_output(frontend, frontend.execute(START), "IDS")
+    render(frontend, ids["transcript"])
+    wait_for_question(frontend)
+    click(frontend, ids["run"])
+    recorded = report(frontend)
+    assert recorded["results"] == [["(no output)", False]]
+    assert recorded["approvals"] == ["python: waiting for Run / Skip / Always", "python: run"]
+    assert (
+        '{"note":{"kind":"approval","key":{"tool":"python","call":"call_a"}'
+        in (tmp_path / "approvals.jsonl").read_text()
+    )
+
+    frontend.run(REPLAYING.format(settings=NO_RETRY, path=path), timeout=60)
+    frontend.execute("run = %pi go")  # displayed, never rendered: as under nbval
+    replayed = report(frontend)
+    assert replayed["results"] == recorded["results"]
+    assert replayed["approvals"] == recorded["approvals"]
+    assert frontend.run("print(answered_value)").strip() == "ran"

@@ -17,7 +17,6 @@ from pi_notebook.testing import FaultServer, Reply
 
 pytestmark = pytest.mark.timeout(120)
 
-REPO = Path(__file__).resolve().parents[2]
 CANARY = "sk-canary-notebook-5c8d2e"
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
@@ -41,7 +40,10 @@ def test_percent_pi_cassette_records_then_replays_with_the_server_stopped_and_no
 ) -> None:
     path = tmp_path / "runs.jsonl"
     kernel.run(SETUP.format(key=CANARY))
-    assert "mode once, recording, timing fast; 0 replayed, 0 recorded" in kernel.run(f"%pi cassette {path}").text
+    turned_on = kernel.run(f"%pi cassette {path}")
+    assert "mode once, recording, timing fast; 0 replayed, 0 recorded" in turned_on.text
+    [line] = turned_on.of_type("display_data")  # recording now, replaying when checked: a check leaves it out
+    assert line["metadata"] == {"pi_notebook": {"compare": []}}
     live = kernel.run("run = %pi hello there\nawait run")
     assert "a recorded answer" in live.text
     kernel.run("live_labels = run.labels\nserver.close()\ndel os.environ['OPENAI_API_KEY']")
@@ -106,10 +108,9 @@ def build_notebook(path: Path, base_url: str) -> None:
 
 
 def nbval(notebook: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``pytest --nbval`` on ``notebook``, stopping at the first failing cell."""
+    """``pytest --nbval --pi-replay`` on ``notebook`` (the package's plugin), stopping at the first failing cell."""
     (notebook.parent / "pytest.ini").write_text("[pytest]\n")  # this folder is the rootdir: not the repo's options
-    command = [sys.executable, "-m", "pytest", "-x", "-p", "no:cacheprovider", "--nbval", notebook.name]
-    command += ["--nbval-sanitize-with", str(REPO / "notebooks" / "sanitize.cfg")]
+    command = [sys.executable, "-m", "pytest", "-x", "-p", "no:cacheprovider", "--nbval", "--pi-replay", notebook.name]
     return subprocess.run(command, cwd=notebook.parent, env=env, capture_output=True, text=True, timeout=110)
 
 
@@ -133,7 +134,6 @@ def test_a_notebook_recorded_against_the_server_passes_nbval_with_it_stopped_and
     assert CANARY not in recorded
 
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARIABLES}
-    env["PI_NOTEBOOK_CASSETTE_MODE"] = "none"
     result = nbval(path, env)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "3 passed" in result.stdout

@@ -79,6 +79,8 @@ def test_the_static_copy_is_updated_with_the_transcript_when_the_run_settles(ker
     assert display["data"]["text/markdown"].startswith(STATIC_MARKER)
     assert "— running" in display["data"]["text/markdown"]
     assert re.fullmatch(r"Run \d+: hello", display["data"]["text/plain"])  # stable while the run goes on
+    compare_plain_only = {"pi_notebook": {"compare": ["text/plain"]}}  # how a notebook check compares it
+    assert display["metadata"] == compare_plain_only
     awaited = settle(kernel)
     updates = [
         content
@@ -90,6 +92,7 @@ def test_the_static_copy_is_updated_with_the_transcript_when_the_run_settles(ker
     assert "— settled" in markdown and "the \\*\\*transcript\\*\\* of run" in markdown  # the reply, shown as written
     assert "`agent_settled` | aborted=false" in markdown
     assert updates[-1]["data"][WIDGET_MIMETYPE] == display["data"][WIDGET_MIMETYPE]  # still the live widget
+    assert updates[-1]["metadata"] == compare_plain_only  # (nbclient and JupyterLab save the update's metadata)
 
 
 def cell_html(html: str, marker: str) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from kernel_harness import Kernel
 
-from pi_notebook.session import list_sessions, load_session, session_folder
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.session import SessionStore, list_sessions, load_session, session_folder
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -79,6 +80,23 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
     texts = [getattr(block, "text", "") for m in loaded.messages for block in m.content]  # type: ignore[union-attr]
     assert len(loaded.messages) == 8 and not loaded.problems
     assert texts[-3:] == ["the cut-off answer, again", "and now?", "a new answer"]
+
+
+def test_the_greeting_is_for_people_and_left_out_of_a_notebook_check(sessions_dir: Path) -> None:
+    """An executing client (nbclient, nbval: it does not allow input) gets no greeting about earlier sessions; a
+    frontend a person uses gets it, marked so that a check of the saved notebook does not compare it."""
+    with SessionStore.new(sessions_dir) as store:
+        store.append_message(UserMessage(content=[TextContent(text="an earlier question")]))
+    kernel = Kernel()
+    try:
+        executed = kernel.collect(kernel.client.execute("%load_ext pi_notebook", allow_stdin=False), timeout=120)
+        assert executed.outputs == []
+        person = kernel.collect(kernel.client.execute("from pi_notebook.notebook import _greet\n_greet()"))
+        [greeting] = person.of_type("display_data")
+        assert greeting["data"]["text/plain"].startswith("pi: last session just now, 1 messages")
+        assert greeting["metadata"] == {"pi_notebook": {"compare": []}}
+    finally:
+        kernel.shutdown()
 
 
 PYTHON_LOOP = """

@@ -78,8 +78,12 @@ def notebook(cells: list[str], path: Path) -> Path:
 
 
 class JupyterLab:
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
-        """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``."""
+    def __init__(
+        self, root: Path, env: dict[str, str] | None = None, settings: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``;
+        ``settings`` are user settings by plugin file (``"@jupyter-widgets/jupyterlab-manager/plugin"``: its
+        values), as a user sets them in the Settings Editor."""
         require_chromium()
         self.root = root
         self.port = free_port()
@@ -93,6 +97,10 @@ class JupyterLab:
         quiet = root / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
         quiet.parent.mkdir(parents=True, exist_ok=True)
         quiet.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        for name, values in (settings or {}).items():
+            chosen = root / ".jupyter/lab/user-settings" / f"{name}.jupyterlab-settings"
+            chosen.parent.mkdir(parents=True, exist_ok=True)
+            chosen.write_text(json.dumps(values))
         self.log = open(root / "jupyter-lab.log", "w")  # noqa: SIM115 - closed in close()
         # `-m jupyterlab`, not `-m jupyter lab`: the latter runs the first `jupyter-lab` script on PATH, which in a
         # venv made with --system-site-packages (a worktree's) is the system one, so its kernels (`python` is the
@@ -204,15 +212,17 @@ LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextensi
 """The built JupyterLab extension of this checkout."""
 
 
-def lab_with_extension(tmp_path_factory: Any) -> Iterator[JupyterLab]:
+def lab_with_extension(
+    tmp_path_factory: Any, env: dict[str, str] | None = None, settings: dict[str, dict[str, Any]] | None = None
+) -> Iterator[JupyterLab]:
     """A JupyterLab serving this checkout's extension (through ``JUPYTER_PATH``), closed afterwards; for a module
-    fixture: ``yield from lab_with_extension(tmp_path_factory)``."""
+    fixture: ``yield from lab_with_extension(tmp_path_factory)``. ``env`` and ``settings``: as :class:`JupyterLab`."""
     data = tmp_path_factory.mktemp("jupyter-data")
     (data / "labextensions").mkdir()
     (data / "labextensions" / "pi-notebook").symlink_to(LABEXTENSION, target_is_directory=True)
     # First on the path, before what the environment already lists (a worktree's venv lists the system's share
     # folder there, where the widget extensions are).
     path = os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")]))
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": path})
+    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={**(env or {}), "JUPYTER_PATH": path}, settings=settings)
     yield lab
     lab.close()

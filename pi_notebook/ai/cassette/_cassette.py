@@ -18,10 +18,20 @@ has not (appended). The environment variable ``PI_NOTEBOOK_CASSETTE_MODE`` overr
 
 Matching: method, URL and JSON body, minus the fields in ``ignore_body_fields`` (dotted paths, ``*`` matches any
 key or list index). Each recorded exchange answers once; identical requests get their answers in recorded order.
-An unmatched request fails with :class:`CassetteError` naming it; providers report it as the stream's error
-message (failures are data), e.g. ``CassetteError: cassette x.jsonl (mode none) has no recorded response for
-POST https://…/chat/completions: …``. Its message carries ``request_failure.should_retry=False``, so no layer retries
-it, whatever its text holds (a port with ``500`` in it once made the session retry it in vain).
+An unmatched request fails with :class:`CassetteError` naming it and saying where its body first differs from the
+closest recorded one (the recorded request at that URL whose body agrees with it longest, those not replayed yet
+first), with both values: ``CassetteError: cassette x.jsonl (mode none) has no recorded response for POST
+https://…/chat/completions: the closest recorded request (exchange 3 in the file) differs first at
+messages[3].content: "What is 2+2?" != "What is 3+3?" (recorded != sent); …``. Providers report it as the stream's
+error message (failures are data). Its message carries ``request_failure.should_retry=False``, so no layer retries
+it, whatever its text holds (a port with ``500`` in it once made the session retry it in vain). When the
+environment variable ``PI_NOTEBOOK_CASSETTE_MISSES`` names a file, each such message is also appended to it as a
+JSON line (``{"cassette": ..., "message": ...}``): the pytest plugin (``pytest --pi-replay``) reads it to fail the
+cell whose run missed.
+
+Notes: a host records there what was decided outside HTTP that a replay must decide the same way (the notebook
+records the user's answers to tool calls that asked for approval): :meth:`Cassette.remember` writes one while the
+cassette records, :meth:`Cassette.recall` gives the recorded one back (each once, in recorded order).
 
 While a cassette can only replay (mode ``none``, or ``once`` with an existing file), a provider that finds no API
 key sends a placeholder instead of failing, so a notebook recorded with a key replays without one.
@@ -34,27 +44,38 @@ from code (a listener, ``run.abort()``) in notebooks meant for CI.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
 import httpx
 
 from .._secret_env import secret_variables
-from ._format import Exchange, FormatError, TapeRequest, header_line, parse_lines
-from ._match import Redactor, first_difference, match_key, without_fields
+from ._format import Exchange, FormatError, Note, TapeRequest, header_line, parse_lines
+from ._match import Difference, Redactor, first_difference, match_key, without_fields
 from ._route import CassetteError, activate, deactivate
 from ._transport import Timing, record, replay, tape_request
 
-__all__ = ["DEFAULT_IGNORED_FIELDS", "MODE_VARIABLE", "Cassette", "CassetteError", "CassetteMode", "CassetteTiming"]
+__all__ = [
+    "DEFAULT_IGNORED_FIELDS",
+    "MISSES_VARIABLE",
+    "MODE_VARIABLE",
+    "Cassette",
+    "CassetteError",
+    "CassetteMode",
+    "CassetteTiming",
+]
 
 CassetteMode: TypeAlias = Literal["once", "none", "all", "new"]
 CassetteTiming: TypeAlias = Timing
 MODE_VARIABLE = "PI_NOTEBOOK_CASSETTE_MODE"
+MISSES_VARIABLE = "PI_NOTEBOOK_CASSETTE_MISSES"
+"""Names a file to which every unmatched request's message is appended (a JSON line), for the pytest plugin."""
 DEFAULT_IGNORED_FIELDS = ("metadata", "user", "prompt_cache_key", "safety_identifier")
 """Request fields that carry per-user or per-session ids in the OpenAI and Anthropic APIs."""
 
@@ -98,6 +119,7 @@ class Cassette:
         self._replaying = False
         self._unplayed: dict[str, deque[Exchange]] = {}
         self._known: list[Exchange] = []
+        self._notes: dict[str, deque[Note]] = {}
         self._writing = False
         self.replayed = 0
         self.recorded = 0
@@ -177,8 +199,23 @@ class Cassette:
         if exchange is not None:
             return await replay(exchange, request, self.timing)
         if self.offline:
-            raise CassetteError(self._unmatched(tape, key))
-        return await record(request, transport, redactor, self._write)
+            message = self._unmatched(tape, key)
+            _report_miss(self.path, message)
+            raise CassetteError(message)
+        return await record(request, transport, redactor, self._write_exchange)
+
+    def recall(self, kind: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        """The next recorded note of ``kind`` for ``key`` (each answers once, in recorded order), else ``None``."""
+        self.load()
+        with self._lock:
+            queue = self._notes.get(_note_key(kind, key))
+            return queue.popleft().value if queue else None
+
+    def remember(self, kind: str, key: dict[str, Any], value: dict[str, Any]) -> None:
+        """Write a note (JSON objects ``key`` and ``value``) while this cassette records; nothing when it only
+        replays. Notes hold what the host gives them: keep secrets out of them."""
+        if not self.offline:
+            self._write(Note(kind, key, value).to_line())
 
     # -- internals --------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -196,12 +233,16 @@ class Cassette:
             return
         try:
             with self.path.open(encoding="utf-8") as file:
-                self._known = list(parse_lines(file))
+                lines = list(parse_lines(file))
         except (OSError, UnicodeDecodeError, FormatError) as exc:
             raise CassetteError(f"cannot read cassette {self.path}: {exc}") from None
         self._replaying = True
-        for exchange in self._known:
-            self._unplayed.setdefault(self._key(exchange.request), deque()).append(exchange)
+        for line in lines:
+            if isinstance(line, Note):
+                self._notes.setdefault(_note_key(line.kind, line.key), deque()).append(line)
+            else:
+                self._known.append(line)
+                self._unplayed.setdefault(self._key(line.request), deque()).append(line)
 
     def _key(self, request: TapeRequest) -> str:
         body = without_fields(request.body, self._ignored) if request.is_json else request.body
@@ -210,15 +251,19 @@ class Cassette:
     def _redactor(self) -> Redactor:
         return Redactor([*secret_variables().values(), *self._secrets])
 
-    def _write(self, exchange: Exchange) -> None:
+    def _write(self, line: str) -> None:
         with self._lock:
             fresh = not self._writing and (self._effective == "all" or not self.path.is_file())
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("w" if fresh else "a", encoding="utf-8") as file:
                 if fresh:
                     file.write(header_line() + "\n")
-                file.write(exchange.to_line() + "\n")
+                file.write(line + "\n")
             self._writing = True
+
+    def _write_exchange(self, exchange: Exchange) -> None:
+        self._write(exchange.to_line())
+        with self._lock:
             self.recorded += 1
 
     def _mode_text(self) -> str:
@@ -234,13 +279,58 @@ class Cassette:
         same = [e for e in self._known if self._key(e.request) == key]
         if same:
             return f"its {len(same)} recorded response(s) were all replayed already (each answers once, in order)"
-        here = [e.request for e in self._known if (e.request.method, e.request.url) == (tape.method, tape.url)]
+        here = [
+            (number, e)
+            for number, e in enumerate(self._known, 1)
+            if (e.request.method, e.request.url) == (tape.method, tape.url)
+        ]
         if not here:
             return f"nothing was recorded for this URL ({len(self._known)} exchange(s) in the file)"
-        if not tape.is_json:
+        recorded_json = [(number, e) for number, e in here if e.request.is_json]
+        if not tape.is_json or not recorded_json:
             return f"the body differs from the {len(here)} recorded at this URL"
+        number, difference = self._closest(tape, recorded_json)
+        return (
+            f"the closest recorded request (exchange {number} in the file, of {len(here)} at this URL) differs first "
+            f"at {difference} (recorded != sent)"
+        )
+
+    def _closest(self, tape: TapeRequest, candidates: list[tuple[int, Exchange]]) -> tuple[int, Difference | None]:
+        """Of ``candidates`` (number in the file, exchange), the one whose body agrees with ``tape``'s longest
+        (as sorted JSON; those not replayed yet first, then the earliest), and where the two first differ."""
         sent = without_fields(tape.body, self._ignored)
-        paths = [first_difference(without_fields(r.body, self._ignored), sent) or "" for r in here if r.is_json]
-        closest = max(paths, key=lambda path: path.count(".") + bool(path), default="")
-        where = f"at body field {closest}" if closest else "in its whole body"
-        return f"the body differs from the {len(here)} recorded at this URL (the closest differs {where})"
+        sent_text = _canonical(sent)
+        unplayed = {id(e) for queue in self._unplayed.values() for e in queue}
+
+        def rank(candidate: tuple[int, Exchange]) -> tuple[bool, int, int]:
+            number, exchange = candidate
+            body = _canonical(without_fields(exchange.request.body, self._ignored))
+            return id(exchange) in unplayed, _common_prefix(body, sent_text), -number
+
+        number, exchange = max(candidates, key=rank)
+        return number, first_difference(without_fields(exchange.request.body, self._ignored), sent)
+
+
+def _canonical(body: Any) -> str:
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _note_key(kind: str, key: dict[str, Any]) -> str:
+    return json.dumps([kind, key], sort_keys=True, ensure_ascii=False)
+
+
+def _report_miss(path: Path, message: str) -> None:
+    """Append ``message`` to the file named by :data:`MISSES_VARIABLE`, if any (never fails the request more)."""
+    target = os.environ.get(MISSES_VARIABLE)
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as file:
+            file.write(json.dumps({"cassette": str(path), "message": message}, ensure_ascii=False) + "\n")
+    except OSError:
+        pass  # a diagnostic for the test run; the run has its error message anyway

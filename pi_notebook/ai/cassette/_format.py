@@ -17,6 +17,11 @@ else ``content`` (same string/base64 rule).
 first, e.g. an abort), or ``error`` (a transport failure, in ``error``: ``{"type", "message", "at"}``, e.g. a
 reset mid-stream). A request that got no response at all (connection refused) has ``"response": null`` and an
 ``error``.
+
+A line can also be a note: something decided outside HTTP that a replay must decide the same way, in the order it
+happened among the exchanges, e.g. the user's answer to a tool call that asked for approval::
+
+    {"note": {"kind": "approval", "key": {"tool": "python", "call": "call_1"}, "value": {"action": "run"}}}
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ __all__ = [
     "Exchange",
     "Failure",
     "FormatError",
+    "Note",
     "RecordedResponse",
     "TapeRequest",
     "decode_bytes",
@@ -103,6 +109,19 @@ class Exchange:
         return json.dumps(_exchange_json(self), ensure_ascii=False, separators=(",", ":"))
 
 
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A decision made outside HTTP (``kind``, e.g. ``approval``) for ``key``, and what was decided (``value``)."""
+
+    kind: str
+    key: dict[str, Any]
+    value: dict[str, Any]
+
+    def to_line(self) -> str:
+        note = {"kind": self.kind, "key": self.key, "value": self.value}
+        return json.dumps({"note": note}, ensure_ascii=False, separators=(",", ":"))
+
+
 def header_line() -> str:
     return json.dumps({_HEADER_KEY: FORMAT_VERSION})
 
@@ -122,8 +141,8 @@ def decode_bytes(value: JsonValue) -> bytes:
     raise FormatError(f"expected a string or {{'base64': ...}}, got {value!r:.80}")
 
 
-def parse_lines(lines: Iterable[str]) -> Iterator[Exchange]:
-    """The exchanges of a cassette's lines. Raises :class:`FormatError` naming the line at fault."""
+def parse_lines(lines: Iterable[str]) -> Iterator[Exchange | Note]:
+    """The exchanges and notes of a cassette's lines. Raises :class:`FormatError` naming the line at fault."""
     number = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -133,7 +152,7 @@ def parse_lines(lines: Iterable[str]) -> Iterator[Exchange]:
             if number == 1:
                 _check_header(data)
                 continue
-            yield _exchange_from(data)
+            yield _note_from(data["note"]) if "note" in data else _exchange_from(data)
         except (ValueError, KeyError, TypeError) as exc:
             raise FormatError(f"line {number}: {exc}") from None
 
@@ -195,6 +214,13 @@ def _failure_from(data: JsonValue) -> Failure | None:
     if data is None:
         return None
     return Failure(str(data["type"]), str(data["message"]), float(data["at"]))
+
+
+def _note_from(data: JsonValue) -> Note:
+    kind, key, value = data["kind"], data["key"], data["value"]
+    if not isinstance(kind, str) or not isinstance(key, dict) or not isinstance(value, dict):
+        raise FormatError("a note needs a kind (a string), a key and a value (objects)")
+    return Note(kind, key, value)
 
 
 def _exchange_from(data: JsonValue) -> Exchange:

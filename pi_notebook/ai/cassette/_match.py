@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._secret import header_secrets, is_secret_name
 from ._format import Chunk
 
 __all__ = [
+    "ABSENT",
     "MIN_SECRET_LENGTH",
     "REDACTED",
+    "Difference",
     "Redactor",
     "first_difference",
     "match_key",
@@ -116,25 +119,72 @@ def match_key(method: str, url: str, body: Any) -> str:
     return json.dumps([method.upper(), url, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def first_difference(recorded: Any, sent: Any, path: str = "") -> str | None:
-    """Where two JSON values first differ, as a dotted path (``messages.2.content``; ``""`` is the whole body);
-    ``None`` when they are equal."""
+class _Absent:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+ABSENT: Any = _Absent()
+"""A value one side of a :class:`Difference` does not have (a key or list item only the other side has)."""
+_SHOWN = 60  # characters of a value a difference shows
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """Where two JSON values first differ (``path``: ``messages[3].content``; ``""`` is the whole value) and what
+    each side holds there (:data:`ABSENT` when only the other has it). ``str()``: ``messages[3].content: "What is
+    2+2?" != "What is 3+3?"``, recorded value first; long strings are shown around their first difference."""
+
+    path: str
+    recorded: Any
+    sent: Any
+
+    def __str__(self) -> str:
+        recorded, sent = _shown(self.recorded, self.sent)
+        return f"{self.path or 'the body'}: {recorded} != {sent}"
+
+
+def first_difference(recorded: Any, sent: Any, path: str = "") -> Difference | None:
+    """Where two JSON values first differ (keys in sorted order, list items in order); ``None`` when equal."""
     if isinstance(recorded, dict) and isinstance(sent, dict):
         for key in sorted(set(recorded) | set(sent)):
+            where = f"{path}.{key}" if path else key
             if key not in recorded or key not in sent:
-                return _join(path, key)
-            found = first_difference(recorded[key], sent[key], _join(path, key))
+                return Difference(where, recorded.get(key, ABSENT), sent.get(key, ABSENT))
+            found = first_difference(recorded[key], sent[key], where)
             if found is not None:
                 return found
         return None
     if isinstance(recorded, list) and isinstance(sent, list):
-        for index, (old, new) in enumerate(zip(recorded, sent, strict=False)):
-            found = first_difference(old, new, _join(path, str(index)))
+        for index in range(max(len(recorded), len(sent))):
+            old = recorded[index] if index < len(recorded) else ABSENT
+            new = sent[index] if index < len(sent) else ABSENT
+            found = first_difference(old, new, f"{path}[{index}]")
             if found is not None:
                 return found
-        return None if len(recorded) == len(sent) else _join(path, str(min(len(recorded), len(sent))))
-    return None if recorded == sent else path
+        return None
+    return None if type(recorded) is type(sent) and recorded == sent else Difference(path, recorded, sent)
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+def _shown(recorded: Any, sent: Any) -> tuple[str, str]:
+    """Both values as JSON, cut to about :data:`_SHOWN` characters: two strings around where they start to
+    differ, anything else from its start."""
+    if isinstance(recorded, str) and isinstance(sent, str) and max(len(recorded), len(sent)) > _SHOWN:
+        at = next((i for i, (a, b) in enumerate(zip(recorded, sent, strict=False)) if a != b), None)
+        at = min(len(recorded), len(sent)) if at is None else at
+        start = max(0, at - _SHOWN // 3)
+        return _window(recorded, start), _window(sent, start)
+    return _json(recorded), _json(sent)
+
+
+def _window(text: str, start: int) -> str:
+    piece = json.dumps(text[start : start + _SHOWN], ensure_ascii=False)
+    before, after = "…" if start else "", "…" if start + _SHOWN < len(text) else ""
+    return f"{before}{piece}{after}"
+
+
+def _json(value: Any) -> str:
+    if value is ABSENT:
+        return "(absent)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"

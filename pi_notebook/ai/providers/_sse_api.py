@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
-from .._keys import resolve_api_key
+from .._keys import replay_key, resolve_api_key
 from .._request import Context, Model, StreamOptions
 from .._stream import AssistantMessageEventStream
 from ._usage_estimate import estimate_tokens, serialize_context
@@ -37,15 +37,18 @@ def stream_sse_api(
 ) -> AssistantMessageEventStream:
     """Stream one assistant message; never raises. A missing key is required only when ``model.provider`` is
     ``key_required_for`` (local OpenAI-compatible servers need none) or ``model.key_env`` names a variable, and
-    is reported as the stream's error."""
+    is reported as the stream's error. While a cassette that only replays is active, a missing key (the
+    ``key_env`` variable's too) is a placeholder (``_keys.REPLAY_KEY``)."""
     options = options or StreamOptions()
     key: str | Exception | None
     if model.key_env and not options.api_key_value():
         value = os.environ.get(model.key_env, "")
         if value:
             key = resolve_api_key(model.provider, replace(options, api_key=value), required=True)
-        else:
-            key = ProviderError(f"No API key for model {model.id}: set the environment variable {model.key_env}")
+        else:  # a cassette that only replays needs no key: the placeholder, as for the providers' own variables
+            key = replay_key() or ProviderError(
+                f"No API key for model {model.id}: set the environment variable {model.key_env}"
+            )
     else:
         key = resolve_api_key(model.provider, options, required=model.provider == key_required_for)
 

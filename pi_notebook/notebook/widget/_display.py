@@ -19,6 +19,10 @@ static copy becomes a line pointing to the report below it, so a saved notebook 
 twice. A run does not update its displays when it settles: an updated output is rendered again, and a live view
 would redraw the whole reply (measured with ``bench/bench_widget_browser.py``: a 2.1 s main-thread task at 600k
 characters). A run never awaited is saved with the static copy as of its display.
+
+Every display and update carries ``_volatile.RUN_DISPLAY`` as its metadata: a check of the saved notebook (``pytest
+--nbval`` with the package's plugin) compares the ``text/plain`` line and not the static copy, which nbval, applying
+no updates, would see as it was first shown.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ from typing import Any
 from IPython.core.getipython import get_ipython
 from IPython.display import display, update_display
 
+from .._volatile import RUN_DISPLAY
+
 __all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay", "Static"]
 
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->"
 """First line of a run display's ``text/markdown`` and ``text/html`` (an HTML comment: readers show nothing of
-it). The teaching notebooks' nbval sanitizer collapses what follows it, since nbval does not apply
-``update_display``."""
+it): says what the rest is to whoever reads the saved notebook's source."""
 
 Static = tuple[str, str]
 """A static copy: its markdown and its HTML (built through the gate, ``_inert``)."""
@@ -82,7 +87,7 @@ class RunDisplay:
         """Display the run in the cell running now (the magics do, once per run)."""
         self.shown = True
         self._shown_in = _current_cell()
-        display(self.bundle(), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
+        display(self.bundle(), raw=True, display_id=self.display_id, metadata=RUN_DISPLAY)  # type: ignore[no-untyped-call]
 
     def show_again(self) -> None:
         """``display(run)``: another live view, unless the run was shown in this very cell."""
@@ -98,7 +103,8 @@ class RunDisplay:
         """Send every display of the run its current bundle (from ``await run``, and when its view closes);
         ``static`` replaces the transcript as its static copy."""
         if self.shown:
-            update_display(self.bundle(static), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
+            bundle = self.bundle(static)
+            update_display(bundle, raw=True, display_id=self.display_id, metadata=RUN_DISPLAY)  # type: ignore[no-untyped-call]
 
     def refresh_at_cell_end(self, static: Callable[[], Static | None]) -> None:
         """:meth:`refresh` when the running cell has finished running its code (IPython's ``post_run_cell``, still
