@@ -154,6 +154,7 @@ class AgentSession:
         self._abort_reason: str | None = None
         self._retry = TurnRetry(self.agent, lambda: self._settings, self._emit)
         self._last_assistant: AssistantMessage | None = None
+        self._reply_aborted = False  # the operation's last reply so far ended aborted
         self._queue = QueueTexts(self.agent, self._emit)
         self._unsubscribe_store = store.subscribe(self._emit) if store is not None else None  # write failures
         self._compactor = Compactor(self.agent, settings, store, self._emit)
@@ -314,6 +315,7 @@ class AgentSession:
         self._aborted = False
         self._abort_reason = None
         self._last_assistant = None
+        self._reply_aborted = False
         try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
             self.budget.start()
             self._timers.arm_wall(self._settings, self.budget)
@@ -322,8 +324,9 @@ class AgentSession:
                 await self.agent.continue_()
         finally:
             self._timers.cancel()
-            last = self._last_transcript_assistant()
-            aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
+            # This operation's own end: the transcript's last reply may be an earlier run's (a failed overflow
+            # recovery takes this operation's prompt and reply out of it).
+            aborted = self._aborted or self._reply_aborted
             self._active = False
             self._emit(AgentSettledEvent(aborted))
             self._idle.set()
@@ -525,6 +528,7 @@ class AgentSession:
 
     def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message
+        self._reply_aborted = message.stop_reason == "aborted"
         self._compactor.reply_ended(message)
         self._retry.reply_ended(message)
 
@@ -545,12 +549,6 @@ class AgentSession:
         if self._active:
             self._aborted = True
         self._abort_all()
-
-    def _last_transcript_assistant(self) -> AssistantMessage | None:
-        for message in reversed(self.agent.state.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
 
 
 class _Hooks:
