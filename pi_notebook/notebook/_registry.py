@@ -61,6 +61,9 @@ class NotebookSession:
     directory; ``None`` when the caller gave a ``system_prompt`` of their own (then it is left alone)."""
     notebook: str | None = None
     """The notebook's path, recorded in the header of each session file (when the kernel knows it)."""
+    model_missing: str | None = None
+    """Why no run may start until a model is set: ``%pi resume`` could not restore the session's model (so the faux
+    model's replies never land in a real session's file). ``set_model`` clears it."""
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
@@ -79,7 +82,10 @@ class NotebookSession:
         return self.active_run or (self.runs[-1] if self.runs else None)
 
     def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
-        """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any)."""
+        """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any).
+        Raises ``RuntimeError`` while the session has no model it may use (:attr:`model_missing`)."""
+        if self.model_missing is not None:
+            raise RuntimeError(self.model_missing)
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
         self.refresh_prompt()
@@ -153,10 +159,21 @@ class NotebookSession:
         else:
             make = model_from_server if from_server else model_from_spec
             other: dict[str, Any] = {"base_url": base_url} if base_url else {}
-            model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
-            session.model, session.agent.stream_fn = model, default_stream
+            try:
+                model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
+            except ValueError as exc:  # model_from_server speaks Python; the magic's option is --context-window
+                raise ValueError(str(exc).replace("pass context_window=<tokens>", "add --context-window N")) from None
             spec = _described(spec, model, options, from_server)
+            self.use_model(model, spec)
+            return
         self.model_spec = spec
+        self.model_missing = None
+
+    def use_model(self, model: Model, spec: str) -> None:
+        """Switch to ``model`` (an HTTP provider's), shown as ``spec`` (``%pi status``, ``%pi model``)."""
+        self.session.model, self.session.agent.stream_fn = model, default_stream
+        self.model_spec = spec
+        self.model_missing = None
 
     @property
     def file(self) -> Path | None:

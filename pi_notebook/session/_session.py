@@ -522,6 +522,7 @@ class AgentSession:
         if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
             message.error_message = self._abort_reason
         if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+            self.store.record_model(self.agent.state.model)  # a resumed session knows its model (model_change)
             self.store.append_message(message)
         if isinstance(message, AssistantMessage):
             self.budget.record(message, self.agent.state.model)
