@@ -205,7 +205,7 @@ async def test_a_failed_session_write_shows_in_the_widget_event_log(
     assert failed == [
         f"Could not write session file {store.path}: No space left on device (ENOSPC); {n} kept in memory, "
         "retried with the next write"
-        for n in ("1 entry", "2 entries")
+        for n in ("1 entry", "2 entries", "3 entries")  # the model_change entry, the prompt, the reply
     ]
     assert "still answered" in report.markdown and "`session_write_failed`" in report.markdown
 
