@@ -9,6 +9,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from ._recent import RecentRuns
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
+from .widget._view import RunView
 
 __all__ = [
     "DEFAULT_NAME",
@@ -64,6 +66,7 @@ class NotebookSession:
     model_missing: str | None = None
     """Why no run may start until a model is set: ``%pi resume`` could not restore the session's model (so the faux
     model's replies never land in a real session's file). ``set_model`` clears it."""
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
@@ -89,12 +92,33 @@ class NotebookSession:
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
         self.refresh_prompt()
-        run = Run(self.session, len(self.runs) + 1, operation, label=label, with_view=with_view)
+        number = len(self.runs) + 1
+        run = Run(self.session, number, operation, label=label, with_view=with_view, on_send=self.send_from_view)
         self.runs.append(run)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
+
+    def send_from_view(self, text: str, view: RunView) -> None:
+        """A text sent from a settled run's box (on the kernel's loop): a new run with it as the prompt, drawn in
+        that view below the box, where it was typed. While another run is active it becomes that run's follow-up
+        instead (the box says so); a run that cannot start says why there and gives the text back."""
+        active = self.active_run
+        if active is not None:
+            task = asyncio.ensure_future(self.session.follow_up(text))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            view.say(f"Run {active.number} is active: queued as its follow-up: {text}")
+            return
+        try:
+            run = self.start(text, lambda: self.session.prompt(text))
+        except (RuntimeError, ValueError) as exc:
+            view.input.value = text
+            view.say(f"Not sent: {exc}")
+            return
+        if run.view is not None:
+            view.add_follow_on(run.view)
 
     def refresh_prompt(self) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the

@@ -67,7 +67,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         lines.append(f"pi: the previous session stays in {previous.name}")
     lines.append(restore_model(entry, loaded.model))
     _say("\n".join(lines))
-    return Replayed(entry.session, f"Resumed {path.name}", note=note)
+    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view)
 
 
 def new_session(registry: SessionRegistry, command: PiCommand) -> None:
