@@ -84,7 +84,7 @@ def _bindings(schema: dict[str, Any]) -> list[dict[str, Any]]:
 def test_the_stop_shortcut_clashes_with_no_jupyterlab_default() -> None:
     ours = _bindings(json.loads((SOURCE / "schema" / "plugin.json").read_text()))
     assert [(b["command"], b["keys"], b["selector"]) for b in ours] == [
-        ("pi-notebook:stop-agent-run", ["Accel ."], ".jp-NotebookPanel")
+        ("pi-notebook:stop-agent-run", ["Accel ."], "body")
     ]
     schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
     files = sorted(schemas.rglob("*.json"))

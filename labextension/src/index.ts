@@ -3,7 +3,8 @@
  *
  * - a "Stop agent run" button in each notebook's toolbar, shown only while a run is active in that
  *   notebook's kernel;
- * - the command `pi-notebook:stop-agent-run`, bound to Accel . (Ctrl+. / Cmd+.) in notebooks;
+ * - the command `pi-notebook:stop-agent-run`, bound to Accel . (Ctrl+. / Cmd+.) wherever the focus is on a
+ *   notebook's page (./focus.ts);
  * - a status bar item for the active notebook's kernel: "pi: streaming", "pi: retry in 3 s",
  *   "pi: settled (aborted)", ...
  * - the run widget's own Stop button, forwarded: its click is an ipywidgets comm message, which the kernel
@@ -27,6 +28,7 @@ import { Widget } from '@lumino/widgets';
 import { NotebookCells } from './cells';
 import { ControlConnection } from './control';
 import { markAgentCells } from './marks';
+import { notebookInFront, returnFocusAfterApproval } from './focus';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
@@ -220,13 +222,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return panel ? connections.get(panel.sessionContext) : null;
     };
 
+    // The shortcut's selector is `body` (see ./focus.ts): it acts on the notebook the main area shows.
+    const inFront = (): ControlConnection | null => {
+      const panel = notebookInFront(tracker, labShell);
+      return panel ? connections.get(panel.sessionContext) : null;
+    };
     app.commands.addCommand(COMMAND, {
       label: LABEL,
       caption: 'Stop every active pi agent run in this notebook’s kernel (queued messages go back to the input box)',
       icon: stopIcon,
-      isEnabled: () => current()?.connected ?? false,
+      isEnabled: () => inFront()?.connected ?? false,
       execute: () => {
-        current()?.abort();
+        inFront()?.abort();
       }
     });
     palette?.addItem({ command: COMMAND, category: 'Notebook Operations' });
@@ -239,6 +246,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);
     forwardRunStopClicks(tracker, connections);
+    returnFocusAfterApproval(tracker);
 
     if (toolbarRegistry) {
       toolbarRegistry.addFactory<NotebookPanel>('Notebook', TOOLBAR_ITEM, panel =>

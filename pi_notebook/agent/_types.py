@@ -119,6 +119,8 @@ ApprovalDefault: TypeAlias = Literal["never", "ask", "auto"]
 tool: ``"ask"`` (it runs code or changes files), ``"auto"`` (it runs without asking unless the setting says
 ``ask``) or ``"never"`` (it only looks: it never asks, whatever the setting says)."""
 
+PreviewSyntax: TypeAlias = Literal["", "python", "shell", "diff"]
+"""How a tool's preview reads (:attr:`AgentTool.preview_syntax`)."""
 OnUpdate: TypeAlias = Callable[[AgentToolResult], None]
 Execute: TypeAlias = Callable[[str, Any, AbortSignal, OnUpdate], Awaitable[AgentToolResult]]
 
@@ -151,9 +153,13 @@ class AgentTool:
     """Whether a call asks before it runs, unless the setting ``tools.approval`` names this tool (see
     :data:`ApprovalDefault`; enforced by an ``AgentSession`` that has an approver)."""
     preview: Callable[[Mapping[str, Any]], str | Awaitable[str]] | None = None
-    """What an approval question shows of a call, from its validated arguments: the code, the command line, the
-    edit's diff; it may be async (a cell tool reads the live notebook), and is then awaited until the run's signal
-    aborts. ``None``, or a preview that raises: the arguments as JSON."""
+    """What an approval question (and the call's panel in the run widget) shows of a call, from its validated
+    arguments: the code, the command line, the edit's diff; it may be async (a cell tool reads the live notebook),
+    and is then awaited until the run's signal aborts (the panel shows only a preview that is not). ``None``, or a
+    preview that raises: the arguments as JSON."""
+    preview_syntax: PreviewSyntax = ""
+    """How the preview reads, for highlighting: ``"python"`` (code), ``"shell"`` (a command line), ``"diff"`` (an
+    edit), ``""`` (plain text)."""
     prompt: ToolPrompt | None = None
     """The system prompt's snippet and guidelines for this tool; ``None``: the prompt does not list it."""
     needs_approval: Callable[[Any], str | None] | None = None

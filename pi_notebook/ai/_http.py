@@ -314,6 +314,7 @@ async def post_sse(
         if not is_event_stream(response):
             await _read_whole_body(run, response, read_json)
             return
+        run.answered = True
         try:
             await read(run, response)
         except ProviderError:
@@ -346,6 +347,8 @@ class ProviderRun:
     options: StreamOptions
     builder: MessageBuilder
     stream: AssistantMessageEventStream
+    answered: bool = False
+    """The server took the request and began a streamed answer (its prompt reached the model)."""
 
     def push(self, event: Any) -> None:
         self.stream.push(event)

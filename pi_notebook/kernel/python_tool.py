@@ -421,6 +421,7 @@ def python_tool(
         execution_mode="sequential",
         approval="ask",
         preview=_preview,
+        preview_syntax="python",
         prompt=PROMPT,
     )
 

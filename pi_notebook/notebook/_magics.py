@@ -30,11 +30,12 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 
-from ..ai import Cassette, CassetteError, Model
+from ..ai import Cassette, CassetteError
 from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
+from ._model_line import model_limits
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
@@ -261,7 +262,7 @@ class PiMagics(Magics):
         if not command.text:
             if command.flags:
                 raise UsageError("model: the options need a SPEC (%pi model SPEC --context-window N ...)")
-            print(f"pi: model {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
+            print(f"pi: model {entry.model_spec} ({model_limits(entry.session.model)})")  # noqa: T201
             return
         if entry.busy:
             raise SessionBusyError("a run is active; wait for it (or abort) before switching models")
@@ -274,7 +275,7 @@ class PiMagics(Magics):
             from_server="from_server" in flags,
             base_url=flags.get("base_url"),
         )
-        print(f"pi: model set to {entry.model_spec} ({_limits(entry.session.model)})")  # noqa: T201
+        print(f"pi: model set to {entry.model_spec} ({model_limits(entry.session.model)})")  # noqa: T201
 
     def _settings(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
@@ -334,12 +335,6 @@ def _check_size(text: str, what: str) -> None:
             f"the {what} has {len(text):,} characters, more than the limit of {MAX_PROMPT_CHARS:,}"
             " (send a longer text from Python: await get_session().prompt(text))"
         )
-
-
-def _limits(model: Model) -> str:
-    """``openai-completions, llama3.2; context window 2048, max tokens 16384; key from LITELLM_KEY``."""
-    key = f"; key from {model.key_env}" if model.key_env else ""
-    return f"{model.api}, {model.id}; context window {model.context_window}, max tokens {model.max_tokens}{key}"
 
 
 def _assignments(text: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from ._recent import RecentRuns
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
+from .widget._view import RunView
 
 __all__ = [
     "DEFAULT_NAME",
@@ -62,6 +64,10 @@ class NotebookSession:
     directory; ``None`` when the caller gave a ``system_prompt`` of their own (then it is left alone)."""
     notebook: str | None = None
     """The notebook's path, recorded in the header of each session file (when the kernel knows it)."""
+    model_missing: str | None = None
+    """Why no run may start until a model is set: ``%pi resume`` could not restore the session's model (so the faux
+    model's replies never land in a real session's file). ``set_model`` clears it."""
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
@@ -80,19 +86,50 @@ class NotebookSession:
         return self.active_run or (self.runs[-1] if self.runs else None)
 
     def start(self, label: str, operation: Callable[[], Any], *, with_view: bool = True) -> Run:
-        """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any)."""
+        """Start ``operation`` (a session operation) as a new run of this session (inside its cassette, if any).
+        Raises ``RuntimeError`` while the session has no model it may use (:attr:`model_missing`)."""
+        if self.model_missing is not None:
+            raise RuntimeError(self.model_missing)
         if self.cassette is not None:
             operation = _within(self.cassette, operation)
         number = len(self.runs) + 1
         target = notebook_of_cell(number, self.notebook)
         operation = with_cell_tools(self, target, operation)
         self.refresh_prompt()
-        run = Run(self.session, number, operation, label=label, with_view=with_view, cells=target.changes)
+        run = Run(
+            self.session,
+            number,
+            operation,
+            label=label,
+            with_view=with_view,
+            cells=target.changes,
+            on_send=self.send_from_view,
+        )
         self.runs.append(run)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
         return run
+
+    def send_from_view(self, text: str, view: RunView) -> None:
+        """A text sent from a settled run's box (on the kernel's loop): a new run with it as the prompt, drawn in
+        that view below the box, where it was typed. While another run is active it becomes that run's follow-up
+        instead (the box says so); a run that cannot start says why there and gives the text back."""
+        active = self.active_run
+        if active is not None:
+            task = asyncio.ensure_future(self.session.follow_up(text))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            view.say(f"Run {active.number} is active: queued as its follow-up: {text}")
+            return
+        try:
+            run = self.start(text, lambda: self.session.prompt(text))
+        except (RuntimeError, ValueError) as exc:
+            view.input.value = text
+            view.say(f"Not sent: {exc}")
+            return
+        if run.view is not None:
+            view.add_follow_on(run.view)
 
     def refresh_prompt(self, left_out: Collection[str] = ()) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the
@@ -159,10 +196,21 @@ class NotebookSession:
         else:
             make = model_from_server if from_server else model_from_spec
             other: dict[str, Any] = {"base_url": base_url} if base_url else {}
-            model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
-            session.model, session.agent.stream_fn = model, default_stream
+            try:
+                model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
+            except ValueError as exc:  # model_from_server speaks Python; the magic's option is --context-window
+                raise ValueError(str(exc).replace("pass context_window=<tokens>", "add --context-window N")) from None
             spec = _described(spec, model, options, from_server)
+            self.use_model(model, spec)
+            return
         self.model_spec = spec
+        self.model_missing = None
+
+    def use_model(self, model: Model, spec: str) -> None:
+        """Switch to ``model`` (an HTTP provider's), shown as ``spec`` (``%pi status``, ``%pi model``)."""
+        self.session.model, self.session.agent.stream_fn = model, default_stream
+        self.model_spec = spec
+        self.model_missing = None
 
     @property
     def file(self) -> Path | None:

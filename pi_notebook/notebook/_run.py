@@ -101,8 +101,12 @@ class Run:
         label: str,
         with_view: bool = True,
         cells: CellChanges | None = None,
+        on_send: Callable[[str, RunView], None] | None = None,
     ) -> None:
+        """``on_send(text, view)``: what the widget's box does with a text once the run has settled (the notebook
+        session starts a new run, drawn below it); without it the text is queued for the next prompt."""
         self.session = session
+        self._on_send = on_send
         self.number = number
         self.label = label
         self.events: list[SessionEvent] = []
@@ -146,6 +150,7 @@ class Run:
             loop=self._loop,
             number=self.number,
             key=self._key,
+            on_send=self._on_send,
         )
 
     # -- public -----------------------------------------------------------------------------------------
@@ -206,10 +211,14 @@ class Run:
         """Stop: hand queued messages back to the input box, then abort the session (Pi's Escape)."""
         if self.done:
             return
+        queue = self.session.queue
+        # A click on the widget's Stop arrives twice (its own comm, and forwarded by the JupyterLab extension): a
+        # repeated Stop takes back only what was queued since, so the log gets one queue_update per Stop.
+        if not self._stop_requested or queue.steering or queue.follow_up:
+            snapshot = self.session.clear_queue()
+            if self._presenter is not None:
+                self._presenter.hand_back([*snapshot.steering, *snapshot.follow_up])
         self._stop_requested = True
-        snapshot = self.session.clear_queue()
-        if self._presenter is not None:
-            self._presenter.hand_back([*snapshot.steering, *snapshot.follow_up])
         self._spawn(self.session.abort())
 
     def note(self, label: str, detail: str) -> None:

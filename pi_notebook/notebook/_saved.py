@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentMessage
+from ..agent import AgentMessage, AgentTool
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
 from ..ai.messages import message_key, text_of
 from ..session import (
@@ -38,8 +38,9 @@ from ..session import (
 )
 from ._describe import describe_event, render_html, render_markdown, result_text
 from ._visible import shown_json
-from .widget._presenter import RunPresenter
+from .widget._presenter import RunPresenter, drawn_as_message, tool_preview
 from .widget._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
+from .widget._view import RunView
 
 __all__ = [
     "CUT_OFF_NOTE",
@@ -175,7 +176,15 @@ def close_dangling_tool_calls(session: AgentSession) -> int:
 class Replayed:
     """A resumed transcript shown as a run widget (marked replayed), with a markdown fallback."""
 
-    def __init__(self, session: AgentSession, title: str, *, note: str | None = None) -> None:
+    def __init__(
+        self,
+        session: AgentSession,
+        title: str,
+        *,
+        note: str | None = None,
+        on_send: Callable[[str, RunView], None] | None = None,
+    ) -> None:
+        """``on_send``: what the view's box does with a text (a new run, see :class:`RunView`)."""
         self.messages = list(session.messages)
         self.log: list[tuple[float, str, str]] = []
         self.title = title
@@ -186,10 +195,12 @@ class Replayed:
         except RuntimeError:
             loop = None
         if loop is not None:
-            self.presenter = RunPresenter(title=title, session=session, on_stop=lambda: None, loop=loop)
-        self._replay()
+            self.presenter = RunPresenter(
+                title=title, session=session, on_stop=lambda: None, loop=loop, on_send=on_send
+            )
+        self._replay({tool.name: tool for tool in session.tools})
 
-    def _replay(self) -> None:
+    def _replay(self, tools: Mapping[str, AgentTool]) -> None:
         start = next((m.timestamp for m in self.messages if _stamp(m)), 0)
         for message in self.messages:
             line = describe_event(MessageEndEvent(message=message))
@@ -197,7 +208,7 @@ class Replayed:
             seconds = max(0.0, (_stamp(message) - start) / 1000) if start and _stamp(message) else 0.0
             self.log.append((seconds, label, f"{detail} (replayed)"))
             if self.presenter is not None:
-                for op in _ops(message):
+                for op in _ops(message, tools):
                     self.presenter.view.transcript.add(op)
                 self.presenter.log(seconds, label, f"{detail} (replayed)")
         if self.note:
@@ -239,23 +250,30 @@ def _stamp(message: AgentMessage) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _ops(message: AgentMessage) -> list[Op]:
-    """The widget operations that draw one recorded message (as the presenter draws a live one)."""
+def _ops(message: AgentMessage, tools: Mapping[str, AgentTool]) -> list[Op]:
+    """The widget operations that draw one recorded message (as the presenter draws a live one; ``tools``, by name,
+    preview their calls)."""
     key = message_key(message)
     match message:
         case UserMessage():
             return [MessageOp(op="message", id=key, role="user", text=text_of(message))]
         case AssistantMessage():
-            text = "".join(block.text for block in message.content if isinstance(block, TextContent))
-            ops: list[Op] = [MessageOp(op="message", id=key, role="assistant", text=text)]
-            thinking = "".join(block.thinking for block in message.content if isinstance(block, ThinkingContent))
-            if thinking:
-                ops.append(TextOp(op="thinking", id=key, text=thinking))
+            ops: list[Op] = []
+            drawn = drawn_as_message(message)  # as the presenter draws a live one
+            if drawn:
+                text = "".join(block.text for block in message.content if isinstance(block, TextContent))
+                ops.append(MessageOp(op="message", id=key, role="assistant", text=text))
+                thinking = "".join(block.thinking for block in message.content if isinstance(block, ThinkingContent))
+                if thinking:
+                    ops.append(TextOp(op="thinking", id=key, text=thinking))
             for block in message.content:
                 if isinstance(block, ToolCall):
                     args = shown_json(block.arguments)
-                    ops.append(ToolOp(op="tool", call=block.id, name=block.name, args=args))
-            ops.append(StatusOp(op="status", id=key, stop_reason=message.stop_reason, error=message.error_message))
+                    preview, syntax = tool_preview(tools.get(block.name), block.arguments)
+                    call = ToolOp(op="tool", call=block.id, name=block.name, args=args, preview=preview, syntax=syntax)
+                    ops.append(call)
+            if drawn:
+                ops.append(StatusOp(op="status", id=key, stop_reason=message.stop_reason, error=message.error_message))
             return ops
         case ToolResultMessage():
             text = result_text(message)

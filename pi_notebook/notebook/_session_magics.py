@@ -1,8 +1,8 @@
 """``%pi sessions``, ``%pi resume``, ``%pi new`` and ``%pi use``: the saved and named sessions of the kernel.
 
 Each handler takes the registry and the parsed line, prints one-line messages and returns what the cell should
-show (a :class:`~._saved.Replayed` view for ``resume``). Errors are ``ValueError``/``RuntimeError`` with a
-one-line message, which the magic prints.
+show (a :class:`~._saved.Replayed` view for ``resume``, which also puts the session's model back: ``_model_line``).
+Errors are ``ValueError``/``RuntimeError`` with a one-line message, which the magic prints.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..session import SessionBusyError, SessionFileError, list_sessions
 from ._commands import PiCommand, UsageError
+from ._model_line import restore_model
 from ._registry import DEFAULT_NAME, SessionRegistry
 from ._saved import CUT_OFF_NOTE, Replayed, close_dangling_tool_calls, cut_off, describe_sessions, folder, pick_session
 
@@ -64,8 +65,9 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         lines.append(f"pi: {note}")
     if previous is not None and previous != path and previous.exists():
         lines.append(f"pi: the previous session stays in {previous.name}")
+    lines.append(restore_model(entry, loaded.model))
     _say("\n".join(lines))
-    return Replayed(entry.session, f"Resumed {path.name}", note=note)
+    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view)
 
 
 def new_session(registry: SessionRegistry, command: PiCommand) -> None:

@@ -17,7 +17,8 @@ Where this differs from Pi (0.84, which added the truncated-reply recovery), on 
   compact, or the compacted transcript overflowed again), the failed reply and the user messages that ended the
   transcript (the prompt, steering and follow-ups that never reached the model) are removed from what the model
   sees next; the session file keeps them, and ``compaction_end``'s ``error_message`` says what was removed. In
-  Pi they stay, so every later prompt resends them and overflows again.
+  Pi they stay, so every later prompt resends them and overflows again. Earlier prompts whose reply failed for
+  another reason (a 429 after the retries) are not among them: they stay.
 """
 
 from __future__ import annotations
@@ -173,8 +174,9 @@ class Compactor:
             return
         self._drop_failed_reply()
         messages = self._agent.state.messages
+        window = self._agent.state.model.context_window or 0
         start = len(messages)
-        while start > 0 and _never_answered(messages[start - 1]):
+        while start > 0 and _did_not_fit(messages[start - 1], window):
             start -= 1
         removed = [m for m in messages[start:] if isinstance(m, UserMessage)]
         if removed:
@@ -274,9 +276,12 @@ def _is_truncated(message: AssistantMessage) -> bool:
     )
 
 
-def _never_answered(message: AgentMessage) -> bool:
-    """A user message, or a failed reply between user messages (a session file resumed after an overflow holds
-    the prompt that did not fit and its error reply)."""
+def _did_not_fit(message: AgentMessage, window: int) -> bool:
+    """A user message, or an overflow reply between user messages (a session file resumed after an overflow holds
+    the prompt that did not fit and its error reply). Another failed reply (a 429) ends the search: the prompt
+    before it was never answered, but not because it did not fit."""
     return isinstance(message, UserMessage) or (
-        isinstance(message, AssistantMessage) and message.stop_reason == "error"
+        isinstance(message, AssistantMessage)
+        and message.stop_reason == "error"
+        and is_context_overflow(message, window)
     )

@@ -96,6 +96,7 @@ class Operation:
         self._aborted = False
         self._abort_reason: str | None = None
         self._last_assistant: AssistantMessage | None = None
+        self._reply_aborted = False  # the operation's last reply so far ended aborted
         self._user_prepare_request: PrepareRequestHook | None = agent.hooks.prepare_request
         agent.hooks = replace(agent.hooks, prepare_request=self.before_request)
         self._unsubscribe = agent.subscribe(self.on_agent_event)
@@ -159,6 +160,7 @@ class Operation:
         self._aborted = False
         self._abort_reason = None
         self._last_assistant = None
+        self._reply_aborted = False
         try:  # from here on, whatever fails, the operation settles (one agent_settled) and abort returns
             self.budget.start()
             self._timers.arm_wall(self._settings, self.budget)
@@ -167,8 +169,9 @@ class Operation:
                 await self._agent.continue_()
         finally:
             self._timers.cancel()
-            last = self._last_transcript_assistant()
-            aborted = self._aborted or (last is not None and last.stop_reason == "aborted")
+            # This operation's own end: the transcript's last reply may be an earlier run's (a failed overflow
+            # recovery takes this operation's prompt and reply out of it).
+            aborted = self._aborted or self._reply_aborted
             self._active = False
             self._listeners.emit(AgentSettledEvent(aborted))
             self._idle.set()
@@ -187,12 +190,6 @@ class Operation:
         if await self._compactor.check(message):
             return True  # an overflow was compacted: retry the turn
         return not self._aborted and self._agent.has_queued_messages()
-
-    def _last_transcript_assistant(self) -> AssistantMessage | None:
-        for message in reversed(self._agent.state.messages):
-            if isinstance(message, AssistantMessage):
-                return message
-        return None
 
     # -- stopping -----------------------------------------------------------------------------------------
     def abort(self) -> None:
@@ -290,12 +287,14 @@ class Operation:
         if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
             message.error_message = self._abort_reason
         if self.store is not None and not isinstance(message, CompactionSummaryMessage):
+            self.store.record_model(self._agent.state.model)  # a resumed session knows its model (model_change)
             self.store.append_message(message)
         if isinstance(message, AssistantMessage):
             self.budget.record(message, self._agent.state.model)
 
     def _after_reply(self, message: AssistantMessage) -> None:
         self._last_assistant = message
+        self._reply_aborted = message.stop_reason == "aborted"
         self._compactor.reply_ended(message)
         self._retry.reply_ended(message)
 

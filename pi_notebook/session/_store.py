@@ -10,6 +10,9 @@ the file is created with its first entry, as Pi creates its own. Then one entry 
   ``message_end``, whatever its stop reason (aborted and error replies included);
 * ``{"type": "compaction", "summary", "firstKeptEntryId", "tokensBefore", "details": {"readFiles",
   "modifiedFiles"}}`` after a compaction;
+* ``{"type": "model_change", "provider", "modelId", ...}`` before the first message made with another model than
+  the last recorded (Pi's entry; the rest of the record, base URL, context window and key variable, is ours: see
+  ``ai/_model_record.py``), so a resumed session knows its model;
 * ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
 
 The file is created ``0600`` and the folders the store creates for it ``0700`` (the user's only).
@@ -48,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentMessage, CustomMessage
+from ..ai import Model
+from ..ai._model_record import model_record
 from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
 from ._lock import lock_for_writing
@@ -103,6 +108,9 @@ class SessionStore:
             self._release()
             raise
         self.loaded: LoadedSession | None = loaded
+        self.model: dict[str, Any] | None = loaded.model if loaded is not None else None
+        """The model the file names last (its ``model_change`` record, see ``record_model``)."""
+        self._model_seen: Model | None = None
         if loaded is not None:
             self.session_id = str(loaded.header.get("id", ""))
             self._leaf = loaded.leaf_id
@@ -208,6 +216,19 @@ class SessionStore:
                 "details": details,
             }
         )
+
+    def record_model(self, model: Model) -> str | None:
+        """Record that the messages from now on are made with ``model`` (a ``model_change`` entry, see
+        ``ai/_model_record.py``); nothing when it is the model recorded last. Returns the entry id, if one was
+        written. Cheap when the model is the one seen last (called before every message)."""
+        if model is self._model_seen:
+            return None
+        self._model_seen = model
+        record = model_record(model)
+        if self.model == record:
+            return None
+        self.model = record
+        return self._append({"type": "model_change", **record})
 
     def entry_id(self, message: AgentMessage) -> str | None:
         """The entry id a message was recorded under (by its :func:`~pi_notebook.ai.messages.message_key`), if

@@ -4,8 +4,9 @@
 is the current leaf), keeps ``message`` entries (Pi's ``custom`` message role and Pi's ``custom_message``
 entries are read as :class:`~pi_notebook.agent.CustomMessage` with role ``custom``), applies the latest
 ``compaction`` entry (its summary becomes a :class:`CompactionSummaryMessage`, followed by the messages from
-``firstKeptEntryId`` on), and ignores the other entry kinds (model and thinking-level changes, labels, branch
-summaries, custom data). Pi's version 1 files (no ids) are read in file order.
+``firstKeptEntryId`` on), reads the session's model as Pi does (:attr:`LoadedSession.model`), and ignores the
+other entry kinds (thinking-level changes, labels, branch summaries, custom data). Pi's version 1 files (no ids)
+are read in file order.
 
 What the loader tolerates, and how it reports it in :attr:`LoadedSession.problems` (one
 :class:`LoadProblem` per line, its 1-based number and a reason):
@@ -82,6 +83,9 @@ class LoadedSession:
     """What could not be read as written, line by line (see the module docstring)."""
     newer_version: object = None
     """The header's format version when it is newer than ours (``None`` otherwise)."""
+    model: dict[str, Any] | None = None
+    """The session's model, as Pi reads it: the last ``model_change`` entry or assistant reply on the current branch
+    (a reply gives only ``provider``, ``modelId`` and ``api``; ``None``: the file names none)."""
 
 
 @dataclass
@@ -120,6 +124,7 @@ def load_session(path: str | Path) -> LoadedSession:
     branch = _current_branch(lines)
     loaded.leaf_id = lines.entries[branch[-1]].get("id") if branch else None
     _rebuild(loaded, lines, _apply_compaction(loaded, lines, branch))
+    loaded.model = _model_of(lines, branch)
     loaded.problems = sorted(problems, key=lambda problem: problem.line)
     loaded.skipped_lines = sum(1 for problem in loaded.problems if problem.skipped)
     return loaded
@@ -251,6 +256,26 @@ def _rebuild(loaded: LoadedSession, lines: _Lines, indices: list[int]) -> None:
             continue
         loaded.messages.append(message)
         loaded.entry_ids.append(entry.get("id"))
+
+
+def _model_of(lines: _Lines, branch: list[int]) -> dict[str, Any] | None:
+    """Pi's ``getSessionContextSettings``: the model of the last ``model_change`` or assistant reply on the branch.
+    A reply of the model the last ``model_change`` named keeps that entry's fuller record."""
+    named: dict[str, Any] | None = None  # the last reply's model, if it came after the last model_change
+    for index in reversed(branch):
+        entry = lines.entries[index]
+        message = entry.get("message")
+        if entry.get("type") == "model_change":
+            change = {key: value for key, value in entry.items() if key not in ("type", "id", "parentId", "timestamp")}
+            if named is None or (named["provider"], named["modelId"]) == (
+                change.get("provider"),
+                change.get("modelId"),
+            ):
+                return change
+            return named
+        if named is None and isinstance(message, dict) and message.get("role") == "assistant":
+            named = {"provider": message.get("provider"), "modelId": message.get("model"), "api": message.get("api")}
+    return named
 
 
 def _message_of(entry: dict[str, Any]) -> AgentMessage | None:

@@ -312,6 +312,7 @@ def bash_tool(
         execute=bash.execute,
         approval="ask",
         preview=_preview,
+        preview_syntax="shell",
         # Pi adds "Inspect PI_* environment variables..." when it exposes them; our bash does not.
         prompt=ToolPrompt("Execute bash commands (ls, grep, find, etc.)"),
     )

@@ -207,6 +207,7 @@ def edit_tool(cwd: str | Path | None = None) -> AgentTool:
         prepare_arguments=prepare_edit_arguments,
         approval="ask",
         preview=lambda args: f"{args.get('path')}\n\n{preview_edit(args, cwd)}",
+        preview_syntax="diff",
         prompt=PROMPT,
     )
 

@@ -139,3 +139,43 @@ def test_the_help_lists_the_new_apis(pi: Any, capsys: pytest.CaptureFixture[str]
         "--base-url URL",
     ):
         assert spec in out
+
+
+# -- issue 31 item 8: what the magic says ---------------------------------------------------------------------
+
+
+def test_from_server_without_a_context_window_names_the_magics_option(
+    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.serve_models({"object": "list", "data": [{"id": "smollm2", "object": "model"}]})  # llama-cpp-python's
+    pi.pi(f"model openai-compatible:{server.openai_base_url} --from-server")
+    out = _out(capsys)
+    assert "reports no context window for model 'smollm2'; add --context-window N" in out
+    assert "context_window=" not in out
+
+
+@pytest.mark.parametrize(
+    ("line", "limit"),
+    [
+        # a local server gets no output limit unless one is given: its own default is "until the window is full"
+        ("model openai-compatible:http://127.0.0.1:9/v1:smollm2 --context-window 2048", "output limit: the server's"),
+        (
+            "model openai-compatible:http://127.0.0.1:9/v1:smollm2 --context-window 2048 --max-tokens 256",
+            "max tokens 256",
+        ),
+        # every Anthropic request carries one: the model's, cut to what the window leaves
+        (
+            "model anthropic-compatible:http://127.0.0.1:9:claude --context-window 2048",
+            "max tokens 16384, cut to what the 2048-token window leaves",
+        ),
+        ("model openai:gpt-4o-mini", "max tokens 16384"),
+    ],
+)
+def test_the_model_line_shows_the_output_limit_requests_carry(
+    pi: Any, capsys: pytest.CaptureFixture[str], line: str, limit: str
+) -> None:
+    pi.pi(line)
+    out = _out(capsys)
+    assert f"; context window {2048 if '2048' in line else 128000}, {limit}" in out
+    if "server's" in limit:
+        assert "16384" not in out

@@ -126,6 +126,19 @@ async def test_stop_puts_queued_messages_back_in_the_input_box(dummy_comm: list[
     assert run.view.transcript.queue == []
 
 
+async def test_a_stop_that_arrives_twice_takes_the_queue_back_once(dummy_comm: list[dict[str, Any]]) -> None:
+    # The widget's Stop reaches the run twice (its comm, and the JupyterLab extension's forwarded click).
+    session = session_for("word " * 5000, tps=2000)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run.wait_for("message_update")
+    await session.follow_up("later")
+    run.abort()
+    run.abort()
+    await run
+    assert run.labels.count("queue_update") == 2  # the follow-up queued, then taken back once
+    assert run.view is not None and run.view.input.value == "later"
+
+
 async def test_the_input_box_steers_and_follows_up(dummy_comm: list[dict[str, Any]]) -> None:
     session = session_for("word " * 5000, tps=2000)
     run = Run(session, 1, lambda: session.prompt("go"), label="go")
@@ -205,7 +218,7 @@ async def test_a_failed_session_write_shows_in_the_widget_event_log(
     assert failed == [
         f"Could not write session file {store.path}: No space left on device (ENOSPC); {n} kept in memory, "
         "retried with the next write"
-        for n in ("1 entry", "2 entries")
+        for n in ("1 entry", "2 entries", "3 entries")  # the model_change entry, the prompt, the reply
     ]
     assert "still answered" in report.markdown and "`session_write_failed`" in report.markdown
 

@@ -44,10 +44,13 @@ async def test_every_message_that_reached_message_end_is_written_with_a_header(t
     entries = lines(store.path)
     assert entries[0]["type"] == "session"
     assert entries[0]["version"] == 3
-    assert [e["message"]["role"] for e in entries[1:]] == ["user", "assistant", "assistant"]
-    assert [e["message"].get("stopReason") for e in entries[1:]] == [None, "error", "stop"]
-    assert [e["parentId"] for e in entries[1:]] == [None, entries[1]["id"], entries[2]["id"]]
-    assert entries[2]["message"]["errorMessage"] == "503"
+    assert entries[1]["type"] == "model_change"  # the model the messages after it were made with
+    assert (entries[1]["provider"], entries[1]["modelId"]) == (session.model.provider, session.model.id)
+    messages = entries[2:]
+    assert [e["message"]["role"] for e in messages] == ["user", "assistant", "assistant"]
+    assert [e["message"].get("stopReason") for e in messages] == [None, "error", "stop"]
+    assert [e["parentId"] for e in entries[1:]] == [None, entries[1]["id"], entries[2]["id"], entries[3]["id"]]
+    assert messages[1]["message"]["errorMessage"] == "503"
 
 
 async def test_loading_rebuilds_the_transcript_and_a_store_continues_an_existing_file(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ async def test_a_session_reports_a_failed_write_and_its_run_goes_on(
     await session.prompt("first")
     assert recorder.labels.count("agent_settled:aborted=false") == 1
     failed = [e for e in recorder.events if e.type == "session_write_failed"]
-    assert [e.unwritten for e in failed] == [1, 2]
+    assert [e.unwritten for e in failed] == [1, 2, 3]  # the model_change entry, the prompt, the reply
     assert [getattr(m, "stop_reason", None) for m in session.messages] == [None, "stop"]
     disk.full = False
     await session.prompt("second")

@@ -101,7 +101,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
         messages.get(op.id)?.setStatus(op.stop_reason, op.error);
         break;
       case "tool": {
-        const panel = new ToolPanel(op.name, op.args);
+        const panel = new ToolPanel(op.name, op.args, undefined, op.preview ?? "", op.syntax ?? "");
         transcript.append(panel.element);
         followTranscript.watch(panel.element);
         tools.set(op.call, panel);

@@ -51,6 +51,8 @@ export interface ToolOp {
   call: string;
   name: string;
   args: string;
+  preview?: string;
+  syntax?: string;
 }
 export interface ToolOutputOp {
   op: "tool_output";

@@ -3,6 +3,7 @@
 import DOMPurify from "dompurify";
 
 import { el, FollowBottom } from "./dom";
+import { codeBlock } from "./highlight";
 import { sanitizer, type Sanitize } from "./markdown/sanitize";
 import { TOOL_TAIL_CHARS } from "./protocol";
 
@@ -99,25 +100,35 @@ export class ToolPanel {
   /** The note on the running call ("waiting for the code to return to Python"), or "". */
   noteText = "";
 
+  /** `preview`: the call as its tool shows it (the code, the command line, the edit's diff), drawn as `syntax`
+   * reads, with the arguments (JSON) one click away; without one, the arguments. */
   constructor(
     name: string,
     args: string,
     private readonly sanitize: Sanitize = pageSanitize,
+    preview = "",
+    syntax = "",
   ) {
     this.element.open = true;
     this.output.append(this.lines);
     this.follow.watch(this.lines);
     this.note.style.display = "none";
     this.notice.style.display = "none";
+    this.element.append(el("summary", "pi-tool-summary", `tool: ${name}`), ...ToolPanel.call(args, preview, syntax));
     this.element.append(
-      el("summary", "pi-tool-summary", `tool: ${name}`),
-      el("pre", "pi-tool-args", args),
       this.note,
       this.notice,
       this.output,
       this.displays,
       this.result,
     );
+  }
+
+  private static call(args: string, preview: string, syntax: string): HTMLElement[] {
+    if (!preview) return [el("pre", "pi-tool-args", args)];
+    const more = el("details", "pi-tool-args-box");
+    more.append(el("summary", "pi-tool-args-summary", "arguments"), el("pre", "pi-tool-args", args));
+    return [codeBlock(preview, syntax), more];
   }
 
   /** The tool's output so far (each update carries all of it, or the tail once it is truncated). */

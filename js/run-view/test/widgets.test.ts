@@ -236,3 +236,50 @@ describe("retry countdown", () => {
     stop();
   });
 });
+
+describe("a tool call as code", () => {
+  const kinds = (pre: Element, kind: string) =>
+    [...pre.querySelectorAll(`.pi-hl-${kind}`)].map((span) => span.textContent);
+
+  it("shows python code highlighted, with the arguments one click away", () => {
+    const code = "import time\nfor i in range(3):  # count\n    print('tick', i)\n";
+    const panel = new ToolPanel("python", '{"code": "..."}', sanitize, code, "python");
+    const pre = panel.element.querySelector(".pi-tool-preview")!;
+    assert.equal(pre.textContent, code);
+    assert.deepEqual(kinds(pre, "keyword"), ["import", "for", "in"]);
+    assert.deepEqual(kinds(pre, "string"), ["'tick'"]);
+    assert.deepEqual(kinds(pre, "comment"), ["# count"]);
+    assert.deepEqual(kinds(pre, "number"), ["3"]);
+    const args = panel.element.querySelector("details.pi-tool-args-box")!;
+    assert.equal((args as HTMLDetailsElement).open, false);
+    assert.equal(args.querySelector(".pi-tool-args")!.textContent, '{"code": "..."}');
+  });
+
+  it("shows a command line and an edit's diff", () => {
+    const bash = new ToolPanel("bash", "{}", sanitize, "$ ls -la | grep \"x\" > $OUT", "shell");
+    const line = bash.element.querySelector(".pi-tool-preview")!;
+    assert.deepEqual(kinds(line, "prompt"), ["$ "]);
+    assert.deepEqual(kinds(line, "program"), ["ls", "grep"]);
+    assert.deepEqual(kinds(line, "option"), ["-la"]);
+    assert.deepEqual(kinds(line, "variable"), ["$OUT"]);
+    const edit = new ToolPanel("edit", "{}", sanitize, "a.py\n\n 1 x = 1\n-2 y = 2\n+2 y = 20\n", "diff");
+    const diff = edit.element.querySelector(".pi-tool-preview")!;
+    assert.deepEqual(kinds(diff, "del"), ["-2 y = 2\n"]);
+    assert.deepEqual(kinds(diff, "add"), ["+2 y = 20\n"]);
+  });
+
+  it("keeps markup as text and shows what would hide", () => {
+    const code = "x = '<img src=x onerror=alert(1)>'\u202e# evil";
+    const panel = new ToolPanel("python", "{}", sanitize, code, "python");
+    const pre = panel.element.querySelector(".pi-tool-preview")!;
+    assert.equal(pre.querySelector("img"), null);
+    assert.deepEqual(kinds(pre, "hidden"), ["<U+202E>"]);
+    assert.match(pre.textContent ?? "", /'<img src=x onerror=alert\(1\)>'<U\+202E># evil/);
+  });
+
+  it("shows the arguments when the tool has no preview", () => {
+    const panel = new ToolPanel("read", '{"path": "a.txt"}');
+    assert.equal(panel.element.querySelector(".pi-tool-preview"), null);
+    assert.equal(panel.element.querySelector(".pi-tool-args")!.textContent, '{"path": "a.txt"}');
+  });
+});

@@ -1,7 +1,9 @@
 """What the HTTP providers share: resolve the key, POST to ``{base_url}{path}``, read the SSE response.
 
 Each provider supplies only what differs: its auth headers, its payload, how it words an error status, and how
-it reads the stream.
+it reads the stream. A reply stopped, failed or timed out after the server began answering keeps the usage the
+server reported so far and gets an estimate of the rest (``usage.estimated``), so budgets count what such a reply
+cost (a server that streams usage only at the end, or never, would otherwise count it 0/0).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import httpx
 
 from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import replay_key, resolve_api_key
-from .._request import Context, Model, StreamOptions
+from .._request import Context, Model, StreamOptions, usage_with_cost
 from .._stream import AssistantMessageEventStream
-from ._usage_estimate import estimate_tokens, serialize_context
+from ._usage_estimate import estimate_tokens, estimated_usage, serialize_context
 
 __all__ = ["stream_sse_api"]
 
@@ -61,6 +63,10 @@ def stream_sse_api(
             await post_sse(run, url, payload, headers(key), describe_status, read, read_json)
         except ProviderError as error:
             raise _explain_empty_stream(error, model, context) from None
+        finally:  # stopped, failed or timed out after the server began: count what it was given and wrote
+            if run.answered and not run.stream.ended:
+                message = run.builder.message
+                message.usage = usage_with_cost(model, estimated_usage(model, context, message.content, message.usage))
 
     return run_provider(model, options, body, secret=key if isinstance(key, str) else None)
 

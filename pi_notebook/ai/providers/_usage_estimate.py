@@ -1,6 +1,14 @@
 """The token estimate, ceil(characters / 4) of Pi's serialisation of the request: the faux provider's usage, and
 the HTTP providers' usage when a server streams none (llama-cpp-python) or a reply ends before its usage came.
 
+What a server does not report is estimated from what its model was given (:func:`estimated_usage`): the system
+prompt and the messages, and the tool definitions only once the transcript shows the model sees them (a tool call
+of this model in it, or in the reply). A chat template decides whether tools reach the model, and many do not:
+llama-cpp-python's default (the GGUF's own template) drops them from SmolLM2's prompt, where counting them made
+1,934 tokens of about 530, and compaction began after the first long reply on a 2,048-token window. A server that
+does pass them is under-counted by their size until its model first calls a tool; whether a prompt overflows is
+still judged with them (``_sse_api``).
+
 Pi serialises the whole context on every request, so a turn costs O(transcript). :class:`PromptMeter` keeps
 the size of each message's part and only measures messages added since the previous request: the agent
 loop's transcript only grows during a run. It starts over whenever the new request does not begin with the
@@ -20,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._request import Context
+from .._request import Context, Model
 from .._trusted import trusted_usage
 from ..messages import AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage
 
@@ -29,6 +37,7 @@ __all__ = [
     "PromptMeter",
     "block_body",
     "estimate_tokens",
+    "estimated_usage",
     "output_chars",
     "output_text",
     "serialize_context",
@@ -114,6 +123,39 @@ def _join(system: str, messages: Sequence[Any], tools: str | None) -> str:
     if tools is not None:
         parts.append(tools)
     return _SEPARATOR.join(parts)
+
+
+def estimated_usage(model: Model, context: Context, content: Sequence[Any], reported: Usage | None = None) -> Usage:
+    """Usage for what a server did not report, marked ``estimated``: characters / 4 of the prompt its model was given
+    (see the module docstring) and of the reply ``content`` so far. What the server did report (``reported``: a
+    reply cut off after Anthropic's ``message_start``, say) is kept: its prompt counts, and its output count when
+    the text written so far is not longer. Not priced."""
+    usage = reported.model_copy() if reported is not None else Usage()
+    if not (usage.input or usage.cache_read or usage.cache_write):
+        tools = _tools_part(context) if _sees_tools(model, context, content) else None
+        usage.input = estimate_tokens(len(_join(context.system_prompt, context.messages, tools)))
+        usage.estimated = True
+    written = estimate_tokens(len(output_text(content)))
+    if written > usage.output:  # the count so far lags what was written (or was never sent)
+        usage.output = written
+        usage.estimated = True
+    return usage
+
+
+def _sees_tools(model: Model, context: Context, content: Sequence[Any]) -> bool:
+    """The model was given the tool definitions, as far as the transcript shows: it called a tool (in this reply, or
+    in an earlier one of the same model)."""
+    if not context.tools:
+        return False
+    if any(isinstance(block, ToolCall) for block in content):
+        return True
+    return any(
+        isinstance(message, AssistantMessage)
+        and message.model == model.id
+        and message.provider == model.provider
+        and any(isinstance(block, ToolCall) for block in message.content)
+        for message in context.messages
+    )
 
 
 class PromptMeter:

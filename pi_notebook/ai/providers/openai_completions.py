@@ -4,9 +4,10 @@ Serves OpenAI, vLLM, llama.cpp, llama-cpp-python, Ollama, LM Studio, LiteLLM, Op
 ``{base_url}/chat/completions`` with ``stream: true``. Text, reasoning (``reasoning_content`` / ``reasoning``, as
 thinking), tool calls with streamed arguments, usage (with cached tokens) and cost. The request is shaped by
 what the server accepts (:mod:`pi_notebook.ai._compat`). A server that streams no usage (llama-cpp-python) gets
-an estimate, marked ``usage.estimated``; one that answers with a whole JSON completion instead of a stream is
-read as that completion. The key comes from ``options.api_key``, the variable named by ``model.key_env``, or
-the provider's environment variable (``OPENAI_API_KEY`` for ``openai``); local servers may need none.
+an estimate of what its model was given (``_usage_estimate.estimated_usage``), marked ``usage.estimated``; one that
+answers with a whole JSON completion instead of a stream is read as that completion. The key comes from
+``options.api_key``, the variable named by ``model.key_env``, or the provider's environment variable
+(``OPENAI_API_KEY`` for ``openai``); local servers may need none.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
 from ._openai_request import build_payload
 from ._sse_api import stream_sse_api
-from ._usage_estimate import estimate_tokens, output_text, serialize_context
+from ._usage_estimate import estimated_usage
 
 __all__ = ["build_payload", "stream_openai_completions"]
 
@@ -132,15 +133,10 @@ def _finish(run: ProviderRun, finish: str, context: Context, usage_seen: bool) -
     reason = _STOP_REASONS.get(finish)
     if reason is None:
         raise ProviderError(f"Provider finish_reason: {finish}")
-    if not usage_seen:
-        run.builder.message.usage = usage_with_cost(run.model, _estimate(context, run.builder.message.content))
+    if not usage_seen:  # a server that reports none (llama-cpp-python): estimated, from what its model was given
+        message = run.builder.message
+        message.usage = usage_with_cost(run.model, estimated_usage(run.model, context, message.content))
     run.push(run.builder.done(reason))  # type: ignore[arg-type]
-
-
-def _estimate(context: Context, content: Any) -> Usage:
-    """Usage for a server that reported none: characters / 4 of the request and the reply, marked estimated."""
-    prompt = estimate_tokens(len(serialize_context(context)))
-    return Usage(input=prompt, output=estimate_tokens(len(output_text(content))), estimated=True)
 
 
 def _read_json(run: ProviderRun, response: httpx.Response, body: str, data: Any, *, context: Context) -> None:

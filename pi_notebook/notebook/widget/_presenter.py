@@ -11,10 +11,19 @@ blocks the loop, so no session event carries it) comes through ``_live``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
-from ...ai import AbortSignal, AssistantMessage, TextDeltaEvent, ThinkingDeltaEvent, UserMessage
+from ...agent import AgentTool
+from ...ai import (
+    AbortSignal,
+    AssistantMessage,
+    TextContent,
+    TextDeltaEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    UserMessage,
+)
 from ...ai.messages import message_key, text_of
 from ...session import (
     AgentEndEvent,
@@ -43,9 +52,40 @@ from ...session import (
 from .._describe import result_text, usage_line
 from .._visible import shown_json
 from ._live import LiveOutput
+from ._protocol import ToolOp
 from ._view import RunView
 
-__all__ = ["RunPresenter"]
+__all__ = ["RunPresenter", "drawn_as_message", "tool_preview"]
+
+
+def drawn_as_message(message: AssistantMessage) -> bool:
+    """Whether the transcript shows ``message`` as a message of its own. A reply with no text and no thinking is
+    not: its tool calls have their panels (an empty ``ASSISTANT`` label said nothing), and the empty ``aborted``
+    reply that ends the turn after a Stop during a tool (Pi records one: the loop asks no model with an aborted
+    signal) is no turn of the conversation. A failed reply is, whatever it holds (its error is the news), and so
+    is one cut off while it wrote a tool call."""
+    for block in message.content:
+        if (isinstance(block, TextContent) and block.text) or (isinstance(block, ThinkingContent) and block.thinking):
+            return True
+    if message.stop_reason == "error" or message.stop_reason == "length":
+        return True
+    return message.stop_reason == "aborted" and bool(message.content)
+
+
+def tool_preview(tool: AgentTool | None, args: Any) -> tuple[str, str]:
+    """``(preview, syntax)`` of a call of ``tool`` (see :attr:`AgentTool.preview`); ``("", "")`` without one."""
+    if tool is None or tool.preview is None or not isinstance(args, Mapping):
+        return "", ""
+    try:
+        preview = tool.preview(args)
+    except Exception:  # a preview of arguments it did not expect: the panel shows them as they are
+        return "", ""
+    if not isinstance(preview, str):  # an async preview reads the live notebook: for the approval question only
+        close = getattr(preview, "close", None)
+        if callable(close):
+            close()  # a coroutine never awaited
+        return "", ""
+    return preview, tool.preview_syntax
 
 
 class RunPresenter:
@@ -61,8 +101,10 @@ class RunPresenter:
         loop: asyncio.AbstractEventLoop,
         number: int | None = None,
         key: str = "",
+        on_send: Callable[[str, RunView], None] | None = None,
     ) -> None:
-        """``key``: the run's key, which its task holds in :data:`~._live.current_run` (live python output)."""
+        """``key``: the run's key, which its task holds in :data:`~._live.current_run` (live python output);
+        ``on_send``: what the box does once the run settled (see :class:`RunView`)."""
         self._session = session
         self._loop = loop
         self._tasks: set[asyncio.Task[None]] = set()
@@ -74,8 +116,11 @@ class RunPresenter:
             on_follow_up=lambda text: self._spawn(session.follow_up(text)),
             loop=loop,
             number=number,
+            on_send=on_send,
         )
         self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
+        self._undrawn: set[int] = set()
+        """Replies started but not drawn yet: a reply is drawn with its first text or thinking, or at its end."""
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)
@@ -123,13 +168,30 @@ class RunPresenter:
         self._live.close()
         self.view.close_all()
 
+    def _preview(self, name: str, args: Any) -> tuple[str, str]:
+        """The call as its panel shows it: the tool's own preview (the code, the command line, the edit's diff) and
+        how it reads; ``("", "")`` when the tool has none, or it does not take these arguments (the panel shows
+        the arguments as JSON then)."""
+        return tool_preview(next((tool for tool in self._session.tools if tool.name == name), None), args)
+
     def show_update(self, event: MessageUpdateEvent) -> None:
-        """A streaming step (most events, so kept short): text and thinking deltas are appended."""
+        """A streaming step (most events, so kept short): text and thinking deltas are appended (the reply is drawn
+        at its first one, see :func:`drawn_as_message`)."""
         step = event.assistant_message_event
         if isinstance(step, TextDeltaEvent):
-            self.view.transcript.add({"op": "append", "id": message_key(event.message), "text": step.delta})
+            key = self._drawn(event.message)
+            self.view.transcript.add({"op": "append", "id": key, "text": step.delta})
         elif isinstance(step, ThinkingDeltaEvent):
-            self.view.transcript.add({"op": "thinking", "id": message_key(event.message), "text": step.delta})
+            key = self._drawn(event.message)
+            self.view.transcript.add({"op": "thinking", "id": key, "text": step.delta})
+
+    def _drawn(self, message: AssistantMessage) -> int:
+        """The reply's key, its message drawn first if it was not yet."""
+        key = message_key(message)
+        if key in self._undrawn:
+            self._undrawn.discard(key)
+            self.view.transcript.add({"op": "message", "id": key, "role": "assistant", "text": ""})
+        return key
 
     def show(self, event: SessionEvent) -> None:
         """The widget operations of one session event."""
@@ -140,14 +202,20 @@ class RunPresenter:
             case MessageStartEvent(message=UserMessage() as message):
                 transcript.add({"op": "message", "id": message_key(message), "role": "user", "text": text_of(message)})
             case MessageStartEvent(message=AssistantMessage() as message):
-                transcript.add({"op": "message", "id": message_key(message), "role": "assistant", "text": ""})
+                self._undrawn.add(message_key(message))  # drawn with its first text (see drawn_as_message)
             case MessageEndEvent(message=AssistantMessage() as message):
                 key, error = message_key(message), message.error_message
-                transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
+                if key in self._undrawn and not drawn_as_message(message):
+                    self._undrawn.discard(key)
+                else:
+                    self._drawn(message)
+                    transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
                 transcript.usage = usage_line(self._session)
             case ToolExecutionStartEvent():
                 args = shown_json(event.args)
-                transcript.add({"op": "tool", "call": event.tool_call_id, "name": event.tool_name, "args": args})
+                preview, syntax = self._preview(event.tool_name, event.args)
+                call, name = event.tool_call_id, event.tool_name
+                transcript.add(ToolOp(op="tool", call=call, name=name, args=args, preview=preview, syntax=syntax))
                 self._live.expect(event.tool_call_id)
             case ToolExecutionUpdateEvent():
                 output = result_text(event.partial_result)

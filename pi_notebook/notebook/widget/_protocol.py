@@ -26,7 +26,7 @@ the wait. The widget's batches and snapshots carry ``now`` for this.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, TypedDict, get_args
+from typing import Literal, NotRequired, TypeAlias, TypedDict, get_args
 
 from ...kernel._cell_protocol import (
     AGENT_TAG,
@@ -156,10 +156,17 @@ class StatusOp(TypedDict):
 
 
 class ToolOp(TypedDict):
+    """A tool call starts: its panel. ``args`` is the arguments as JSON; ``preview`` the call as the tool shows it
+    (the code, the command line, the edit's diff; empty without one) and ``syntax`` how it reads (``python``,
+    ``shell``, ``diff`` or empty: see ``AgentTool.preview_syntax``). The panel shows the preview, highlighted, and
+    the arguments one click away; without a preview, the arguments."""
+
     op: Literal["tool"]
     call: str
     name: str
     args: str
+    preview: NotRequired[str]
+    syntax: NotRequired[str]
 
 
 class ToolOutputOp(TypedDict):

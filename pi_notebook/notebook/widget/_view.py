@@ -320,7 +320,11 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         on_follow_up: Callable[[str], None],
         loop: asyncio.AbstractEventLoop | None,
         number: int | None = None,
+        on_send: Callable[[str, RunView], None] | None = None,
     ) -> None:
+        """``on_send(text, view)``: what the box does with a text once the run has settled (start a new run, drawn
+        below with :meth:`add_follow_on`); without it the text is queued as a follow-up for the next prompt and
+        the box says so."""
         self.transcript = TranscriptWidget(title=title)
         self.transcript.bind(loop)
         self.stop_button = widgets.Button(
@@ -342,15 +346,23 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.follow_up_button = widgets.Button(description="Follow up", tooltip="Deliver when the agent would stop")
         self.stop_button.on_click(lambda _: self._marshal(on_stop))
         self.cancel_retry_button.on_click(lambda _: self._marshal(on_cancel_retry))
+        self._on_follow_up, self._on_send = on_follow_up, on_send
+        self._settled = False
         self.steer_button.on_click(lambda _: self._send_input(on_steer))
-        self.follow_up_button.on_click(lambda _: self._send_input(on_follow_up))
+        self.follow_up_button.on_click(lambda _: self._send_input(self._follow_up))
         self.approval = ApprovalBox()
+        self.notice = widgets.Label("", layout=widgets.Layout(display="none"))
+        """A line under the box: what became of a text sent after the run settled (plain text, never markup)."""
+        self.notice.add_class("pi-run-notice")
+        self.follow_ons = widgets.VBox([], layout=widgets.Layout(width="100%"))
+        """The runs started from this view's box after it settled, each drawn here, below the box."""
         controls = widgets.HBox([self.stop_button, self.cancel_retry_button])
         queue_box = widgets.HBox(
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
         )
-        super().__init__([controls, self.approval, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
+        children = [controls, self.approval, self.transcript, queue_box, self.notice, self.follow_ons]
+        super().__init__(children, layout=widgets.Layout(width="100%"))
         self.add_class(VIEW_CLASS)
         if number is not None:
             self.add_class(run_class(number))
@@ -371,15 +383,51 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)))
 
     def settle(self, aborted: bool) -> None:
+        """The run settled: Stop reads ``Stopped`` (red) or ``Done`` (plain); the box starts a new run from now on
+        (nothing is running to steer or to follow up)."""
         self.approval.hide()
         self.stop_button.disabled = True
         self.stop_button.description = "Stopped" if aborted else "Done"
+        self.stop_button.button_style = "danger" if aborted else ""
+        self.stop_button.icon = "stop" if aborted else "check"
+        self._settled = True
+        self.steer_button.layout.display = "none"
+        if self._on_send is not None:
+            self.follow_up_button.description = "Send"
+            self.follow_up_button.tooltip = "Start a new run with this text, shown below"
+            self.input.placeholder = "Ask a follow-up: a new run, shown below…"
+        else:
+            self.follow_up_button.tooltip = "Queue it for the next prompt"
+            self.input.placeholder = "Queue a follow-up for the next prompt…"
         self.transcript.compact()
+
+    def _follow_up(self, text: str) -> None:
+        """The Follow up / Send button, on the kernel's loop: a follow-up while the run is active; after it settled,
+        a new run (``on_send``), or a follow-up queued for the next prompt, said under the box."""
+        if not self._settled:
+            self._on_follow_up(text)
+        elif self._on_send is not None:
+            self._on_send(text, self)
+        else:
+            self._on_follow_up(text)
+            self.say(f"Queued for the next prompt: {text}")
+
+    def say(self, text: str) -> None:
+        """Show ``text`` under the box (plain text)."""
+        self.notice.value = text
+        self.notice.layout.display = None if text else "none"
+
+    def add_follow_on(self, view: RunView) -> None:
+        """Draw a run started from this view's box below it."""
+        self.say("")
+        self.follow_ons.children = (*self.follow_ons.children, view)
 
     def close_all(self) -> None:
         """Close this view and every widget in it (boxes, buttons, their layouts and styles): each leaves
-        ipywidgets' registry and its comm closes, so the frontend drops its views of them."""
+        ipywidgets' registry and its comm closes, so the frontend drops its views of them. The runs started from
+        its box are not closed with it (each is its own run, closed when the registry closes it)."""
         self.transcript.discard()
+        self.follow_ons.children = ()
         for widget in _widget_tree(self):
             widget.close()
 
