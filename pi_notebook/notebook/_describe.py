@@ -46,7 +46,16 @@ from ._inert import (
 )
 from ._visible import shown_json, visible_text
 
-__all__ = ["describe_event", "render_html", "render_markdown", "render_text", "result_text", "usage_line"]
+__all__ = [
+    "describe_event",
+    "pointer_to_report",
+    "render_all",
+    "render_html",
+    "render_markdown",
+    "render_text",
+    "result_text",
+    "usage_line",
+]
 
 
 def _flag(value: bool) -> str:
@@ -321,3 +330,22 @@ def _message_text(message: AgentMessage) -> str:
             return f"compaction summary ({message.tokens_before} tokens before):\n{message.summary}"
         case CustomMessage():
             return f"[{message.role}]"
+
+
+def render_all(
+    messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str, usage: str = ""
+) -> tuple[str, str, str]:
+    """A run's report as markdown, HTML and plain text (:func:`render_markdown`, :func:`render_html`,
+    :func:`render_text`)."""
+    return (
+        render_markdown(messages, log, title=title, status=status, usage=usage),
+        render_html(messages, log, title=title, status=status, usage=usage),
+        render_text(messages, log, title=title, status=status, usage=usage),
+    )
+
+
+def pointer_to_report(number: int, status: str) -> tuple[str, str]:
+    """A run display's static copy when the same cell shows the report below it: one line pointing there (markdown,
+    HTML); ``status`` is one of the run's states, ours."""
+    where = "its transcript and event log are in the report below."
+    return f"**Run {number}** — {status}: {where}", f"<p><strong>Run {number}</strong> — {status}: {where}</p>"

@@ -41,7 +41,7 @@ from ..session import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from ._describe import describe_event, render_html, render_markdown, render_text, usage_line
+from ._describe import describe_event, pointer_to_report, render_all, usage_line
 from ._receipt import Receipt, build_receipt
 from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay, Static
@@ -87,6 +87,11 @@ class RunReport:
 
     def __repr__(self) -> str:
         return self.text
+
+    @property
+    def static(self) -> Static:
+        """Its markdown and HTML, as a run display's static copy."""
+        return self.markdown, self.html
 
 
 class Run:
@@ -134,7 +139,7 @@ class Run:
             f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
-            static=lambda: self._static(self.report()),
+            static=lambda: self.report().static,
         )
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
         self._unsubscribe = session.subscribe(self._on_event)
@@ -232,16 +237,10 @@ class Run:
         status: str = self.status.status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
-        title = f"Run {self.number}"
-        usage = self._cache_usage
-        markdown = render_markdown(self.messages, self.log, title=title, status=status, usage=usage)
-        html = render_html(self.messages, self.log, title=title, status=status, usage=usage)
-        text = render_text(self.messages, self.log, title=title, status=status, usage=usage)
+        markdown, html, text = render_all(
+            self.messages, self.log, title=f"Run {self.number}", status=status, usage=self._cache_usage
+        )
         return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
-
-    @staticmethod
-    def _static(report: RunReport) -> Static:
-        return report.markdown, report.html
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -265,14 +264,7 @@ class Run:
         """At the end of the cell that showed and awaited the run: a line pointing to the report, if the cell
         showed it (its static copy is then not a second transcript), else ``None`` (the transcript)."""
         self._refresh_pending = False
-        if not report.shown:
-            return None
-        where = "its transcript and event log are in the report below."
-        status = self.status.status
-        return (
-            f"**Run {self.number}** — {status}: {where}",
-            f"<p><strong>Run {self.number}</strong> — {status}: {where}</p>",
-        )
+        return pointer_to_report(self.number, self.status.status) if report.shown else None
 
     def close_view(self) -> None:
         """Keep only the run's compact record: close its widgets, show its static rendering wherever the run is
@@ -303,13 +295,7 @@ class Run:
         return self._display.bundle()
 
     def _widget_bundle(self) -> dict[str, Any] | None:
-        view = self.view
-        if view is None or getattr(view, "comm", None) is None:  # no view, or its widget was closed
-            return None
-        bundle = view._repr_mimebundle_()
-        data = bundle if isinstance(bundle, dict) else bundle[0]
-        widget: dict[str, Any] | None = data.get("application/vnd.jupyter.widget-view+json")
-        return widget
+        return self.view.widget_bundle() if self.view is not None else None
 
     def __repr__(self) -> str:
         state = self.status.status if self.done else "running"

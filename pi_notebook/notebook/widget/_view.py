@@ -422,6 +422,15 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.say("")
         self.follow_ons.children = (*self.follow_ons.children, view)
 
+    def widget_bundle(self) -> dict[str, Any] | None:
+        """Its widget view bundle (``application/vnd.jupyter.widget-view+json``), ``None`` once it was closed."""
+        if getattr(self, "comm", None) is None:
+            return None
+        bundle = self._repr_mimebundle_()
+        data = bundle if isinstance(bundle, dict) else bundle[0]
+        widget: dict[str, Any] | None = data.get("application/vnd.jupyter.widget-view+json")
+        return widget
+
     def close_all(self) -> None:
         """Close this view and every widget in it (boxes, buttons, their layouts and styles): each leaves
         ipywidgets' registry and its comm closes, so the frontend drops its views of them. The runs started from
