@@ -318,7 +318,8 @@ def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states:
                 _box(ax, *_STATE_AT[state], state, colors[phase], w=_STATE_W, h=_STATE_H, size=10)
     for (source, target), count in sorted(transitions.items()):
         a, b = _STATE_AT[source], _STATE_AT[target]
-        _arrow(ax, _edge_point(a, b), _edge_point(b, a), f"×{count}", bend=0.18, size=8)
+        short = abs(a[0] - b[0]) + abs(a[1] - b[1]) < 2  # two arcs between close boxes need room for their labels
+        _arrow(ax, _edge_point(a, b), _edge_point(b, a), f"×{count}", bend=0.5 if short else 0.18, size=8)
     ax.text(
         0.2,
         0.25,
@@ -363,7 +364,11 @@ def signal_chain_figure(reached: Mapping[str, tuple[bool, bool]]) -> Image:
         size=9,
     )
     _box(ax, 11.0, 1.7, "the reply ends\nstop_reason='aborted':\nthe loop exits on it", PURPLE, w=2.6, h=1.0, size=9)
-    _arrow(ax, (9.25, 2.8), (9.7, 3.4))
+    ys = [4.4 - k * (3.2 / max(1, len(places) - 1)) for k in range(len(places))]
+    ax.plot([9.35, 9.35], [min(ys), max(ys)], color=EDGE, linewidth=1.1)  # a bracket: every place
+    for y in ys:
+        ax.plot([9.25, 9.35], [y, y], color=EDGE, linewidth=1.1)
+    _arrow(ax, (9.35, 3.5), (9.7, 3.5))
     _arrow(ax, (11.0, 3.0), (11.0, 2.2))
     ax.text(
         0.2,
@@ -393,17 +398,17 @@ def triage_figure(routes: Mapping[str, Sequence[str]]) -> Image:
     _arrow(ax, (2.2, 4.5), (2.2, 3.7))
     _arrow(ax, (2.2, 2.9), (2.2, 1.85), "no", label_dx=0.25)
     exits = {
-        "compact": (8.4, 4.7, "compact, then retry the turn once", BLUE),
-        "retry": (8.4, 2.75, "retry the turn after a backoff (layer 3)", GREEN),
-        "give up": (8.4, 0.85, "give up: the error is the operation's last word", RED),
+        "compact": (8.7, 4.7, "compact, then retry the turn once", BLUE),
+        "retry": (8.7, 2.75, "retry the turn after a backoff (layer 3)", GREEN),
+        "give up": (8.7, 0.85, "give up: the error is the operation's last word", RED),
     }
     for key, (x, y, title, color) in exits.items():
         examples = routes.get(key, [])
         lines = [title, *(f"• {_clip(text, 70)}" for text in examples)]
-        _box(ax, x, y, "\n".join(lines), color, w=7.6, h=0.25 + 0.24 * len(lines), size=8.8)
-    _arrow(ax, (3.6, 3.3), (4.2, 4.6), "yes", label_dy=0.15)
-    _arrow(ax, (3.7, 1.5), (4.2, 2.6), "yes", label_dy=0.1)
-    _arrow(ax, (3.7, 1.4), (4.2, 0.95), "no", label_dy=-0.1)
+        _box(ax, x, y, "\n".join(lines), color, w=7.6, h=0.3 + 0.28 * len(lines), size=10)
+    _arrow(ax, (3.6, 3.3), (4.9, 4.6), "yes", label_dy=0.15)
+    _arrow(ax, (3.7, 1.55), (4.9, 2.6), "yes", label_dy=0.1)
+    _arrow(ax, (3.7, 1.4), (4.9, 0.9), "no", label_dy=-0.12)
     return _png(figure)
 
 
