@@ -111,7 +111,7 @@ def checked_claims(source: str) -> list[str]:
     """The claims a code cell passes to ``check()`` as a string literal, in order (magics and top-level ``await``
     are understood as IPython understands them)."""
     try:
-        python = TransformerManager().transform_cell(source)
+        python = TransformerManager().transform_cell(source)  # type: ignore[no-untyped-call]
         tree = compile(python, "<cell>", "exec", ast.PyCF_ONLY_AST | TOP_LEVEL_AWAIT)
     except SyntaxError:
         return []

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from IPython.display import Image
+from IPython.core.display import Image
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -208,7 +208,7 @@ def _arrow(
 def _png(figure: Figure) -> Image:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
-    return Image(data=buffer.getvalue(), format="png")
+    return Image(data=buffer.getvalue(), format="png")  # type: ignore[no-untyped-call]
 
 
 def stop_paths_figure() -> Image:

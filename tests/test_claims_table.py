@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -38,10 +39,10 @@ def notebooks_copy(tmp_path: Path) -> Path:
     return folder
 
 
-def edit_cell(folder: Path, index: int, edit: object) -> None:
+def edit_cell(folder: Path, index: int, edit: Callable[[nbformat.NotebookNode], None]) -> None:
     (path,) = folder.glob("03-*.ipynb")
     notebook = nbformat.read(path, as_version=4)
-    edit(notebook.cells[index])  # type: ignore[operator]
+    edit(notebook.cells[index])
     nbformat.write(notebook, path)
 
 
