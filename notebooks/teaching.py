@@ -6,7 +6,8 @@ fails the cell (and nbval) instead of being saved, and ``claims_check.py`` finds
 that ``CLAIMS.md`` cites.
 
 The figures come back as PNG images (``IPython.display.Image``), so GitHub, nbviewer and ``jupyter nbconvert`` show
-them; nbval does not compare images, only their one-line text.
+them; nbval does not compare images, only their one-line text. They need matplotlib (``pip install -e ".[lab]"``
+installs it); the rest of this module does not.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.display import Image
-from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+if TYPE_CHECKING:  # matplotlib is imported by the figures only: check() and press_stop() work without it
+    from matplotlib.figure import Figure
 
 __all__ = [
     "PHASES",
@@ -133,6 +135,8 @@ EDGE = "#4d4d4d"
 
 
 def _canvas(width: float, height: float, scale: float = 1.0) -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width * scale, height * scale), dpi=100)
     axes = figure.add_axes((0, 0, 1, 1))
     axes.set_xlim(0, width)
@@ -155,6 +159,8 @@ def _box(
     weight: str = "normal",
 ) -> None:
     """A box centred on (x, y)."""
+    from matplotlib.patches import FancyBboxPatch
+
     axes.add_patch(
         FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle=style, facecolor=color, edgecolor=EDGE, linewidth=1.0)
     )
@@ -175,6 +181,8 @@ def _arrow(
     label_dy: float = 0.0,
     size: float = 8.5,
 ) -> None:
+    from matplotlib.patches import FancyArrowPatch
+
     axes.add_patch(
         FancyArrowPatch(
             start,
@@ -420,6 +428,9 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
     """Chapter 003's figure 5.6-3 from a real run: ``events`` ((seconds, trace label)) of one session operation and
     ``requests`` ((seconds, HTTP status answered)) at the server, drawn in four lanes: the server, the agent's runs
     (``agent_start`` to ``agent_end``), the session's retry backoffs, and the replies written to the session file."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import FancyBboxPatch
+
     end = max([t for t, _ in events] + [t for t, _ in requests])
     figure = Figure(figsize=(12.5, 4.4), dpi=100)
     ax = figure.add_axes((0.13, 0.2, 0.84, 0.68))
