@@ -48,7 +48,8 @@ PINNED = {
         "Frontend", "Frontends", "NotebookTarget", "NotebookUnavailable", "cell_tools", "current_notebook",
     },
     "pi_notebook.notebook": {
-        "Run", "RunReport", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS", "configure", "default_faux",
+        "Run", "RunReport", "RunState", "RunStatus", "RunView", "TranscriptWidget", "USAGE", "MAX_PROMPT_CHARS",
+        "configure", "default_faux",
         "get_notebook_session", "get_session", "load_ipython_extension", "unload_ipython_extension", "NotebookSession",
         "default_tools",
     },

@@ -30,6 +30,7 @@ from ._defaults import default_tools
 from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
+from ._run_state import RunState, RunStatus
 from ._saved import last_session_line, notebook_path
 from ._volatile import interactive, show_volatile
 from .widget._view import RunView, TranscriptWidget
@@ -40,6 +41,8 @@ __all__ = [
     "NotebookSession",
     "Run",
     "RunReport",
+    "RunState",
+    "RunStatus",
     "RunView",
     "TranscriptWidget",
     "configure",
