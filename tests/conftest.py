@@ -7,6 +7,8 @@ the fixtures many modules use, defined once:
   shared by the tests of one module. A module that needs more set up overrides it with a fixture of the same
   name that takes this one (``def kernel(kernel): kernel.run(SETUP); return kernel``).
 - ``fresh_kernel``: a kernel of its own for one test, nothing loaded: for tests that kill it or measure it.
+- ``frontend``: the module's ``kernel`` driven as JupyterLab would (``control_frontend.Frontend``: cells, comms,
+  subshells).
 
 The ``pi-bash-*.log`` / ``pi-python-*.log`` full-output files a test leaves in the temp directory are removed. The
 network guard (no test reaches past loopback) is ``tests/support/loopback_guard.py``, a plugin the repository's
@@ -25,6 +27,7 @@ import pytest
 from pi_notebook.testing import FaultServer
 
 if TYPE_CHECKING:
+    from control_frontend import Frontend
     from kernel_harness import Kernel
 
 LOAD_TIMEOUT_S = 120
@@ -76,3 +79,10 @@ def fresh_kernel() -> Iterator[Kernel]:
         yield kernel
     finally:
         kernel.shutdown()
+
+
+@pytest.fixture
+def frontend(kernel: Kernel) -> Frontend:
+    from control_frontend import Frontend
+
+    return Frontend(kernel)

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from control_frontend import Frontend
-from kernel_harness import Kernel
 
 from pi_notebook.kernel import CELL_TOOL_NAMES
 
@@ -41,11 +40,6 @@ print("REPORT " + json.dumps({
     "offered": [t.name for t in run.session.agent.state.tools]}))
 """
 NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}}
-
-
-@pytest.fixture
-def frontend(kernel: Kernel) -> Frontend:
-    return Frontend(kernel)
 
 
 def cell_output(frontend: Frontend, msg_id: str, marker: str) -> dict[str, Any]:

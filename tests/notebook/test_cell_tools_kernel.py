@@ -61,11 +61,6 @@ def kernel() -> Iterator[Kernel]:
     kernel.shutdown()
 
 
-@pytest.fixture
-def frontend(kernel: Kernel) -> Frontend:
-    return Frontend(kernel)
-
-
 def call(name: str, arguments: dict[str, Any], id: str | None = None) -> str:
     return f"faux_tool_call({name!r}, {arguments!r}, id={(id or name)!r})"
 

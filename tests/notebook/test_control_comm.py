@@ -32,11 +32,6 @@ SHORT = 'faux_assistant_message("a short answer")'
 FAILING = 'faux_assistant_message([], "error", "503 service unavailable")'
 
 
-@pytest.fixture
-def frontend(kernel: Kernel) -> Frontend:
-    return Frontend(kernel)
-
-
 def setup(frontend: Frontend, first: str = ENDLESS, tps: int = 2000) -> None:
     frontend.run(SLOW_FAUX.format(tps=tps, first=first))
 
