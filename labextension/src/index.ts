@@ -9,7 +9,9 @@
  * - the run widget's own Stop button, forwarded: its click is an ipywidgets comm message, which the kernel
  *   handles on its main thread, and the agent's python code blocks that thread while it runs; so each
  *   click is also sent over the control comm (`{"action": "abort", "run": N}`), which the kernel serves on
- *   a subshell thread and which interrupts the code at once.
+ *   a subshell thread and which interrupts the code at once;
+ * - a page opened while runs go on (reloaded, a second window) shows their live widgets again (./reattach.ts), and
+ *   the widgets of runs whose kernel died or restarted say "kernel gone" (./kernelGone.ts).
  *
  * All three talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
@@ -23,6 +25,8 @@ import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import { ControlConnection } from './control';
+import { isGone, watchKernelGone } from './kernelGone';
+import { showRunViews } from './reattach';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
@@ -131,6 +135,18 @@ class RunStatus extends Widget {
 const RUN_STOP_CLASS = 'pi-run-stop';
 const RUN_VIEW_CLASS = 'pi-run-view';
 const RUN_NUMBER = /^pi-run-(\d+)$/;
+const RUN_PROCESS = /^pi-proc-([\w-]+)$/;
+
+/** The kernel process a run view was made by, from its `pi-proc-<process>` class. */
+function runProcess(view: Element | null): string | undefined {
+  for (const name of Array.from(view?.classList ?? [])) {
+    const match = RUN_PROCESS.exec(name);
+    if (match) {
+      return match[1];
+    }
+  }
+  return undefined;
+}
 
 /** The run number a run view carries as its `pi-run-<number>` class. */
 function runNumber(view: Element | null): number | undefined {
@@ -159,8 +175,11 @@ function forwardRunStopClicks(tracker: INotebookTracker, connections: Connection
         return;
       }
       const panel = tracker.find(candidate => candidate.node.contains(button));
-      if (panel) {
-        connections.get(panel.sessionContext).abort(runNumber(button.closest(`.${RUN_VIEW_CLASS}`)));
+      const view = button.closest(`.${RUN_VIEW_CLASS}`);
+      const process = runProcess(view);
+      if (panel && !(process !== undefined && isGone(process))) {
+        // (a gone kernel's run number may name a run of the kernel that replaced it)
+        connections.get(panel.sessionContext).abort(runNumber(view));
       }
     },
     true
@@ -219,7 +238,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
     const watch = (panel: NotebookPanel): void => {
-      connections.get(panel.sessionContext).changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      const connection = connections.get(panel.sessionContext);
+      connection.changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      connection.views.connect((_, views) => void showRunViews(panel, views));
+      watchKernelGone(panel.sessionContext, connection);
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);

@@ -258,6 +258,15 @@ class Run:
         """What a display of the run holds: the live widget, its static copy (markdown) and a text line."""
         return self._display.bundle()
 
+    def view_ref(self) -> dict[str, Any] | None:
+        """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
+        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` without a live widget. Any thread."""
+        view = self.view
+        if view is None or getattr(view, "comm", None) is None or not self._display.shown:
+            return None
+        text = f"Run {self.number}: {_short(self.label)}"
+        return {"run": self.number, "model_id": view.model_id, "cell_id": self._display.cell_id, "text": text}
+
     def _widget_bundle(self) -> dict[str, Any] | None:
         view = self.view
         if view is None or getattr(view, "comm", None) is None:  # no view, or its widget was closed

@@ -48,11 +48,19 @@ def free_port() -> int:
 
 
 def notebook(cells: list[str], path: Path) -> Path:
-    """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel."""
+    """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel. Cells
+    have ids (``cell-0``, ...), as nbformat 4.5 files do, so a reloaded page knows them by the same ids."""
     content = {
         "cells": [
-            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-            for source in cells
+            {
+                "id": f"cell-{index}",
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for index, source in enumerate(cells)
         ],
         "metadata": {
             "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},

@@ -43,6 +43,19 @@ def _current_cell() -> int | None:
     return None if shell is None else int(shell.execution_count)
 
 
+def _current_cell_id() -> str | None:
+    """The notebook cell id of the request running now, as JupyterLab sends it (``metadata.cellId`` of the
+    ``execute_request``); ``None`` outside a kernel or when the frontend did not say."""
+    shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:  # a kernel without parents (an embedded or in-process one)
+        return None
+    cell = ((parent or {}).get("metadata") or {}).get("cellId")
+    return cell if isinstance(cell, str) and cell else None
+
+
 class RunDisplay:
     """The displays of one run. ``widget()`` gives its widget view bundle (``None`` without a live widget),
     ``markdown()`` its transcript and event log, ``plain`` its one-line text."""
@@ -61,6 +74,9 @@ class RunDisplay:
         self._markdown = markdown
         self._shown_in: int | None = None
         self.shown = False
+        self.cell_id: str | None = None
+        """The notebook cell that first showed the run (see :func:`_current_cell_id`): a page opened later shows
+        the live widget there again if its copy of the notebook lacks it (``_control_comm``'s ``views``)."""
 
     def bundle(self, static: str | None = None) -> dict[str, Any]:
         """The display's bundle; ``static`` replaces the transcript as its static copy."""
@@ -76,6 +92,7 @@ class RunDisplay:
         """Display the run in the cell running now (the magics do, once per run)."""
         self.shown = True
         self._shown_in = _current_cell()
+        self.cell_id = self.cell_id or _current_cell_id()
         display(self.bundle(), raw=True, display_id=self.display_id)  # type: ignore[no-untyped-call]
 
     def show_again(self) -> None:

@@ -36,6 +36,12 @@ def run_class(number: int) -> str:
     return f"pi-run-{number}"
 
 
+def process_class(token: str) -> str:
+    """CSS class naming the kernel process that made a run view (``Kernel.token``): when that kernel dies or
+    restarts, the extension marks its views "kernel gone"."""
+    return f"pi-proc-{token}"
+
+
 __all__ = [
     "ACTIVE_STATUSES",
     "STOP_CLASS",
@@ -60,6 +66,7 @@ __all__ = [
     "ToolOp",
     "ToolOutputOp",
     "WidgetRequest",
+    "process_class",
     "run_class",
 ]
 
@@ -103,7 +110,10 @@ WidgetRequest: TypeAlias = Literal["hello"]
 """Widget -> kernel: a new view asks for the snapshot."""
 
 ControlAction: TypeAlias = Literal["abort", "status"]
-ControlMessageType: TypeAlias = Literal["state", "error"]
+ControlMessageType: TypeAlias = Literal["state", "error", "views", "activity"]
+"""Kernel -> frontend on the control comm: a run's ``state``, an ``error``, the live widgets of active runs
+(``views``, once the comm opens) and the ``activity`` signal for idle cullers (on the beacon, which no frontend
+opens)."""
 
 
 class MessageOp(TypedDict):

@@ -30,6 +30,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ...ai import AbortSignal
+from ...kernel import KERNEL
 from ._protocol import (
     STOP_CLASS,
     TOOL_TAIL_CHARS,
@@ -39,6 +40,7 @@ from ._protocol import (
     ToolAppendOp,
     ToolOutputOp,
     WidgetRequest,
+    process_class,
     run_class,
 )
 
@@ -347,6 +349,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         )
         super().__init__([controls, self.approval, self.transcript, queue_box], layout=widgets.Layout(width="100%"))
         self.add_class(VIEW_CLASS)
+        self.add_class(process_class(KERNEL.token))
         if number is not None:
             self.add_class(run_class(number))
 
