@@ -29,7 +29,7 @@ from ._defaults import default_tools
 from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
-from ._saved import last_session_line, notebook_path
+from ._saved import last_session_line, notebook_path, saving_problem
 from .widget._view import RunView, TranscriptWidget
 
 __all__ = [
@@ -63,11 +63,12 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def _greet() -> None:
-    """One line when this working directory has a saved session (``%pi resume`` continues it)."""
+    """One line when sessions cannot be saved here (the folder is not writable: they are kept in memory), else when
+    this working directory has a saved session (``%pi resume`` continues it)."""
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
     try:
-        line = last_session_line(settings)
+        line = saving_problem(settings) or last_session_line(settings)
     except Exception as exc:  # a greeting must never break %load_ext
         line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
     if line:

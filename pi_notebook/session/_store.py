@@ -128,7 +128,7 @@ class SessionStore:
         return self._header is None
 
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the user's transcripts: theirs only
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def _create(self) -> None:
