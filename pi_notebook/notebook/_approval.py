@@ -85,7 +85,7 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
     status = run.status
     previous = status.status
     run.note("approval", f"{name}: waiting for Run / Skip / Always")
-    presenter.ask(name, preview_call(request), on_answer)
+    presenter.ask(name, preview_call(request), on_answer, always=not run.session.policy.must_ask(name))
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
     try:
@@ -127,10 +127,14 @@ def describe_tools(session: AgentSession) -> str:
         mode: str = session.approval_mode(tool.name)
         if tool.approval == "never":
             mode = "auto (only looks)"
+        elif session.policy.must_ask(tool.name):
+            mode = "ask (locked by policy)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")
         lines.append(f"{tool.name.ljust(width)}  {mode.ljust(27)}  {_cut(summary, 70)}")
+    if session.policy.disabled:
+        lines.append(f"{', '.join(sorted(session.policy.disabled))}: off by policy ({session.policy.where})")
     lines.append("")
     lines.append("approval: %pi settings tools.approval=auto | ask | tools.approval.<tool>=auto")
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..agent import AgentTool
 from ..kernel import python_tool
+from ..session import site_policy
 from ..tools import coding_tools
 
 __all__ = [
@@ -45,9 +46,11 @@ _INTRO = (
 
 
 def default_tools(cwd: str | os.PathLike[str] | None = None) -> list[AgentTool]:
-    """Pi's seven tools rooted at ``cwd`` (default: the working directory now), then ``python``."""
+    """Pi's seven tools rooted at ``cwd`` (default: the working directory now), then ``python``; without those the
+    site policy switches off (``[tools] disabled``)."""
     root = os.fspath(cwd) if cwd is not None else os.getcwd()
-    return [*coding_tools(root), python_tool()]
+    off = site_policy().disabled
+    return [tool for tool in (*coding_tools(root), python_tool()) if tool.name not in off]
 
 
 def system_prompt(tools: Sequence[AgentTool], *, cwd: str | None, namespace: Mapping[str, Any] | None) -> str:

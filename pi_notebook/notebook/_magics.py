@@ -34,6 +34,7 @@ from ..ai import Cassette, CassetteError, Model
 from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
+from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
@@ -282,13 +283,16 @@ class PiMagics(Magics):
 
     def _settings(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
+        session = entry.session
         if not command.text:
-            print(entry.session.settings.model_dump_json(indent=2))  # noqa: T201
+            print(session.settings.model_dump_json(indent=2) + describe_policy(session.policy, session.settings))  # noqa: T201
             return
         changes = _assignments(command.text)
         if entry.busy:
             raise SessionBusyError("a run is active; change settings once it has settled")
-        entry.session.settings = entry.session.settings.updated(**changes)
+        updated = session.settings.updated(**changes)
+        session.policy.check_changes(changes, updated)  # one line, and nothing changes, if it loosens the policy
+        session.settings = updated
         entry.settings_changed()  # sessions.dir
         print(f"pi: settings updated: {command.text}")  # noqa: T201
 

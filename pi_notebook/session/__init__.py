@@ -31,6 +31,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._guard import AbortRun, ToolTimeoutError
+from ._policy import POLICY_ENV, Policy, PolicyError, site_policy
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -49,6 +50,7 @@ from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
     "DECLINED",
+    "POLICY_ENV",
     "AbortRun",
     "AgentEndEvent",
     "AgentSession",
@@ -72,6 +74,8 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "Policy",
+    "PolicyError",
     "ProviderRetrySettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
@@ -102,4 +106,5 @@ __all__ = [
     "load_session",
     "plan_compaction",
     "session_folder",
+    "site_policy",
 ]

@@ -75,6 +75,7 @@ from ._events import (
     SessionListener,
 )
 from ._guard import RunBudget, guard_tool
+from ._policy import site_policy
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._settings import ApprovalMode, Settings
@@ -126,9 +127,17 @@ class AgentSession:
         if settings is not None and not isinstance(settings, Settings | Mapping):
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
         settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
+        self.policy = site_policy()
+        """The site policy this session obeys (``_policy``: its settings, model, tools and approvals)."""
+        settings = self.policy.enforce(settings)
+        self.policy.check_model(model.provider, model.id, model.base_url)
+        tools = list(tools)
+        self.policy.check_tools(tool.name for tool in tools)
         self.store = store
         hooks = hooks or Hooks()
-        self._approval = ApprovalGate(hooks.before_tool_call, lambda: self._settings.tools.approval)
+        self._approval = ApprovalGate(
+            hooks.before_tool_call, lambda: self._settings.tools.approval, self.policy.must_ask
+        )
         self._approval.approver = approver
         self._user_prepare_request: PrepareRequestHook | None = hooks.prepare_request
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
@@ -171,7 +180,7 @@ class AgentSession:
         Takes effect from the next operation; raises while one is active."""
         if self._active:
             raise SessionBusyError("Settings cannot change while an operation is active.")
-        self._apply(settings)
+        self._apply(self.policy.enforce(settings))
 
     def _apply(self, settings: Settings) -> None:
         self._settings = settings
@@ -204,7 +213,9 @@ class AgentSession:
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
-        self._tools = list(tools)
+        tools = list(tools)
+        self.policy.check_tools(tool.name for tool in tools)
+        self._tools = tools
         self._guard_tools()
 
     @property
@@ -241,6 +252,8 @@ class AgentSession:
 
     @model.setter
     def model(self, model: Model) -> None:
+        """Switch the model; raises ``PolicyError`` (and keeps the model) if the site policy does not allow it."""
+        self.policy.check_model(model.provider, model.id, model.base_url)
         self.agent.state.model = model
 
     @property

@@ -2,7 +2,8 @@
 single-user server per user, each with its own home), driven as a browser drives them: the REST API and kernel
 websockets through the hub's proxy. Each user's runs, saved sessions and keys are their own: ``%pi sessions`` and
 ``%pi resume`` never show another user's files, even from a sessions folder that an admin shared by mistake with
-every user's working directory the same (``/home/jovyan`` on Kubernetes)."""
+every user's working directory the same (``/home/jovyan`` on Kubernetes). The admin's site policy
+(``PI_NOTEBOOK_POLICY`` in the spawner's environment) binds every user, who cannot loosen it."""
 
 from __future__ import annotations
 
@@ -25,12 +26,25 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 faux = FauxProvider(token_size=(1, 1))
 faux.set_responses([faux_assistant_message("noted")])
 configure(model=faux.model, stream_fn=faux.stream)
+from pi_notebook.notebook import get_session
+"""
+
+
+POLICY = """
+[tools]
+ask = ["python", "bash"]
+[limits]
+"budget.max_cost_usd" = 2
+[models]
+allow = ["openai:gpt-4o-mini"]
 """
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    hub = Hub(tmp_path_factory.mktemp("hub"))
+    root = tmp_path_factory.mktemp("hub")
+    (root / "policy.toml").write_text(POLICY)
+    hub = Hub(root, environment={"PI_NOTEBOOK_POLICY": str(root / "policy.toml")})
     yield hub
     hub.close()
 
@@ -85,3 +99,28 @@ def test_a_sessions_folder_shared_by_mistake_lists_only_the_users_own_files(hub:
     finally:
         alice.shutdown()
         bob.shutdown()
+
+
+def test_the_admins_policy_binds_every_user_and_none_can_loosen_it(hub: Hub) -> None:
+    policy = hub.root / "policy.toml"
+    carol = kernel(hub, "carol")
+    try:
+        carol.run(SETUP.format(before=""))
+        out = carol.run("%pi settings").stdout
+        assert f"locked by policy ({policy}):" in out
+        assert "budget.max_cost_usd = 2.0  (locked by policy: at most 2)" in out
+        refused = carol.run("%pi settings budget.max_cost_usd=50").stdout
+        assert refused == f"pi: budget.max_cost_usd is locked by policy: at most 2 (asked for 50) ({policy})\n"
+        model = carol.run("%pi model openai:gpt-4o").stdout
+        assert model.startswith("pi: model openai:gpt-4o is not allowed by policy")
+        out = carol.run(
+            "os.environ['PI_NOTEBOOK_POLICY'] = os.devnull\n"
+            "try:\n"
+            "    configure(settings={'tools': {'approval': 'auto'}})\n"
+            "except Exception as exc:\n"
+            "    print(type(exc).__name__, str(exc).split(' (')[0])\n"
+            "print(get_session().settings.budget.max_cost_usd)"
+        ).stdout
+        assert out == "PolicyError tools.approval.bash is locked by policy: bash always asks\n2.0\n"
+    finally:
+        carol.shutdown()

@@ -74,8 +74,9 @@ def notebook(cells: list[str], path: Path) -> Path:
 
 
 class JupyterLab:
-    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
-        """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``."""
+    def __init__(self, root: Path, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+        """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``; ``args``
+        adds options to ``jupyter lab`` (``--gateway-url=...``)."""
         require_chromium()
         self.root = root
         self.port = free_port()
@@ -95,6 +96,7 @@ class JupyterLab:
                 sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
                 f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.token={self.token}",
                 f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ServerApp.disable_check_xsrf=True",
+                *(args or []),
             ],
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
@@ -186,12 +188,12 @@ LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextensi
 """The built JupyterLab extension of this checkout."""
 
 
-def lab_with_extension(tmp_path_factory: Any) -> Iterator[JupyterLab]:
+def lab_with_extension(tmp_path_factory: Any, args: list[str] | None = None) -> Iterator[JupyterLab]:
     """A JupyterLab serving this checkout's extension (through ``JUPYTER_PATH``), closed afterwards; for a module
-    fixture: ``yield from lab_with_extension(tmp_path_factory)``."""
+    fixture: ``yield from lab_with_extension(tmp_path_factory)``. ``args``: more ``jupyter lab`` options."""
     data = tmp_path_factory.mktemp("jupyter-data")
     (data / "labextensions").mkdir()
     (data / "labextensions" / "pi-notebook").symlink_to(LABEXTENSION, target_is_directory=True)
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)})
+    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={"JUPYTER_PATH": str(data)}, args=args)
     yield lab
     lab.close()

@@ -32,6 +32,7 @@ class Served:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         timeout: float = 120,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """Start ``argv`` and wait until ``ready`` (a URL) answers with success (a proxy answers 404 before its
         routes are set)."""
@@ -42,18 +43,18 @@ class Served:
             start_new_session=True,
         )  # fmt: skip
         try:
-            self._wait(ready, timeout)
+            self._wait(ready, timeout, dict(headers or {}))
         except BaseException:
             self.close()
             raise
 
-    def _wait(self, url: str, timeout: float) -> None:
+    def _wait(self, url: str, timeout: float, headers: dict[str, str]) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.process.args!r} exited ({self.process.returncode}):\n{self.tail()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url, timeout=2).status_code < 400:
+                if httpx.get(url, headers=headers, timeout=2).status_code < 400:
                     return
             time.sleep(0.25)  # polling the server's readiness, not waiting for a behaviour
         raise TimeoutError(f"{url} did not answer within {timeout} s:\n{self.tail()}")

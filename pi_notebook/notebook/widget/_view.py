@@ -226,8 +226,9 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         super().__init__([self.title, self.preview, buttons], layout=widgets.Layout(display="none", width="100%"))
         self.add_class("pi-approval")
 
-    def show(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+    def show(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         self._on_answer = on_answer
+        self.always_button.layout.display = None if always else "none"
         self.title.value = f"<b>{html.escape(title)}</b>"
         self.preview.value = (
             '<pre style="max-height: 24em; overflow: auto; white-space: pre-wrap; margin: 0">'
@@ -363,10 +364,10 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.input.value = ""
         self._marshal(lambda: action(text))
 
-    def ask(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+    def ask(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval; a click calls ``on_answer("run" | "skip" | "always")`` on the
-        kernel's loop."""
-        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)))
+        kernel's loop (``always=False``: without the Always button)."""
+        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)), always=always)
 
     def settle(self, aborted: bool) -> None:
         self.approval.hide()
