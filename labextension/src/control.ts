@@ -116,6 +116,9 @@ export function statusText(state: IRunState | null, retryAt: number, now: number
 }
 
 const REFRESH_INTERVAL_MS = 250;
+/** A failed probe (a request lost when a connection closed) is tried again this often, this many times. */
+const PROBE_RETRY_MS = 1000;
+const PROBE_RETRIES = 10;
 
 export class ControlConnection implements IDisposable {
   constructor(sessionContext: ISessionContext) {
@@ -228,6 +231,7 @@ export class ControlConnection implements IDisposable {
     this._kernel = kernel;
     this._link?.retire();
     this._link = null;
+    this._probeRetries = 0;
     this._setState(null);
     if (kernel !== null) {
       kernel.statusChanged.connect(this._onStatus, this);
@@ -297,11 +301,27 @@ export class ControlConnection implements IDisposable {
         }
       } while (this._probeAgain);
     } catch (error) {
-      // A kernel that is restarting or gone; the next status change probes again.
+      // A kernel that is restarting or gone (the next status change probes again), or a request lost on the way:
+      // try again shortly, a few times, since nothing else may prompt a probe while the kernel's main thread is
+      // held (no cell ends, nothing is displayed).
       console.debug('pi-notebook: control probe failed', error);
+      this._retryProbe();
     } finally {
       this._probing = false;
     }
+  }
+
+  private _retryProbe(): void {
+    if (this._probeRetries >= PROBE_RETRIES || this._isDisposed) {
+      return;
+    }
+    this._probeRetries++;
+    const kernel = this._kernel;
+    window.setTimeout(() => {
+      if (kernel === this._kernel && this._comm === null) {
+        void this._probe();
+      }
+    }, PROBE_RETRY_MS);
   }
 
   /** `comm_info` for our target over the control channel (served even while a cell runs). */
@@ -354,6 +374,7 @@ export class ControlConnection implements IDisposable {
     }
     comm.open({}); // the kernel answers with the current state
     this._comm = comm;
+    this._probeRetries = 0;
   }
 
   private _dropComm(close: boolean): void {
@@ -395,6 +416,7 @@ export class ControlConnection implements IDisposable {
   private _state: IRunState | null = null;
   private _retryAt = 0;
   private _probing = false;
+  private _probeRetries = 0;
   private _probeAgain = false;
   private _afterRestart = false;
   private _generation = 0;

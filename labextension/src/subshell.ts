@@ -22,6 +22,9 @@
 import { CommsOverSubshells, Kernel, KernelMessage } from '@jupyterlab/services';
 import type { JSONObject, JSONValue } from '@lumino/coreutils';
 
+/** How long a control request may wait for its reply: a reply lost on the way (seen through a kernel gateway, for a
+ * page reloaded while the kernel's main thread was held) must not leave the page waiting for ever. */
+const REPLY_WAIT_MS = 5000;
 /** How long the page's connection may take to answer `kernel_info` before a link carries its messages. */
 const INFO_GRACE_MS = 300;
 /** After connecting, how long the page's connection may hold messages back (JupyterLab's default 3000 ms, with
@@ -70,14 +73,18 @@ export class Link {
 
   /** The connection to send on now. */
   get sender(): Kernel.IKernelConnection {
-    return this._clone ?? this._kernel;
+    return this._retiring ? this._kernel : (this._clone ?? this._kernel);
   }
 
-  /** Send on the page's own connection from now on. */
+  /** Send on the page's own connection from now on; the link closes once the requests it carries are answered
+   * (a reply comes back only on the connection that sent the request). */
   retire(): void {
-    const clone = this._clone;
-    this._clone = null;
-    clone?.dispose();
+    this._retiring = true;
+    if (this._waiting === 0) {
+      const clone = this._clone;
+      this._clone = null;
+      clone?.dispose();
+    }
   }
 
   /** Ask the kernel's control thread; the reply's content. */
@@ -90,8 +97,25 @@ export class Link {
       username: sender.username,
       content
     });
-    const reply = await sender.sendControlMessage(msg, true, true).done;
-    return reply.content as Record<string, unknown>;
+    this._waiting++;
+    const future = sender.sendControlMessage(msg, true, true);
+    let timer = 0;
+    const late = new Promise<never>((_, reject) => {
+      timer = window.setTimeout(() => reject(new Error(`no ${msgType} reply within ${REPLY_WAIT_MS} ms`)), REPLY_WAIT_MS);
+    });
+    try {
+      const reply = await Promise.race([future.done, late]);
+      return reply.content as Record<string, unknown>;
+    } catch (error) {
+      future.dispose();
+      throw error;
+    } finally {
+      window.clearTimeout(timer);
+      this._waiting--;
+      if (this._retiring) {
+        this.retire();
+      }
+    }
   }
 
   /** A new subshell, made over the control channel; `null` when the kernel has none (ipykernel < 7, others). */
@@ -114,6 +138,8 @@ export class Link {
 
   private _kernel: Kernel.IKernelConnection;
   private _clone: Kernel.IKernelConnection | null;
+  private _retiring = false;
+  private _waiting = 0;
 }
 
 /** Comms this page opened on a subshell and has not disposed, so their subshells go when the page goes. */

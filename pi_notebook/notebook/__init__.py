@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..session import Settings
+from ..session import PolicyError, Settings, site_policy
 from ._commands import USAGE
 from ._default_model import default_faux
 from ._defaults import default_tools
@@ -67,6 +67,11 @@ def _greet() -> None:
     this working directory has a saved session (``%pi resume`` continues it)."""
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
+    try:
+        site_policy()
+    except PolicyError as exc:  # every run would be refused: say why now
+        print(f"pi: {exc}")  # noqa: T201
+        return
     try:
         line = saving_problem(settings) or last_session_line(settings)
     except Exception as exc:  # a greeting must never break %load_ext

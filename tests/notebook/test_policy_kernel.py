@@ -162,3 +162,19 @@ def test_a_policy_in_the_environments_etc_applies_to_its_kernels(
     finally:
         kernel.shutdown()
     assert sys.prefix != str(prefix)
+
+
+def test_a_policy_file_that_cannot_be_read_is_said_at_load_and_refuses_runs(tmp_path: Path) -> None:
+    broken = tmp_path / "policy.toml"
+    broken.write_text("[limits\n")
+    kernel = Kernel(env={**without_policy_env(), "PI_NOTEBOOK_POLICY": str(broken)})
+    try:
+        load = kernel.run("%load_ext pi_notebook").stdout
+        assert load.startswith(f"pi: the site policy {broken} cannot be read: ") and load.count("\n") == 1
+        out = kernel.run("%pi hello").stdout
+        assert out.startswith(f"pi: the site policy {broken} cannot be read: ")
+        assert kernel.run("from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.find())").stdout == (
+            "None\n"
+        )  # no session was made
+    finally:
+        kernel.shutdown()

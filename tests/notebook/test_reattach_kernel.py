@@ -92,7 +92,7 @@ def test_a_page_opening_while_the_agents_code_holds_the_main_thread_gets_state_a
     # The page of a reload: a new subshell and comm, while the code holds the main thread (it never returns).
     subshell = frontend.create_subshell()
     comm_id = frontend.open(subshell)
-    state = frontend.state(comm_id, timeout=10)
+    state = frontend.state(comm_id, timeout=10, type="state")
     assert state["state"] == "running tool"
     views = comm_message(frontend, comm_id, "views")
     [view] = views["views"]

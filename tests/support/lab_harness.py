@@ -181,6 +181,7 @@ class JupyterLab:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait(timeout=20)  # reaped: no ResourceWarning from an unwaited process at exit
             self.log.close()
 
 
