@@ -34,6 +34,7 @@ PINNED = {
         "LoadProblem", "SessionFileError", "SessionInUseError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
+        "POLICY_ENV", "Policy", "PolicyError", "site_policy",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError",

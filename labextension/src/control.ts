@@ -7,9 +7,11 @@
  * kernel that never loaded the extension sees no failing `comm_open`. It asks when a kernel is attached,
  * after a restart, after each executed cell and on each displayed output, until connected.
  *
- * The comm is opened once its subshell exists (JupyterLab >= 4.4 sends comm messages over a kernel subshell
- * per comm target), so opening and `{"action": "abort"}` reach the kernel while the main shell is busy,
- * e.g. while a cell `await`s the run.
+ * The comm lives on a kernel subshell this page creates over the control channel (./subshell.ts), so opening it,
+ * `{"action": "status"}` and `{"action": "abort"}` reach the kernel while the main shell is busy: while a cell
+ * `await`s the run, and while the agent's python code holds the main thread (a page reloaded mid-run connects
+ * within a second). Right after the first state the kernel lists the active runs' live widgets (`views`), which
+ * the page shows again where its copy of the notebook lacks them (./reattach.ts).
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
@@ -17,6 +19,7 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import type { CellsRequest, NotebookCells } from './cells';
+import { Link, SubshellComm } from './subshell';
 
 export const TARGET = 'pi_notebook.control';
 
@@ -39,8 +42,28 @@ export type RunStatus =
 export type ActiveStatus = 'starting' | 'streaming' | 'running tool' | 'awaiting approval' | 'retrying' | 'compacting';
 /** What the frontend asks of the kernel (`cells`: the answer to a cells request, see ./cells.ts). */
 export type ControlAction = 'abort' | 'status' | 'cells';
-/** What the kernel sends (`cells`: a request about the notebook's cells). */
-export type ControlMessageType = 'state' | 'error' | 'cells';
+/** What the kernel sends (`cells`: a request about the notebook's cells; `views` once the comm opens; `activity`
+ * only on the beacon, which no page opens). */
+export type ControlMessageType = 'state' | 'error' | 'cells' | 'views' | 'activity';
+
+/** An active run's live widget, as the kernel lists it in its `views` message. */
+export interface IRunView {
+  run: number;
+  /** The ipywidgets model id of the run's widget. */
+  model_id: string;
+  /** The notebook cell that displayed it (null: the frontend that ran the cell did not say). */
+  cell_id: string | null;
+  /** The run's one-line text (`Run 3: ...`). */
+  text: string;
+}
+
+/** The kernel's `views` message. */
+export interface IViews {
+  type: 'views';
+  /** Names the kernel process; its run widgets carry the class `pi-proc-<process>`. */
+  process: string;
+  views: IRunView[];
+}
 
 /** What the kernel sends: see `pi_notebook/notebook/_control_comm.py`. */
 export interface IRunState {
@@ -94,13 +117,10 @@ export function statusText(state: IRunState | null, retryAt: number, now: number
   }
 }
 
-const SUBSHELL_WAIT_MS = 5000;
-const INFO_WAIT_MS = 1000;
 const REFRESH_INTERVAL_MS = 250;
-
-function delay(ms: number): Promise<void> {
-  return new Promise(resolve => setTimeout(resolve, ms));
-}
+/** A failed probe (a request lost when a connection closed) is tried again this often, this many times. */
+const PROBE_RETRY_MS = 1000;
+const PROBE_RETRIES = 10;
 
 export class ControlConnection implements IDisposable {
   /** `cells` acts on the notebook's cells for the agent's cell tools (a connection without it offers none). */
@@ -114,6 +134,16 @@ export class ControlConnection implements IDisposable {
   /** Emitted when the connection or the run state changes. */
   get changed(): ISignal<this, void> {
     return this._changed;
+  }
+
+  /** Emitted with the kernel's `views` (the active runs' live widgets) each time the comm opens. */
+  get views(): ISignal<this, IRunView[]> {
+    return this._views;
+  }
+
+  /** The kernel process this page is connected to (from its `views`), null while not connected. */
+  get process(): string | null {
+    return this._process;
   }
 
   /** A comm to the kernel's control target is open and has reported a state. */
@@ -203,6 +233,9 @@ export class ControlConnection implements IDisposable {
       this._dropComm(!old.isDisposed && old.status !== 'dead');
     }
     this._kernel = kernel;
+    this._link?.retire();
+    this._link = null;
+    this._probeRetries = 0;
     this._setState(null);
     if (kernel !== null) {
       kernel.statusChanged.connect(this._onStatus, this);
@@ -215,6 +248,8 @@ export class ControlConnection implements IDisposable {
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
       // The kernel's comms are gone with it; probe again once it is back.
       this._dropComm(false);
+      this._link?.retire();
+      this._link = null;
       this._setState(null);
       this._afterRestart = true;
     } else if (status === 'idle' && this._afterRestart) {
@@ -263,41 +298,57 @@ export class ControlConnection implements IDisposable {
         if (kernel === null || this._comm !== null || this._isDisposed) {
           return;
         }
-        if (await this._targetRegistered(kernel)) {
-          await this._open(kernel);
+        // What carries this page's messages while its connection holds them back (./subshell.ts): one per kernel.
+        const link = (this._link ??= await Link.open(kernel));
+        if (await this._targetRegistered(kernel, link)) {
+          await this._open(kernel, link);
         }
       } while (this._probeAgain);
     } catch (error) {
-      // A kernel that is restarting or gone; the next status change probes again.
+      // A kernel that is restarting or gone (the next status change probes again), or a request lost on the way:
+      // try again shortly, a few times, since nothing else may prompt a probe while the kernel's main thread is
+      // held (no cell ends, nothing is displayed).
       console.debug('pi-notebook: control probe failed', error);
+      this._retryProbe();
     } finally {
       this._probing = false;
     }
   }
 
+  private _retryProbe(): void {
+    if (this._probeRetries >= PROBE_RETRIES || this._isDisposed) {
+      return;
+    }
+    this._probeRetries++;
+    const kernel = this._kernel;
+    window.setTimeout(() => {
+      if (kernel === this._kernel && this._comm === null) {
+        void this._probe();
+      }
+    }, PROBE_RETRY_MS);
+  }
+
   /** `comm_info` for our target over the control channel (served even while a cell runs). */
-  private async _targetRegistered(kernel: Kernel.IKernelConnection): Promise<boolean> {
-    // The kernel_info reply tells whether the kernel has subshells; but a page that connects while a cell
-    // runs gets it only when the cell ends (it goes to the busy main shell), so do not wait long for it.
-    await Promise.race([kernel.info, delay(INFO_WAIT_MS)]);
+  private async _targetRegistered(kernel: Kernel.IKernelConnection, link: Link): Promise<boolean> {
     if (kernel !== this._kernel || kernel.isDisposed) {
       return false;
     }
-    const msg = KernelMessage.createMessage<any>({
-      msgType: 'comm_info_request',
-      channel: 'control',
-      session: kernel.clientId,
-      username: kernel.username,
-      content: { target_name: TARGET }
-    });
-    const reply = await kernel.sendControlMessage(msg, true, true).done;
-    const comms = (reply.content as { comms?: Record<string, unknown> }).comms ?? {};
+    const reply = await link.control('comm_info_request', { target_name: TARGET });
+    const comms = (reply.comms ?? {}) as Record<string, unknown>;
     return Object.keys(comms).length > 0;
   }
 
-  private async _open(kernel: Kernel.IKernelConnection): Promise<void> {
+  private async _open(kernel: Kernel.IKernelConnection, link: Link): Promise<void> {
     const generation = this._generation;
-    const comm = kernel.createComm(TARGET);
+    // A subshell of this page's own, made over the control channel: the kernel serves the comm on its thread
+    // whatever its main thread does. Without subshells (another kernel), the main shell.
+    const subshell = await link.createSubshell();
+    let comm: Kernel.IComm;
+    if (subshell === null) {
+      comm = kernel.createComm(TARGET);
+    } else {
+      comm = new SubshellComm(kernel, link, TARGET, subshell);
+    }
     comm.onMsg = msg => {
       if (this._comm !== comm) {
         return;
@@ -305,11 +356,15 @@ export class ControlConnection implements IDisposable {
       const data = msg.content.data as unknown as
         | IRunState
         | CellsRequest
-        | { type: Exclude<ControlMessageType, 'state' | 'cells'>; error: string };
+        | IViews
+        | { type: Exclude<ControlMessageType, 'state' | 'cells' | 'views'>; error: string };
       if (data.type === 'state') {
         this._setState(data);
       } else if (data.type === 'cells') {
         this._answerCells(comm, data);
+      } else if (data.type === 'views') {
+        this._process = data.process;
+        this._views.emit(data.views);
       } else {
         console.warn('pi-notebook:', data.error);
       }
@@ -320,13 +375,6 @@ export class ControlConnection implements IDisposable {
         this._setState(null);
       }
     };
-    // Open on the comm target's subshell when the kernel has subshells, so the kernel serves this comm
-    // while its main shell is busy (a cell awaiting a run). Before the kernel_info reply JupyterLab sends
-    // comm messages to the main shell, which ipykernel >= 7.4 also serves while a cell awaits.
-    const started = (comm as { subshellStarted?: Promise<void> }).subshellStarted;
-    if (kernel.supportsSubshells && comm.commsOverSubshells !== 'disabled' && started !== undefined) {
-      await Promise.race([started, delay(SUBSHELL_WAIT_MS)]);
-    }
     if (generation !== this._generation || comm.isDisposed || kernel.isDisposed) {
       comm.dispose(); // the kernel restarted or changed meanwhile
       return;
@@ -334,6 +382,7 @@ export class ControlConnection implements IDisposable {
     // The kernel answers with the current state. `cells` and `path`: this page can act on this notebook's cells.
     comm.open(this._cells === null ? {} : { cells: 1, path: this._sessionContext.path });
     this._comm = comm;
+    this._probeRetries = 0;
   }
 
   /** Act on a cells request and send the answer (none for a notification). */
@@ -352,6 +401,7 @@ export class ControlConnection implements IDisposable {
     this._generation++;
     const comm = this._comm;
     this._comm = null;
+    this._process = null;
     if (comm === null || comm.isDisposed) {
       return;
     }
@@ -382,10 +432,12 @@ export class ControlConnection implements IDisposable {
   private _sessionContext: ISessionContext;
   private _cells: NotebookCells | null;
   private _kernel: Kernel.IKernelConnection | null = null;
+  private _link: Link | null = null;
   private _comm: Kernel.IComm | null = null;
   private _state: IRunState | null = null;
   private _retryAt = 0;
   private _probing = false;
+  private _probeRetries = 0;
   private _probeAgain = false;
   private _afterRestart = false;
   private _generation = 0;
@@ -393,4 +445,6 @@ export class ControlConnection implements IDisposable {
   private _refreshTimer: number | null = null;
   private _isDisposed = false;
   private _changed = new Signal<this, void>(this);
+  private _views = new Signal<this, IRunView[]>(this);
+  private _process: string | null = null;
 }

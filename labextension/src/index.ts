@@ -13,6 +13,8 @@
  *   a subshell thread and which interrupts the code at once;
  * - the agent's cell tools: the kernel asks over the same comm to read or change this notebook's cells, and the
  *   page acts on its live model (./cells.ts); cells the agent made or changed carry a mark (./marks.ts).
+ * - a page opened while runs go on (reloaded, a second window) shows their live widgets again (./reattach.ts), and
+ *   the widgets of runs whose kernel died or restarted say "kernel gone" (./kernelGone.ts).
  *
  * All of them talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
@@ -29,6 +31,8 @@ import { NotebookCells } from './cells';
 import { ControlConnection } from './control';
 import { markAgentCells } from './marks';
 import { notebookInFront, returnFocusAfterApproval } from './focus';
+import { isGone, watchKernelGone } from './kernelGone';
+import { showRunViews } from './reattach';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
@@ -147,6 +151,18 @@ class RunStatus extends Widget {
 const RUN_STOP_CLASS = 'pi-run-stop';
 const RUN_VIEW_CLASS = 'pi-run-view';
 const RUN_NUMBER = /^pi-run-(\d+)$/;
+const RUN_PROCESS = /^pi-proc-([\w-]+)$/;
+
+/** The kernel process a run view was made by, from its `pi-proc-<process>` class. */
+function runProcess(view: Element | null): string | undefined {
+  for (const name of Array.from(view?.classList ?? [])) {
+    const match = RUN_PROCESS.exec(name);
+    if (match) {
+      return match[1];
+    }
+  }
+  return undefined;
+}
 
 /** The run number a run view carries as its `pi-run-<number>` class. */
 function runNumber(view: Element | null): number | undefined {
@@ -175,8 +191,11 @@ function forwardRunStopClicks(tracker: INotebookTracker, connections: Connection
         return;
       }
       const panel = tracker.find(candidate => candidate.node.contains(button));
-      if (panel) {
-        connections.get(panel.sessionContext).abort(runNumber(button.closest(`.${RUN_VIEW_CLASS}`)));
+      const view = button.closest(`.${RUN_VIEW_CLASS}`);
+      const process = runProcess(view);
+      if (panel && !(process !== undefined && isGone(process))) {
+        // (a gone kernel's run number may name a run of the kernel that replaced it)
+        connections.get(panel.sessionContext).abort(runNumber(view));
       }
     },
     true
@@ -240,7 +259,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // Every notebook gets its connection as soon as it opens, so the state is known before the first click.
     const watch = (panel: NotebookPanel): void => {
-      connections.get(panel.sessionContext).changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      const connection = connections.get(panel.sessionContext);
+      connection.changed.connect(() => app.commands.notifyCommandChanged(COMMAND));
+      connection.views.connect((_, views) => void showRunViews(panel, views));
+      watchKernelGone(panel.sessionContext, connection);
       markAgentCells(panel);
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));

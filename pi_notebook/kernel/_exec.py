@@ -28,6 +28,7 @@ import itertools
 import linecache
 import logging
 import sys
+import threading
 import tokenize
 import traceback
 from collections.abc import Callable, Iterator, Mapping
@@ -195,7 +196,7 @@ class Capture:
     def installed(self, shell: Any) -> Iterator[None]:
         """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them."""
         saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
-        sys.stdout, sys.stderr = _Stream(self, "stdout"), _Stream(self, "stderr")
+        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0]), _Stream(self, "stderr", saved[1])
         if shell is not None:
             shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2])
             shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
@@ -215,9 +216,10 @@ def _refuse_exit() -> None:
 class _Stream(io.TextIOBase):
     """``sys.stdout``/``sys.stderr`` while the code runs."""
 
-    def __init__(self, capture: Capture, kind: Literal["stdout", "stderr"]) -> None:
+    def __init__(self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any) -> None:
         self._capture = capture
         self._kind: Literal["stdout", "stderr"] = kind
+        self._original = original
 
     @property
     def name(self) -> str:
@@ -236,8 +238,31 @@ class _Stream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if _on_subshell():  # a subshell console's output is its own, not the agent's
+            return int(self._original.write(text))
         self._capture.text(self._kind, text)
         return len(text)
+
+    def flush(self) -> None:
+        if _on_subshell():
+            self._original.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        # ipykernel sets a subshell request's parent on ``sys.stdout`` (``set_thread_parent``) from that subshell's
+        # thread meanwhile: the kernel's stream keeps it, for what the subshell writes (forwarded above).
+        if name.startswith("__") or name in ("_capture", "_kind", "_original"):
+            raise AttributeError(name)
+        return getattr(self._original, name)
+
+
+def _on_subshell() -> bool:
+    """The calling thread is a kernel subshell's (JupyterLab's subshell console, a comm served on a subshell): what
+    it writes or displays while the agent's code runs goes where it would go, not into the code's output."""
+    try:
+        from ipykernel.subshell import SubshellThread
+    except ImportError:  # pragma: no cover - ipykernel >= 7 has subshells
+        return False
+    return isinstance(threading.current_thread(), SubshellThread)
 
 
 @functools.cache
@@ -260,6 +285,9 @@ def _publisher_class() -> type:
             return getattr(self.original, name)
 
         def publish(self, data: Any, metadata: Any = None, source: Any = None, **kwargs: Any) -> None:
+            if _on_subshell():
+                self.original.publish(data, metadata, source, **kwargs)
+                return
             self.capture.display(data, metadata)
 
         def clear_output(self, wait: bool = False) -> None:

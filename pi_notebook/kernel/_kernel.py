@@ -10,6 +10,7 @@ functions below are the public spelling of the same calls.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,9 @@ class Kernel:
     interrupts: Interrupts = field(default_factory=Interrupts)
     listeners: PythonListeners = field(default_factory=PythonListeners)
     frontends: Frontends = field(default_factory=Frontends)
+    token: str = field(default_factory=lambda: secrets.token_hex(6))
+    """Names this process among the kernels a page has seen: a restarted kernel keeps its kernel id but not its
+    token (run widgets carry it, so a page can tell the widgets of a kernel that is gone)."""
 
 
 KERNEL = Kernel(frontends=FRONTENDS)

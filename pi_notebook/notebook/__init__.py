@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..session import Settings
+from ..session import PolicyError, Settings, site_policy
 from ._commands import USAGE
 from ._default_model import default_faux
 from ._defaults import default_tools
@@ -31,7 +31,7 @@ from ._magics import MAX_PROMPT_CHARS, PiMagics, pi_transformer
 from ._registry import REGISTRY, NotebookSession, configure, get_notebook_session, get_session
 from ._run import Run, RunReport
 from ._run_state import RunState, RunStatus
-from ._saved import last_session_line, notebook_path
+from ._saved import last_session_line, notebook_path, saving_problem
 from ._volatile import interactive, show_volatile
 from .widget._view import RunView, TranscriptWidget
 
@@ -68,15 +68,20 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def _greet() -> None:
-    """One line when this working directory has a saved session (``%pi resume`` continues it), for a person: not
-    in a notebook being executed (nbclient, nbval), and marked so that a check of the saved notebook leaves it out
-    (``_volatile``): it depends on what ran before."""
-    if not interactive():
+    """One line when sessions cannot be saved here (the folder is not writable: they are kept in memory), else, for
+    a person (not in a notebook being executed: nbclient, nbval), when this working directory has a saved session
+    (``%pi resume`` continues it). Either is marked so that a check of the saved notebook leaves it out
+    (``_volatile``): it depends on the machine and on what ran before. A site policy that cannot be read is said
+    always (every run would be refused)."""
+    try:
+        site_policy()
+    except PolicyError as exc:  # every run would be refused: say why now
+        print(f"pi: {exc}")  # noqa: T201
         return
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
     try:
-        line = last_session_line(settings)
+        line = saving_problem(settings) or (last_session_line(settings) if interactive() else None)
     except Exception as exc:  # a greeting must never break %load_ext
         line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
     if line:

@@ -145,7 +145,7 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
     status = run.status
     previous = status.status
     run.note("approval", _asking(name))
-    presenter.ask(name, await preview_call(request, signal), on_answer)
+    presenter.ask(name, await preview_call(request, signal), on_answer, always=not run.session.policy.must_ask(name))
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
     try:
@@ -194,12 +194,16 @@ def describe_tools(session: AgentSession, left_out: Collection[str] = ()) -> str
             mode = "not available here"
         elif tool.approval == "never":
             mode = "auto (only looks)"
+        elif session.policy.must_ask(tool.name):
+            mode = "ask (locked by policy)"
         elif tool.needs_approval is not None and mode == "ask":
             mode = "ask (outside cwd, secrets)"
         elif tool.name in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")
         lines.append(f"{tool.name.ljust(width)}  {mode.ljust(27)}  {_cut(summary, 70)}")
+    if session.policy.disabled:
+        lines.append(f"{', '.join(sorted(session.policy.disabled))}: off by policy ({session.policy.where})")
     lines.append("")
     if any(name in CELL_TOOL_NAMES for name in left_out):
         lines.append(CELLS_NOT_HERE)

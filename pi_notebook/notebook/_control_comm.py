@@ -16,6 +16,10 @@ Frontend -> kernel (``comm_msg`` data):
   ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
   client id of its kernel connection, from the message header) until the comm closes.
 
+Both are answered from the comm's thread as far as they can be: the state (on open and for ``status``) is read and
+sent there, so a page that opens while the agent's ``python`` code holds the main thread (a reload) shows the run
+and its Stop at once, not when the code returns.
+
 Kernel -> frontend: ``{"type": "state", "state": ..., "run": N | None, "aborted": bool, "retry_deadline": ms,
 "now": ms}`` right after the comm opens, as each reply, and pushed whenever a run changes state. ``state`` is
 ``idle`` (no run yet), ``starting``, ``streaming``, ``running tool``, ``retrying`` (``retry_deadline`` is the
@@ -27,6 +31,17 @@ code blocks the event loop; ``""`` again when it returns). ``now`` is
 the kernel's clock when the message was made, so a frontend can count a retry down without trusting that the
 two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``. The names are defined once, in
 ``_protocol``.
+
+Right after the first state, ``{"type": "views", "process": token, "views": [{"run", "model_id", "cell_id",
+"text"}]}`` names the kernel process (``Kernel.token``, which its run widgets carry as a CSS class, so a page can
+mark them "kernel gone" when it dies) and lists the active runs that have a live widget: its ipywidgets model id,
+the id of the notebook cell that displayed it (``None`` if the frontend did not say) and its one-line text. A page
+opened while a run goes on (a reload, a second window) shows each widget again in its cell if the notebook it
+loaded does not hold that output (it was not saved).
+
+While a run works, :class:`~._activity.ActivitySignal` has the kernel publish ``{"type": "activity"}`` on the
+beacon every minute or so (see ``_activity``: idle cullers must not take a kernel whose run is silent); no frontend
+has the beacon open, so frontends drop it.
 
 Discovery: ``%load_ext pi_notebook`` registers the target and a *beacon* — a comm object with this target
 name that only lives in the kernel's comm manager (nothing is sent). A frontend asks ``comm_info`` for this
@@ -49,11 +64,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, get_args
 
 from ..kernel import Frontend, Kernel
+from ..session import AgentSession
+from ._activity import ActivitySignal
 from ._run import Run
 from ._run_state import RunState
 from .widget._protocol import ControlAction
@@ -97,6 +115,10 @@ class ControlChannel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beacon: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._send_lock = threading.Lock()
+        """Held while a state is read and sent, so one read on a comm's thread cannot overtake a newer push."""
+        self.activity = ActivitySignal(source.active_runs, self.ping)
+        """Keeps the kernel from looking idle to cullers while a run works (``_activity``)."""
 
     def register(self, ipython: Any) -> None:
         """Register the comm target (and the discovery beacon) on the running kernel (no-op outside a kernel)."""
@@ -121,9 +143,52 @@ class ControlChannel:
 
     def publish(self, state: RunState) -> None:
         """Push a run's state change to every open control comm (any thread)."""
+        self.activity.observe(state)
         message = _state_message(state)
-        for comm in list(self._comms):
-            self._send(comm, message)
+        with self._send_lock:
+            for comm in list(self._comms):
+                self._send(comm, message)
+
+    def ping(self) -> None:
+        """Publish ``{"type": "activity"}`` on the beacon (any thread): activity for the idle cullers, dropped by
+        frontends. No parent message: it answers no request. Nothing outside a kernel."""
+        if self._beacon is None:
+            return
+        from ipykernel.kernelbase import Kernel as IPyKernel
+
+        if not IPyKernel.initialized():
+            return
+        kernel = IPyKernel.instance()
+        if kernel.session is None:
+            return
+        content = {"comm_id": BEACON_ID, "data": {"type": "activity"}}
+        kernel.session.send(kernel.iopub_socket, "comm_msg", content, parent={}, ident=f"comm-{BEACON_ID}".encode())
+
+    def views(self) -> list[dict[str, Any]]:
+        """The active runs' live widgets (see the module docstring); any thread (a snapshot)."""
+        return [view for run in self._source.active_runs() if (view := run.view_ref()) is not None]
+
+    def in_other_thread(self) -> bool:
+        """The caller runs outside the kernel's event loop (a subshell's thread, say), where run state must not be
+        touched: use :meth:`stop`."""
+        if self._loop is None:
+            return False
+        try:
+            return asyncio.get_running_loop() is not self._loop
+        except RuntimeError:
+            return True
+
+    def stop(self, runs: list[Run], session: AgentSession | None = None) -> None:
+        """Stop ``runs`` from any thread as the toolbar's Stop does: the agent's code is interrupted at once (it
+        may hold the event loop), then each run is aborted on the loop (``%pi abort`` in a subshell console).
+        Without runs, ``session`` (working without a run: a cell awaits its prompt) is aborted the same way."""
+        if not runs and session is None:
+            return
+        release = self._kernel.interrupts.hold("Stopped by the user")
+        if runs:
+            self._marshal(self._stop_runs, None, runs, release)
+        elif session is not None:
+            self._marshal(self._start, _released_after(session.abort(), release))
 
     # -- comms ----------------------------------------------------------------------------------------------
     def _register_beacon(self, manager: Any) -> None:
@@ -139,7 +204,8 @@ class ControlChannel:
         self._contexts[comm.comm_id] = contextvars.copy_context()
         comm.on_msg(lambda msg: self._on_msg(comm, msg))
         comm.on_close(lambda msg: self._forget(comm))
-        self._marshal(self._send_status, comm)
+        self._send_status(comm)  # from here: the event loop may be blocked by the agent's code
+        self._send(comm, {"type": "views", "process": self._kernel.token, "views": self.views()})
         data = _data(open_msg)
         client = ((open_msg or {}).get("header") or {}).get("session")
         if data.get("cells") and isinstance(client, str):  # a notebook page that can act on its cells
@@ -166,6 +232,9 @@ class ControlChannel:
         """On the comm's thread: an abort of an active run first interrupts the agent's code (it blocks the loop)
         and keeps interrupting code that starts until the runs have settled; then the loop handles the message."""
         data = _data(msg)
+        if data.get("action") == "status":
+            self._send_status(comm, reply="status")  # a snapshot, from here: the loop may be blocked
+            return
         release = None
         if data.get("action") == "abort" and self._is_active_run(data.get("run")):
             release = self._kernel.interrupts.hold("Stopped by the user")
@@ -196,11 +265,17 @@ class ControlChannel:
         """Stop every active run (or run ``number``) as its Stop button does, then reply (and release the held
         interrupt) once they have settled."""
         runs = [run for run in self._source.active_runs() if number is None or run.number == number]
+        self._stop_runs(comm, runs, release)
+
+    def _stop_runs(self, comm: Any | None, runs: list[Run], release: Callable[[], None]) -> None:
+        """On the loop: abort ``runs``; once they have settled release the held interrupt and reply to ``comm``."""
+        runs = [run for run in runs if not run.done]
         for run in runs:
             run.abort()
         if not runs:
             release()
-            self._send_status(comm, reply="abort")
+            if comm is not None:
+                self._send_status(comm, reply="abort")
             return
 
         async def reply_when_settled() -> None:
@@ -209,9 +284,14 @@ class ControlChannel:
                     await asyncio.wait_for(asyncio.gather(*runs), ABORT_REPLY_TIMEOUT)
             finally:
                 release()
-            self._send_status(comm, reply="abort")
+            if comm is not None:
+                self._send_status(comm, reply="abort")
 
-        task = asyncio.get_running_loop().create_task(reply_when_settled())
+        self._start(reply_when_settled())
+
+    def _start(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """On the loop: run ``coroutine`` as a task this channel keeps until it ends."""
+        task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -225,14 +305,23 @@ class ControlChannel:
                 context.copy().run(comm.send, data)
 
     def _send_status(self, comm: Any, reply: str | None = None) -> None:
-        state = self.current_state()
-        if reply is not None:
-            state["reply"] = reply
-        self._send(comm, state)
+        """The current state (any thread; under the send lock, see ``_send_lock``)."""
+        with self._send_lock:
+            state = self.current_state()
+            if reply is not None:
+                state["reply"] = reply
+            self._send(comm, state)
 
 
 def _nothing() -> None:
     pass
+
+
+async def _released_after(operation: Awaitable[None], release: Callable[[], None]) -> None:
+    try:
+        await operation
+    finally:
+        release()
 
 
 def _data(msg: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..agent import AgentTool
 from ..kernel import CELL_TOOL_NAMES, cell_tools, python_tool
+from ..session import site_policy
 from ..tools import coding_tools
 
 __all__ = [
@@ -56,9 +57,10 @@ _INTRO = (
 
 def default_tools(cwd: str | os.PathLike[str] | None = None) -> list[AgentTool]:
     """Pi's seven tools rooted at ``cwd`` (default: the working directory now), then ``python``, then the cell
-    tools."""
+    tools; without those the site policy switches off (``[tools] disabled``)."""
     root = os.fspath(cwd) if cwd is not None else os.getcwd()
-    return [*coding_tools(root), python_tool(), *cell_tools()]
+    off = site_policy().disabled
+    return [tool for tool in (*coding_tools(root), python_tool(), *cell_tools()) if tool.name not in off]
 
 
 def system_prompt(

@@ -36,6 +36,7 @@ from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._model_line import model_limits
+from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
@@ -93,10 +94,12 @@ class PiMagics(Magics):
         try:
             _check_size(line if cell is None else cell, "%pi line" if cell is None else "%%pi cell")
             if cell is not None:
+                _check_thread("prompt")
                 name = parse_cell_line(line)
                 with REGISTRY.using(name):
                     return self._prompt(PiCommand("prompt", cell, session=name))
             command = parse_line(line)
+            _check_thread(command.name)
             with REGISTRY.using(command.session):  # -s NAME: this line acts on session NAME
                 return self._handlers()[command.name](command)
         except UsageError as exc:
@@ -189,12 +192,15 @@ class PiMagics(Magics):
         print(f"pi: follow-up queued: {command.text!r}")  # noqa: T201
 
     def _abort(self, command: PiCommand) -> None:
-        entry = REGISTRY.get()
-        run = entry.active_run
-        if run is None and entry.session.is_idle:
+        elsewhere = REGISTRY.control.in_other_thread()  # a subshell console: the agent's code may hold the loop
+        entry = REGISTRY.find() if elsewhere else REGISTRY.get()
+        run = entry.active_run if entry is not None else None
+        if entry is None or (run is None and entry.session.is_idle):
             print("pi: nothing to abort")  # noqa: T201
             return
-        if run is not None:
+        if elsewhere:
+            REGISTRY.control.stop([run] if run is not None else [], entry.session)
+        elif run is not None:
             run.abort()
         else:
             _await_now(entry.session.abort())
@@ -222,6 +228,7 @@ class PiMagics(Magics):
             f"runs: {len(entry.runs)}; transcript: {len(session.messages)} messages",
             f"queue: {len(queue.steering)} steering, {len(queue.follow_up)} follow-up",
             f"interrupt hook: {'on' if REGISTRY.interrupt.on else 'off'}",
+            REGISTRY.control.activity.describe(),
         ]
         if run is not None:
             lines.append(f"usage: {run.usage_line()}")
@@ -279,13 +286,16 @@ class PiMagics(Magics):
 
     def _settings(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
+        session = entry.session
         if not command.text:
-            print(entry.session.settings.model_dump_json(indent=2))  # noqa: T201
+            print(session.settings.model_dump_json(indent=2) + describe_policy(session.policy, session.settings))  # noqa: T201
             return
         changes = _assignments(command.text)
         if entry.busy:
             raise SessionBusyError("a run is active; change settings once it has settled")
-        entry.session.settings = entry.session.settings.updated(**changes)
+        updated = session.settings.updated(**changes)
+        session.policy.check_changes(changes, updated)  # one line, and nothing changes, if it loosens the policy
+        session.settings = updated
         entry.settings_changed()  # sessions.dir
         print(f"pi: settings updated: {command.text}")  # noqa: T201
 
@@ -327,6 +337,17 @@ class PiMagics(Magics):
         _require_loop("%pi interrupt")
         REGISTRY.interrupt.set(command.text == "on", kernel=getattr(self.shell, "kernel", None))
         print(f"pi: interrupt hook {command.text}")  # noqa: T201
+
+
+_ANY_THREAD: frozenset[CommandName] = frozenset({"abort", "status", "events", "queue", "help"})
+"""What ``%pi`` does on a kernel subshell (JupyterLab's subshell console), whose thread is not the event loop's:
+stop, and look. Everything else changes run state, which only the loop touches."""
+
+
+def _check_thread(name: CommandName) -> None:
+    if name not in _ANY_THREAD and REGISTRY.control.in_other_thread():
+        allowed = ", ".join(sorted(_ANY_THREAD))
+        raise RuntimeError(f"%pi {name} runs on the kernel's main shell; on a subshell %pi does only: {allowed}")
 
 
 def _check_size(text: str, what: str) -> None:

@@ -23,7 +23,7 @@ from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
 from ..ai.providers.faux import FauxProvider
 from ..kernel import KERNEL, InterruptHook, Kernel
-from ..session import AgentSession, SessionBusyError, Settings
+from ..session import AgentSession, SessionBusyError, Settings, site_policy
 from ._approval import NotebookApprover
 from ._cell_link import notebook_of_cell, with_cell_tools
 from ._control_comm import ControlChannel
@@ -102,7 +102,7 @@ class NotebookSession:
             operation,
             label=label,
             with_view=with_view,
-            cells=target.changes,
+            notebook=target,
             on_send=self.send_from_view,
         )
         self.runs.append(run)
@@ -376,6 +376,12 @@ class SessionRegistry:
             tools = previous.session.tools if previous is not None else default_tools()
         if settings is None or isinstance(settings, Mapping):
             settings = Settings(**(settings or {}))
+        # The site policy is checked before the session in place is disposed: a refused configure() changes nothing.
+        policy = site_policy()
+        settings = policy.enforce(settings)
+        policy.check_model(model.provider, model.id, model.base_url)
+        tools = list(tools)
+        policy.check_tools(tool.name for tool in tools)
         if "store" not in session_options and isinstance(settings, Settings):
             default = name == DEFAULT_NAME
             session_options["store"] = default_store(settings, name=name, notebook=self.notebook, default=default)

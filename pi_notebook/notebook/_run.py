@@ -28,7 +28,7 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage
-from ..kernel import CellChanges, PythonEvent, add_python_listener
+from ..kernel import NotebookTarget, PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -105,11 +105,12 @@ class Run:
         *,
         label: str,
         with_view: bool = True,
-        cells: CellChanges | None = None,
+        notebook: NotebookTarget | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
     ) -> None:
         """``on_send(text, view)``: what the widget's box does with a text once the run has settled (the notebook
-        session starts a new run, drawn below it); without it the text is queued for the next prompt."""
+        session starts a new run, drawn below it); without it the text is queued for the next prompt.
+        ``notebook``: where the run's cell came from, and what its cell tools changed there (``_cell_link``)."""
         self.session = session
         self._on_send = on_send
         self.number = number
@@ -123,7 +124,7 @@ class Run:
         """The usage line at settle, kept for the report when prompt caching saved (or cost) money."""
         self.receipt: Receipt | None = None
         """What the run changed and what a stop cut short, once it has settled (``_receipt``)."""
-        self._cells = cells
+        self._cells = notebook.changes if notebook is not None else None
         self._started = time.monotonic()
         self._key = uuid.uuid4().hex
         self._loop = asyncio.get_running_loop()
@@ -140,6 +141,7 @@ class Run:
             plain=f"Run {number}: {_short(label)}",
             widget=self._widget_bundle,
             static=lambda: self.report().static,
+            cell_id=notebook.cell_id if notebook is not None else None,
         )
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
         self._unsubscribe = session.subscribe(self._on_event)
@@ -293,6 +295,15 @@ class Run:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         """What a display of the run holds: the live widget, its static copy (markdown) and a text line."""
         return self._display.bundle()
+
+    def view_ref(self) -> dict[str, Any] | None:
+        """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
+        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` without a live widget. Any thread."""
+        view = self.view
+        if view is None or getattr(view, "comm", None) is None or not self._display.shown:
+            return None
+        text = f"Run {self.number}: {_short(self.label)}"
+        return {"run": self.number, "model_id": view.model_id, "cell_id": self._display.cell_id, "text": text}
 
     def _widget_bundle(self) -> dict[str, Any] | None:
         return self.view.widget_bundle() if self.view is not None else None

@@ -37,6 +37,7 @@ from ..session import (
     session_folder,
 )
 from ._describe import describe_event, render_html, render_markdown, result_text
+from ._session_home import hub_user, mine, why_unwritable
 from ._visible import shown_json
 from .widget._presenter import RunPresenter, drawn_as_message, tool_preview
 from .widget._protocol import MessageOp, Op, StatusOp, TextOp, ToolEndOp, ToolOp
@@ -52,6 +53,8 @@ __all__ = [
     "last_session_line",
     "notebook_path",
     "pick_session",
+    "saved_sessions",
+    "saving_problem",
 ]
 
 CUT_OFF_NOTE = "the last reply was cut off (the kernel stopped before it ended); %pi continue asks for it again"
@@ -75,16 +78,37 @@ def folder(settings: Settings) -> Path | None:
 
 
 def default_store(settings: Settings, *, name: str, notebook: str | None, default: bool) -> SessionStore | None:
-    """A new (lazily created) file for a notebook session, or ``None`` when ``sessions.dir`` is ``none``."""
+    """A new (lazily created) file for a notebook session, or ``None`` when ``sessions.dir`` is ``none`` or its
+    folder cannot be written (see :func:`saving_problem`: the session is kept in memory)."""
     where = folder(settings)
-    if where is None:
+    if where is None or why_unwritable(where) is not None:
         return None
     header: dict[str, Any] = {}
     if notebook:
         header["notebook"] = notebook
     if not default:
         header["name"] = name
+    if hub_user():
+        header["user"] = hub_user()
     return SessionStore.new(where, lazy=True, header=header)
+
+
+def saving_problem(settings: Settings) -> str | None:
+    """``pi: sessions are not saved: ... (read-only file system); runs are kept in memory ...`` when
+    ``sessions.dir`` is set but its folder cannot be written; ``None`` otherwise."""
+    where = folder(settings)
+    why = why_unwritable(where) if where is not None else None
+    if where is None or why is None:
+        return None
+    return (
+        f"pi: sessions are not saved: {where.parent} is not writable ({why}); runs are kept in memory only"
+        " (set PI_NOTEBOOK_SESSIONS__DIR to a writable, persistent folder)"
+    )
+
+
+def saved_sessions(where: Path) -> list[SessionInfo]:
+    """The sessions in ``where`` this user may see (see ``_session_home.mine``), newest first."""
+    return mine(list_sessions(where))
 
 
 def ago(moment: datetime, now: datetime | None = None) -> str:
@@ -289,7 +313,7 @@ def last_session_line(settings: Settings) -> str | None:
     where = folder(settings)
     if where is None:
         return None
-    infos = list_sessions(where)
+    infos = saved_sessions(where)
     if not infos:
         return None
     info = infos[0]

@@ -10,11 +10,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..session import SessionBusyError, SessionFileError, list_sessions
+from ..session import SessionBusyError, SessionFileError
 from ._commands import PiCommand, UsageError
 from ._model_line import restore_model
 from ._registry import DEFAULT_NAME, SessionRegistry
-from ._saved import CUT_OFF_NOTE, Replayed, close_dangling_tool_calls, cut_off, describe_sessions, folder, pick_session
+from ._saved import (
+    CUT_OFF_NOTE,
+    Replayed,
+    close_dangling_tool_calls,
+    cut_off,
+    describe_sessions,
+    folder,
+    pick_session,
+    saved_sessions,
+    saving_problem,
+)
 
 __all__ = ["new_session", "resume_session", "show_sessions", "use_session"]
 
@@ -24,15 +34,19 @@ def _say(text: str) -> None:
 
 
 def _folder(registry: SessionRegistry) -> Path:
-    where = folder(registry.get().session.settings)
+    settings = registry.get().session.settings
+    where = folder(settings)
     if where is None:
         raise RuntimeError("saving is off (sessions.dir = none); %pi settings sessions.dir=PATH turns it on")
+    problem = saving_problem(settings)
+    if problem is not None:
+        raise RuntimeError(problem.removeprefix("pi: "))
     return where
 
 
 def show_sessions(registry: SessionRegistry, command: PiCommand) -> None:
     where = _folder(registry)
-    _say(describe_sessions(list_sessions(where), registry.live_files(), where))
+    _say(describe_sessions(saved_sessions(where), registry.live_files(), where))
 
 
 def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
@@ -41,7 +55,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         raise SessionBusyError("a run is active; wait for it (or %pi abort) before resuming another session")
     live = registry.live_files()
     where = folder(entry.session.settings)
-    infos = list_sessions(where) if where is not None else []
+    infos = saved_sessions(where) if where is not None else []
     path = pick_session(infos, command.text, live)
     if path in live and live[path] != entry.name:
         raise RuntimeError(f"{path.name} is in use by session {live[path]!r} (%pi use {live[path]})")

@@ -32,6 +32,7 @@ from ._events import (
 )
 from ._guard import AbortRun, ToolTimeoutError
 from ._lock import SessionInUseError
+from ._policy import POLICY_ENV, Policy, PolicyError, site_policy
 from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
@@ -51,6 +52,7 @@ from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
 
 __all__ = [
     "DECLINED",
+    "POLICY_ENV",
     "AbortRun",
     "AgentEndEvent",
     "AgentSession",
@@ -74,6 +76,8 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "Policy",
+    "PolicyError",
     "ProviderRetrySettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
@@ -106,4 +110,5 @@ __all__ = [
     "load_session",
     "plan_compaction",
     "session_folder",
+    "site_policy",
 ]

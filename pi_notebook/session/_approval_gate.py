@@ -21,6 +21,9 @@ path aborts it); the call then ends as "Operation aborted". The approval wait is
 
 A session without an approver (``AgentSession(approver=None)``, the default) asks nobody: every tool runs, as
 before this setting existed. The notebook supplies one (its run widget's Run / Skip / Always buttons).
+
+A tool the site policy says must ask (``[tools] ask``, see ``_policy``) always asks: the setting and "always"
+answers do not change it (an "always" runs the call once), and with nobody to ask it does not run.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
 ]
 
 DECLINED = "The user declined to run this {name} call; it was not run. Ask the user or try something else."
+POLICY_NOBODY = "{name} was not run: the site policy says it must ask the user first, and nobody can answer here."
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +97,25 @@ class ApprovalGate:
         self,
         user_hook: BeforeToolCallHook | None,
         setting: Callable[[], ApprovalMode | Mapping[str, ApprovalMode]],
+        must_ask: Callable[[str], bool] = lambda name: False,
     ) -> None:
         self._user_hook = user_hook
         self._setting = setting
+        self._must_ask = must_ask
         self.approver: Approver | None = None
         self.always: set[str] = set()
         """Tools the user allowed "always for this session"."""
 
     def mode(self, tool: AgentTool) -> ApprovalMode:
-        """What this tool does now: ``auto`` when allowed for the session, else what the setting says."""
+        """What this tool does now: ``ask`` when the site policy says so, ``auto`` when allowed for the session,
+        else what the setting says."""
+        if self._must_ask(tool.name):
+            return "ask"
         return "auto" if tool.name in self.always else approval_mode(self._setting(), tool)
+
+    def locked(self, name: str) -> bool:
+        """The site policy makes tool ``name`` ask every time ("always" is not on offer)."""
+        return self._must_ask(name)
 
     async def __call__(self, context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult | None:
         if self._user_hook is not None:
@@ -112,15 +125,17 @@ class ApprovalGate:
         approver = self.approver
         name = context.tool_call.name
         tool = next((tool for tool in context.context.tools if tool.name == name), None)
+        if approver is None and tool is not None and self._must_ask(name):
+            return BeforeToolCallResult(block=True, reason=POLICY_NOBODY.format(name=name))
         if approver is None or tool is None or self.mode(tool) == "auto" or signal.aborted:
             return None
         reason = tool.needs_approval(context.args) if tool.needs_approval is not None else None
-        if tool.needs_approval is not None and reason is None:
-            return None  # this call is one its tool runs without asking
+        if tool.needs_approval is not None and reason is None and not self._must_ask(name):
+            return None  # this call is one its tool runs without asking (unless the site policy says ask)
         answer = await approver(ApprovalRequest(context.tool_call, context.args, tool, reason), signal)
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
-        if answer.action == "always":
+        if answer.action == "always" and not self._must_ask(name):
             self.always.add(name)
         if answer.action in ("run", "always"):
             return None

@@ -34,13 +34,14 @@ COUNT_LIMIT = 64 << 20
 
 
 def session_folder(root: str | Path, cwd: str | Path | None = None) -> Path:
-    """The folder under ``root`` (``~`` expanded) for the sessions of ``cwd`` (default: the current
-    directory), named as Pi names its own (see the module docstring)."""
+    """The folder under ``root`` (``~`` and environment variables expanded: ``/data/pi/$JUPYTERHUB_USER`` gives
+    each hub user their own) for the sessions of ``cwd`` (default: the current directory), named as Pi names its own
+    (see the module docstring)."""
     resolved = str(Path(cwd if cwd is not None else os.getcwd()).resolve())
     safe = resolved.lstrip("/\\")
     for separator in "/\\:":
         safe = safe.replace(separator, "-")
-    return Path(root).expanduser() / f"--{safe}--"
+    return Path(os.path.expandvars(os.fspath(root))).expanduser() / f"--{safe}--"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,8 @@ class SessionInfo:
     last_stop_reason: str = ""
     """``stopReason`` of the last message if it is an assistant reply (``toolUse``: its tool calls have no results,
     the kernel stopped while they ran)."""
+    user: str = ""
+    """The JupyterHub user whose kernel wrote it (the header's ``user``; ``""`` outside a hub)."""
 
 
 def list_sessions(folder: str | Path) -> list[SessionInfo]:
@@ -117,6 +120,7 @@ def read_session_info(path: str | Path) -> SessionInfo | None:
         notebook=str(header.get("notebook", "") or ""),
         last_role=str(_message_of(last_message).get("role", "")) if last_message else "",
         last_stop_reason=str(_message_of(last_message).get("stopReason", "") or "") if last_message else "",
+        user=str(header.get("user", "") or ""),
     )
 
 

@@ -43,6 +43,7 @@ from ._events import SessionListener
 from ._guard import RunBudget
 from ._listeners import Listeners
 from ._operation import Operation, SessionBusyError
+from ._policy import site_policy
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._redact_reply import ReplyRedaction
@@ -90,11 +91,19 @@ class AgentSession:
         if settings is not None and not isinstance(settings, Settings | Mapping):
             raise TypeError(f"settings must be Settings or a dict, not {type(settings).__name__}")
         settings = settings if isinstance(settings, Settings) else Settings(**(settings or {}))
+        self.policy = site_policy()
+        """The site policy this session obeys (``_policy``: its settings, model, tools and approvals)."""
+        settings = self.policy.enforce(settings)
+        self.policy.check_model(model.provider, model.id, model.base_url)
+        tools = list(tools)
+        self.policy.check_tools(tool.name for tool in tools)
         self.store = store
         self._listeners = Listeners()
         emit = self._listeners.emit
         hooks = hooks or Hooks()
-        self._approval = ApprovalGate(hooks.before_tool_call, lambda: self._settings.tools.approval)
+        self._approval = ApprovalGate(
+            hooks.before_tool_call, lambda: self._settings.tools.approval, self.policy.must_ask
+        )
         self._approval.approver = approver
         history = list(store.loaded.messages) if store is not None and store.loaded is not None else list(messages)
         agent = self.agent = Agent(
@@ -137,7 +146,7 @@ class AgentSession:
         Takes effect from the next operation; raises while one is active."""
         if self._operation.active:
             raise SessionBusyError("Settings cannot change while an operation is active.")
-        self._apply(settings)
+        self._apply(self.policy.enforce(settings))
 
     def _apply(self, settings: Settings) -> None:
         self._settings = settings
@@ -152,6 +161,8 @@ class AgentSession:
 
     @tools.setter
     def tools(self, tools: Iterable[AgentTool]) -> None:
+        tools = list(tools)
+        self.policy.check_tools(tool.name for tool in tools)
         self._setup.tools = tools
 
     @property
@@ -195,6 +206,8 @@ class AgentSession:
 
     @model.setter
     def model(self, model: Model) -> None:
+        """Switch the model; raises ``PolicyError`` (and keeps the model) if the site policy does not allow it."""
+        self.policy.check_model(model.provider, model.id, model.base_url)
         self.agent.state.model = model
 
     @property

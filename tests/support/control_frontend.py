@@ -99,10 +99,13 @@ class Frontend:
         return dict(self.wait(match, timeout, f"comm {comm_id} sends {expected}")["content"]["data"])
 
     def states(self, comm_id: str) -> list[dict[str, Any]]:
+        """The state messages seen on ``comm_id`` (not its ``views``), in order."""
         return [
             m["content"]["data"]
             for m in self.seen
-            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and m["content"]["data"].get("type") == "state"
         ]
 
     def finished(self, msg_id: str, timeout: float = 30) -> float:

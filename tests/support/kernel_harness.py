@@ -60,12 +60,14 @@ class Outcome:
 
 
 class Kernel:
-    """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs."""
+    """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs. ``env`` is the
+    kernel's whole environment (default: this process's); ``kernel_name`` a kernelspec on ``JUPYTER_PATH``."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None, kernel_name: str = "python3") -> None:
         self.manager: KernelManager
         self.client: BlockingKernelClient
-        self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60)
+        options = {} if env is None else {"env": env}
+        self.manager, self.client = start_new_kernel(kernel_name=kernel_name, startup_timeout=60, **options)
 
     def run(self, code: str, timeout: float = 60, *, allow_error: bool = False) -> Outcome:
         started = time.monotonic()

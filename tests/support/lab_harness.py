@@ -60,11 +60,19 @@ def free_port() -> int:
 
 
 def notebook(cells: list[str], path: Path) -> Path:
-    """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel."""
+    """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel. Cells
+    have ids (``cell-0``, ...), as nbformat 4.5 files do, so a reloaded page knows them by the same ids."""
     content = {
         "cells": [
-            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-            for source in cells
+            {
+                "id": f"cell-{index}",
+                "cell_type": "code",
+                "metadata": {},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for index, source in enumerate(cells)
         ],
         "metadata": {
             "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
@@ -79,11 +87,16 @@ def notebook(cells: list[str], path: Path) -> Path:
 
 class JupyterLab:
     def __init__(
-        self, root: Path, env: dict[str, str] | None = None, settings: dict[str, dict[str, Any]] | None = None
+        self,
+        root: Path,
+        env: dict[str, str] | None = None,
+        settings: dict[str, dict[str, Any]] | None = None,
+        args: list[str] | None = None,
     ) -> None:
         """``env`` adds variables to the server's (and so its kernels') environment, e.g. ``JUPYTER_PATH``;
         ``settings`` are user settings by plugin file (``"@jupyter-widgets/jupyterlab-manager/plugin"``: its
-        values), as a user sets them in the Settings Editor."""
+        values), as a user sets them in the Settings Editor; ``args`` adds options to ``jupyter lab``
+        (``--gateway-url=...``)."""
         require_chromium()
         self.root = root
         self.port = free_port()
@@ -110,6 +123,7 @@ class JupyterLab:
                 sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
                 f"--port={self.port}", "--ip=127.0.0.1", f"--ServerApp.token={self.token}",
                 f"--ServerApp.root_dir={root}", "--LabApp.news_url=", "--ServerApp.disable_check_xsrf=True",
+                *(args or []),
             ],
             stdout=self.log, stderr=subprocess.STDOUT, env=env,
         )  # fmt: skip
@@ -205,6 +219,7 @@ class JupyterLab:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait(timeout=20)  # reaped: no ResourceWarning from an unwaited process at exit
             self.log.close()
 
 
@@ -213,16 +228,22 @@ LABEXTENSION = Path(__file__).resolve().parents[2] / "pi_notebook" / "labextensi
 
 
 def lab_with_extension(
-    tmp_path_factory: Any, env: dict[str, str] | None = None, settings: dict[str, dict[str, Any]] | None = None
+    tmp_path_factory: Any,
+    env: dict[str, str] | None = None,
+    settings: dict[str, dict[str, Any]] | None = None,
+    args: list[str] | None = None,
 ) -> Iterator[JupyterLab]:
     """A JupyterLab serving this checkout's extension (through ``JUPYTER_PATH``), closed afterwards; for a module
-    fixture: ``yield from lab_with_extension(tmp_path_factory)``. ``env`` and ``settings``: as :class:`JupyterLab`."""
+    fixture: ``yield from lab_with_extension(tmp_path_factory)``. ``env``, ``settings`` and ``args``: as
+    :class:`JupyterLab`."""
     data = tmp_path_factory.mktemp("jupyter-data")
     (data / "labextensions").mkdir()
     (data / "labextensions" / "pi-notebook").symlink_to(LABEXTENSION, target_is_directory=True)
     # First on the path, before what the environment already lists (a worktree's venv lists the system's share
     # folder there, where the widget extensions are).
     path = os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")]))
-    lab = JupyterLab(tmp_path_factory.mktemp("lab"), env={**(env or {}), "JUPYTER_PATH": path}, settings=settings)
+    lab = JupyterLab(
+        tmp_path_factory.mktemp("lab"), env={**(env or {}), "JUPYTER_PATH": path}, settings=settings, args=args
+    )
     yield lab
     lab.close()

@@ -63,6 +63,7 @@ class RunDisplay:
         plain: str,
         widget: Callable[[], dict[str, Any] | None],
         static: Callable[[], Static],
+        cell_id: str | None = None,
     ) -> None:
         self.display_id = display_id
         self._plain = plain
@@ -70,6 +71,10 @@ class RunDisplay:
         self._static = static
         self._shown_in: int | None = None
         self.shown = False
+        self.cell_id = cell_id
+        """The notebook cell that started the run (its ``execute_request``'s ``cellId``, as JupyterLab sends it;
+        ``None`` when the frontend did not say): a page opened later shows the live widget there again if its copy
+        of the notebook lacks it (``_control_comm``'s ``views``)."""
 
     def bundle(self, static: Static | None = None) -> dict[str, Any]:
         """The display's bundle; ``static`` replaces the transcript as its static copy."""

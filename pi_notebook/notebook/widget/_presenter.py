@@ -151,9 +151,10 @@ class RunPresenter:
         self._live.close()
         self.view.settle(aborted)
 
-    def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None]) -> None:
-        """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop."""
-        self.view.ask(f"Allow {tool_name}?", preview, on_answer)
+    def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
+        """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.
+        ``always=False``: no **Always for this session** (the site policy makes the tool ask every time)."""
+        self.view.ask(f"Allow {tool_name}?", preview, on_answer, always=always)
 
     def close_ask(self) -> None:
         self.view.approval.hide()

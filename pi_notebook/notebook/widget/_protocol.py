@@ -50,6 +50,12 @@ def run_class(number: int) -> str:
     return f"pi-run-{number}"
 
 
+def process_class(token: str) -> str:
+    """CSS class naming the kernel process that made a run view (``Kernel.token``): when that kernel dies or
+    restarts, the extension marks its views "kernel gone"."""
+    return f"pi-proc-{token}"
+
+
 __all__ = [
     "ACTIVE_STATUSES",
     "AGENT_TAG",
@@ -81,6 +87,7 @@ __all__ = [
     "ToolOp",
     "ToolOutputOp",
     "WidgetRequest",
+    "process_class",
     "run_class",
 ]
 
@@ -125,8 +132,10 @@ WidgetRequest: TypeAlias = Literal["hello"]
 
 ControlAction: TypeAlias = Literal["abort", "status", "cells"]
 """``cells``: the page's answer to a cells request."""
-ControlMessageType: TypeAlias = Literal["state", "error", "cells"]
-"""``cells``: a request about the notebook's cells (``pi_notebook.kernel._cell_protocol``)."""
+ControlMessageType: TypeAlias = Literal["state", "error", "cells", "views", "activity"]
+"""Kernel -> frontend on the control comm: a run's ``state``, an ``error``, a request about the notebook's cells
+(``cells``: ``pi_notebook.kernel._cell_protocol``), the live widgets of active runs (``views``, once the comm
+opens) and the ``activity`` signal for idle cullers (on the beacon, which no frontend opens)."""
 
 
 class MessageOp(TypedDict):

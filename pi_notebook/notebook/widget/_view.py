@@ -30,6 +30,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ...ai import AbortSignal
+from ...kernel import KERNEL
 from .._visible import visible_html
 from ._protocol import (
     STOP_CLASS,
@@ -40,6 +41,7 @@ from ._protocol import (
     ToolAppendOp,
     ToolOutputOp,
     WidgetRequest,
+    process_class,
     run_class,
 )
 
@@ -225,11 +227,12 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         super().__init__([self.title, self.preview, buttons], layout=widgets.Layout(display="none", width="100%"))
         self.add_class("pi-approval")
 
-    def show(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+    def show(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Ask about a call: ``preview`` is what it will run, drawn so that nothing in it hides (``_visible``:
         invisible and bidi characters marked, long blank runs collapsed, long text cut in the middle), with a line
         saying what was marked or cut."""
         self._on_answer = on_answer
+        self.always_button.layout.display = None if always else "none"
         shown = visible_html(preview)
         notes = f'<div class="pi-approval-notes">⚠ {html.escape("; ".join(shown.notes))}</div>' if shown.notes else ""
         self.title.value = f"<b>{html.escape(title)}</b>{notes}"
@@ -364,6 +367,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         children = [controls, self.approval, self.transcript, queue_box, self.notice, self.follow_ons]
         super().__init__(children, layout=widgets.Layout(width="100%"))
         self.add_class(VIEW_CLASS)
+        self.add_class(process_class(KERNEL.token))
         if number is not None:
             self.add_class(run_class(number))
 
@@ -377,10 +381,10 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.input.value = ""
         self._marshal(lambda: action(text))
 
-    def ask(self, title: str, preview: str, on_answer: Callable[[str], None]) -> None:
+    def ask(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval; a click calls ``on_answer("run" | "skip" | "always")`` on the
-        kernel's loop."""
-        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)))
+        kernel's loop (``always=False``: without the Always button)."""
+        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)), always=always)
 
     def settle(self, aborted: bool) -> None:
         """The run settled: Stop reads ``Stopped`` (red) or ``Done`` (plain); the box starts a new run from now on

@@ -1,0 +1,271 @@
+"""A site policy: what an admin fixes for every session in an installation, which users cannot loosen.
+
+Read once per process from ``sys.prefix/etc/pi_notebook/policy.toml``, ``/etc/pi_notebook/policy.toml`` and the file
+``PI_NOTEBOOK_POLICY`` names (every one that exists applies: the strictest wins)::
+
+    [tools]
+    ask = ["python", "bash"]          # these always ask before they run: no "auto", no "Always for this session"
+    disabled = ["write"]              # the agent never gets these tools
+
+    [limits]                          # ceilings: a user may set a lower value, never a higher one, nor none
+    "budget.max_cost_usd" = 2.0
+    "budget.wall_time_ms" = 3_600_000
+
+    [fixed]                           # settings users cannot change
+    "sessions.dir" = "/data/pi-sessions/$JUPYTERHUB_USER"
+
+    [models]
+    allow = ["openai:gpt-4o-mini", "anthropic:claude-*"]   # model specs (provider:id), * and ? as in file names
+    base_urls = ["https://llm.internal.example/"]           # a model's base URL must start with one of these
+
+Where it binds: :class:`~pi_notebook.session.AgentSession` takes its settings through :meth:`Policy.enforce` (an
+unset limit becomes the ceiling; a looser value raises :class:`PolicyError`), refuses a model or a tool the policy
+does not allow, and its approval gate makes the ``ask`` tools ask (a session with nobody to ask does not run them).
+The notebook's ``configure()``, ``%pi settings``, ``%pi model`` and ``%pi tools`` go through it and say "locked by
+policy". A policy file that cannot be read is an error at every use, never a policy quietly off.
+
+It is not a sandbox: code in the kernel (the user's, or the agent's ``python`` tool) runs as the user and can change
+anything in the process, this object included. Hard limits belong where the user's code cannot reach: the model
+gateway's budgets and keys, network egress rules.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import sys
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..ai import UserError
+from ._settings import Settings, SettingsError
+
+__all__ = ["POLICY_ENV", "Policy", "PolicyError", "policy_files", "site_policy"]
+
+POLICY_ENV = "PI_NOTEBOOK_POLICY"
+_ZERO_IS_NO_LIMIT = frozenset({"timeouts.http_idle_ms", "timeouts.http_total_ms"})
+_SECTIONS = {"tools": {"ask", "disabled"}, "limits": None, "fixed": None, "models": {"allow", "base_urls"}}
+
+
+class PolicyError(UserError, ValueError):
+    """The site policy forbids what was asked (the message names the rule and the file), or cannot be read."""
+
+
+def policy_files(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Where a site policy is looked for: ``sys.prefix/etc/pi_notebook/policy.toml``, ``/etc/pi_notebook/policy.toml``,
+    then ``$PI_NOTEBOOK_POLICY``."""
+    paths = [Path(sys.prefix) / "etc" / "pi_notebook" / "policy.toml", Path("/etc/pi_notebook/policy.toml")]
+    named = (os.environ if environ is None else environ).get(POLICY_ENV, "").strip()
+    return [*paths, Path(named).expanduser()] if named else paths
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A site policy (see the module docstring); ``Policy()`` allows everything."""
+
+    sources: tuple[Path, ...] = ()
+    ask: frozenset[str] = frozenset()
+    disabled: frozenset[str] = frozenset()
+    limits: Mapping[str, float] = field(default_factory=dict)
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    models: tuple[tuple[str, ...], ...] = ()
+    """One tuple of patterns per file that names models: a spec must match one pattern of each."""
+    base_urls: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.sources)
+
+    @property
+    def where(self) -> str:
+        return ", ".join(str(path) for path in self.sources) or "no policy file"
+
+    # -- settings -----------------------------------------------------------------------------------------
+    def enforce(self, settings: Settings) -> Settings:
+        """``settings`` as the policy makes them: fixed values set, unset limits at their ceiling. Raises
+        :class:`PolicyError` for a value looser than the policy allows (a higher limit, another fixed value, ``auto``
+        for a tool that must ask)."""
+        if not self.active:
+            return settings
+        data = settings.model_dump()
+        for path, ceiling in self.limits.items():
+            value = _get(data, path)
+            unlimited = value is None or (value == 0 and path in _ZERO_IS_NO_LIMIT)
+            if not unlimited and value > ceiling:
+                raise self.error(f"{path} is locked by policy: at most {ceiling:g} (asked for {value:g})")
+            if unlimited:
+                _set(data, path, ceiling)
+        defaults = Settings().model_dump()
+        for path, fixed in self.fixed.items():
+            value = _get(data, path)
+            if value not in (fixed, _get(defaults, path)):  # set by the user, to something else
+                raise self.error(f"{path} is locked by policy: {fixed!r} (asked for {value!r})")
+            _set(data, path, fixed)
+        approval = data["tools"]["approval"]
+        for tool in sorted(self.ask):
+            mode = approval if isinstance(approval, str) else approval.get(tool, approval.get("*"))
+            if mode == "auto":
+                raise self.error(f"tools.approval.{tool} is locked by policy: {tool} always asks (asked for auto)")
+        return Settings(**data)
+
+    def check_changes(self, changes: Mapping[str, Any], settings: Settings) -> None:
+        """Raise :class:`PolicyError` if a ``%pi settings`` change loosens the policy: lifting a limit (``none``),
+        changing a fixed value, or what :meth:`enforce` refuses."""
+        for path, value in _flatten(changes):
+            lifted = value is None or (str(value) == "0" and path in _ZERO_IS_NO_LIMIT)
+            if path in self.limits and lifted:
+                raise self.error(f"{path} is locked by policy: at most {self.limits[path]:g} (asked for none)")
+            if path in self.fixed and str(value) != str(self.fixed[path]):
+                raise self.error(f"{path} is locked by policy: {self.fixed[path]!r} (asked for {value!r})")
+        self.enforce(settings)
+
+    # -- models and tools ---------------------------------------------------------------------------------
+    def check_model(self, provider: str, model_id: str, base_url: str) -> None:
+        """Raise :class:`PolicyError` unless the policy allows this model (the offline faux model always is)."""
+        if provider == "faux":
+            return
+        spec = f"{provider}:{model_id}"
+        for patterns in self.models:
+            if not any(fnmatch.fnmatchcase(spec, pattern) for pattern in patterns):
+                raise self.error(f"model {spec} is not allowed by policy (allowed: {', '.join(patterns)})")
+        for prefixes in self.base_urls:
+            if not any(base_url.startswith(prefix) for prefix in prefixes):
+                raise self.error(f"base URL {base_url} is not allowed by policy (allowed: {', '.join(prefixes)})")
+
+    def check_tools(self, names: Iterable[str]) -> None:
+        off = sorted(set(names) & self.disabled)
+        if off:
+            raise self.error(f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} switched off by policy")
+
+    def must_ask(self, tool: str) -> bool:
+        return tool in self.ask
+
+    def error(self, text: str) -> PolicyError:
+        return PolicyError(f"{text} ({self.where})")
+
+    # -- reading ------------------------------------------------------------------------------------------
+    @classmethod
+    def read(cls, paths: Iterable[Path]) -> Policy:
+        """The policy of every file in ``paths`` that exists, merged (the strictest wins). Raises
+        :class:`PolicyError` for a file that cannot be read or holds what a policy cannot say."""
+        policy = cls()
+        for path in paths:
+            if path.is_file():
+                policy = policy.merged(cls._from_file(path))
+        return policy
+
+    @classmethod
+    def _from_file(cls, path: Path) -> Policy:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise PolicyError(f"the site policy {path} cannot be read: {exc}") from None
+        try:
+            return _parse(path, data)
+        except (SettingsError, TypeError, ValueError, KeyError) as exc:
+            raise PolicyError(f"the site policy {path} is not valid: {exc}") from None
+
+    def merged(self, other: Policy) -> Policy:
+        limits = dict(self.limits)
+        for path, ceiling in other.limits.items():
+            limits[path] = min(ceiling, limits.get(path, ceiling))
+        for path, value in other.fixed.items():
+            if path in self.fixed and self.fixed[path] != value:
+                raise PolicyError(f"the site policy files disagree on {path}: {self.where} and {other.where}")
+        return Policy(
+            sources=self.sources + other.sources,
+            ask=self.ask | other.ask,
+            disabled=self.disabled | other.disabled,
+            limits=limits,
+            fixed={**self.fixed, **other.fixed},
+            models=self.models + other.models,
+            base_urls=self.base_urls + other.base_urls,
+        )
+
+
+def _parse(path: Path, data: Mapping[str, Any]) -> Policy:
+    for section, value in data.items():
+        if section not in _SECTIONS or not isinstance(value, dict):
+            raise ValueError(f"unknown section [{section}] (known: {', '.join(_SECTIONS)})")
+        known = _SECTIONS[section]
+        unknown = set(value) - known if known is not None else set()
+        if unknown:
+            raise ValueError(
+                f"unknown key {sorted(unknown)[0]!r} in [{section}] (known: {', '.join(sorted(known or ()))})"
+            )
+    tools, models = data.get("tools", {}), data.get("models", {})
+    limits = dict(_flatten(data.get("limits", {})))
+    fixed = dict(_flatten(data.get("fixed", {})))
+    defaults = Settings().model_dump()
+    for key, ceiling in limits.items():
+        current = _get(defaults, key)  # a KeyError names an unknown setting
+        if (
+            isinstance(ceiling, bool)
+            or not isinstance(ceiling, int | float)
+            or (current is not None and not isinstance(current, int | float))
+        ):
+            raise ValueError(f"[limits] {key} must be a number and name a number setting")
+    Settings(**_nest({**fixed, **limits}))  # every value is a valid setting
+    return Policy(
+        sources=(path,),
+        ask=frozenset(_names(tools.get("ask", []), "[tools] ask")),
+        disabled=frozenset(_names(tools.get("disabled", []), "[tools] disabled")),
+        limits={key: float(value) for key, value in limits.items()},
+        fixed=fixed,
+        models=(tuple(_names(models["allow"], "[models] allow")),) if "allow" in models else (),
+        base_urls=(tuple(_names(models["base_urls"], "[models] base_urls")),) if "base_urls" in models else (),
+    )
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ValueError(f"{what} must be a list of names")
+    return value
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and path != "tools.approval":
+            yield from _flatten(value, path + ".")
+        else:
+            yield path, value
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for path, value in flat.items():
+        node = nested
+        *parents, last = path.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return nested
+
+
+def _get(data: Mapping[str, Any], path: str) -> Any:
+    node: Any = data
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            raise KeyError(f"no setting {path!r}")
+        node = node[part]
+    return node
+
+
+def _set(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    node = data
+    for part in parents:
+        node = node[part]
+    node[last] = value
+
+
+@functools.cache
+def site_policy() -> Policy:
+    """This process's site policy, read once from :func:`policy_files` (an empty one when no file exists). Raises
+    :class:`PolicyError` at every call while a policy file cannot be read."""
+    return Policy.read(policy_files())

@@ -1,0 +1,241 @@
+"""The site policy (``session/_policy.py``): read from TOML files (every one that exists, the strictest wins), it
+fixes settings, caps limits, makes tools ask or switches them off, and allows models; an ``AgentSession`` obeys it
+(settings, model, tools, approvals) and a looser request raises ``PolicyError`` and changes nothing. A policy file
+that cannot be read is an error, never a policy quietly off. Kernels, ``%pi`` and JupyterHub:
+tests/notebook/test_policy_kernel.py and tests/deploy/test_hub.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agent_helpers import ToolLog, recording_tool
+
+from pi_notebook.agent import AgentTool
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_notebook.session import AgentSession, Approval, Policy, PolicyError, Settings, site_policy
+from pi_notebook.session._policy import policy_files
+
+POLICY = """
+[tools]
+ask = ["python", "bash"]
+disabled = ["write"]
+
+[limits]
+"budget.max_cost_usd" = 2.0
+budget.wall_time_ms = 3_600_000
+
+[fixed]
+cache_retention = "none"
+
+[models]
+allow = ["openai:gpt-4o-mini", "anthropic:claude-*"]
+base_urls = ["https://api.openai.com/", "https://api.anthropic.com"]
+"""
+
+
+def read(tmp_path: Path, text: str, name: str = "policy.toml") -> Policy:
+    path = tmp_path / name
+    path.write_text(text)
+    return Policy.read([path])
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``PI_NOTEBOOK_POLICY`` names a policy file for this test (the cached site policy is read again)."""
+    path = tmp_path / "site-policy.toml"
+    path.write_text(POLICY)
+    monkeypatch.setenv("PI_NOTEBOOK_POLICY", str(path))
+    site_policy.cache_clear()
+    yield path
+    site_policy.cache_clear()
+
+
+def tool(name: str, log: ToolLog | None = None) -> AgentTool:
+    return recording_tool(name, log)
+
+
+def test_the_files_are_the_environments_then_the_systems_then_the_named_one() -> None:
+    paths = policy_files({"PI_NOTEBOOK_POLICY": "/srv/policy.toml"})
+    assert [path.parts[-3:] for path in paths[:2]] == [("etc", "pi_notebook", "policy.toml")] * 2
+    assert str(paths[1]) == "/etc/pi_notebook/policy.toml"
+    assert paths[2] == Path("/srv/policy.toml")
+    assert len(policy_files({})) == 2
+
+
+def test_a_policy_file_reads_into_its_rules(tmp_path: Path) -> None:
+    policy = read(tmp_path, POLICY)
+    assert policy.active and policy.sources == (tmp_path / "policy.toml",)
+    assert policy.ask == {"python", "bash"} and policy.disabled == {"write"}
+    assert policy.limits == {"budget.max_cost_usd": 2.0, "budget.wall_time_ms": 3_600_000.0}
+    assert policy.fixed == {"cache_retention": "none"}
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[tool]\nask = []", "unknown section [tool]"),
+        ("[tools]\nalways = ['python']", "unknown key 'always' in [tools]"),
+        ("[limits]\n'budget.max_dollars' = 2", "no setting 'budget.max_dollars'"),
+        ("[limits]\n'steering_mode' = 2", "[limits] steering_mode must be a number"),
+        ("[limits]\n'budget.max_cost_usd' = -1", "settings.budget.max_cost_usd"),
+        ("[fixed]\ncache_retention = 'forever'", "settings.cache_retention"),
+        ("[tools]\nask = 'python'", "[tools] ask must be a list of names"),
+        ("[models\nallow = []", "cannot be read"),
+    ],
+)
+def test_a_policy_that_cannot_be_read_or_says_what_a_policy_cannot_is_an_error(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    with pytest.raises(PolicyError, match=r"site policy .*policy\.toml") as caught:
+        read(tmp_path, text)
+    assert error in str(caught.value)
+
+
+def test_every_file_applies_and_the_strictest_wins(tmp_path: Path) -> None:
+    one = tmp_path / "one.toml"
+    one.write_text("[limits]\n'budget.max_cost_usd' = 5\n[tools]\nask = ['python']\n[models]\nallow = ['openai:*']")
+    two = tmp_path / "two.toml"
+    two.write_text("[limits]\n'budget.max_cost_usd' = 2\n[tools]\nask = ['bash']\n[models]\nallow = ['*:gpt-4o-mini']")
+    policy = Policy.read([one, tmp_path / "missing.toml", two])
+    assert policy.limits["budget.max_cost_usd"] == 2.0
+    assert policy.ask == {"python", "bash"}
+    policy.check_model("openai", "gpt-4o-mini", "https://api.openai.com/v1")
+    with pytest.raises(PolicyError, match="model openai:gpt-4o is not allowed by policy"):
+        policy.check_model("openai", "gpt-4o", "https://api.openai.com/v1")  # allowed by one file, not the other
+
+
+def test_limits_fill_what_is_unset_and_refuse_what_is_higher(tmp_path: Path) -> None:
+    policy = read(tmp_path, POLICY)
+    settings = policy.enforce(Settings())
+    assert settings.budget.max_cost_usd == 2.0  # unset: the site's ceiling
+    assert settings.budget.wall_time_ms == 3_600_000
+    assert policy.enforce(Settings(budget={"max_cost_usd": 0.5})).budget.max_cost_usd == 0.5  # lower is fine
+    with pytest.raises(PolicyError, match=r"budget.max_cost_usd is locked by policy: at most 2 \(asked for 10\)"):
+        policy.enforce(Settings(budget={"max_cost_usd": 10}))
+
+
+def test_fixed_values_are_set_and_another_value_is_refused(tmp_path: Path) -> None:
+    policy = read(tmp_path, POLICY)
+    assert policy.enforce(Settings()).cache_retention == "none"
+    with pytest.raises(PolicyError, match="cache_retention is locked by policy: 'none' \\(asked for 'long'\\)"):
+        policy.enforce(Settings(cache_retention="long"))
+
+
+@pytest.mark.parametrize("approval", ["auto", {"python": "auto"}, {"*": "auto"}])
+def test_a_tool_that_must_ask_cannot_be_set_to_auto(tmp_path: Path, approval: object) -> None:
+    with pytest.raises(PolicyError, match=r"tools\.approval\.(bash|python) is locked by policy"):
+        read(tmp_path, POLICY).enforce(Settings(tools={"approval": approval}))
+
+
+def test_other_tools_may_be_set_to_auto(tmp_path: Path) -> None:
+    read(tmp_path, POLICY).enforce(Settings(tools={"approval": {"edit": "auto", "python": "ask"}}))
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"budget": {"max_cost_usd": None}}, "budget.max_cost_usd is locked by policy: at most 2 (asked for none)"),
+        ({"cache_retention": "short"}, "cache_retention is locked by policy: 'none' (asked for 'short')"),
+    ],
+)
+def test_a_change_that_lifts_a_limit_or_moves_a_fixed_value_is_refused(
+    tmp_path: Path, changes: dict[str, object], error: str
+) -> None:
+    policy = read(tmp_path, POLICY)
+    current = policy.enforce(Settings())
+    with pytest.raises(PolicyError) as caught:
+        policy.check_changes(changes, current.updated(**changes))
+    assert str(caught.value).startswith(error)
+
+
+def test_models_and_base_urls(tmp_path: Path) -> None:
+    policy = read(tmp_path, POLICY)
+    policy.check_model("anthropic", "claude-sonnet-4-5", "https://api.anthropic.com/v1")
+    policy.check_model("faux", "faux-1", "")  # offline: always allowed
+    with pytest.raises(PolicyError, match=r"base URL http://evil\.example/v1 is not allowed by policy"):
+        policy.check_model("openai", "gpt-4o-mini", "http://evil.example/v1")
+
+
+def test_a_session_obeys_the_site_policy(site: Path) -> None:
+    faux = FauxProvider()
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, tools=[tool("read"), tool("python")])
+    assert session.policy.sources == (site,)
+    assert session.settings.budget.max_cost_usd == 2.0
+    with pytest.raises(PolicyError, match=r"budget\.max_cost_usd is locked by policy"):
+        session.settings = session.settings.updated(budget={"max_cost_usd": 100})
+    assert session.settings.budget.max_cost_usd == 2.0  # unchanged
+    with pytest.raises(PolicyError, match="model openai:gpt-4o is not allowed"):
+        session.model = model_from_spec("openai:gpt-4o")
+    assert session.model is faux.model
+    with pytest.raises(PolicyError, match="write is switched off by policy"):
+        session.tools = [tool("write")]
+    assert [t.name for t in session.tools] == ["read", "python"]
+    assert session.approval_mode("python") == "ask"
+    with pytest.raises(PolicyError, match="write is switched off by policy"):
+        AgentSession(model=faux.model, stream_fn=faux.stream, tools=[tool("write")])
+
+
+def test_a_broken_site_policy_stops_sessions_at_every_use(site: Path) -> None:
+    site.write_text("[tools\n")
+    site_policy.cache_clear()
+    faux = FauxProvider()
+    for _ in range(2):  # not cached away
+        with pytest.raises(PolicyError, match=r"site policy .* cannot be read"):
+            AgentSession(model=faux.model, stream_fn=faux.stream)
+
+
+async def test_a_tool_that_must_ask_asks_every_time_and_does_not_run_with_nobody_to_ask(site: Path) -> None:
+    log = ToolLog()
+    python = tool("python", log)  # a tool that would not ask by itself (approval="auto")
+    faux = FauxProvider()
+    calls = [faux_tool_call("python", {}, id=f"c{n}") for n in range(3)]
+    faux.set_responses([faux_assistant_message([call], "toolUse") for call in calls] + [faux_assistant_message("ok")])
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, tools=[python])
+    await session.prompt("go")  # nobody to ask: refused, although the tool itself would not ask
+    assert log.started == []
+    assert "the site policy says it must ask" in _results(session)[0]
+
+    answers = ["always", "run", "skip"]
+    asked: list[str] = []
+
+    async def approver(request: object, signal: object) -> Approval:
+        asked.append(request.tool_name)  # type: ignore[attr-defined]
+        return Approval(answers.pop(0))  # type: ignore[arg-type]
+
+    faux.set_responses([faux_assistant_message([call], "toolUse") for call in calls] + [faux_assistant_message("ok")])
+    session.approver = approver
+    await session.prompt("again")
+    assert asked == ["python", "python", "python"]  # "always" did not stop it asking
+    assert log.started == ["c0", "c1"]  # always ran once, run ran, skip did not
+    assert session.approved_always == frozenset()
+
+
+async def test_a_tool_that_must_ask_asks_even_for_a_call_it_would_run_without_asking(site: Path) -> None:
+    """A looking tool asks only outside the working directory (``needs_approval``); the policy's ``ask`` wins."""
+    import dataclasses
+
+    log = ToolLog()
+    python = dataclasses.replace(tool("python", log), approval="ask", needs_approval=lambda args: None)
+    faux = FauxProvider()
+    faux.set_responses(
+        [faux_assistant_message([faux_tool_call("python", {}, id="c0")], "toolUse"), faux_assistant_message("ok")]
+    )
+    asked: list[str] = []
+
+    async def approver(request: object, signal: object) -> Approval:
+        asked.append(request.tool_name)  # type: ignore[attr-defined]
+        return Approval("skip")
+
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, tools=[python], approver=approver)
+    await session.prompt("go")
+    assert asked == ["python"]
+    assert log.started == []
+
+
+def _results(session: AgentSession) -> list[str]:
+    from pi_notebook.ai import ToolResultMessage
+
+    return [m.content[0].text for m in session.messages if isinstance(m, ToolResultMessage)]  # type: ignore[union-attr]
