@@ -299,7 +299,15 @@ export class ControlConnection implements IDisposable {
           return;
         }
         // What carries this page's messages while its connection holds them back (./subshell.ts): one per kernel.
-        const link = (this._link ??= await Link.open(kernel));
+        if (this._link === null) {
+          const opened = await Link.open(kernel);
+          if (kernel !== this._kernel) {
+            opened.retire(); // the kernel changed meanwhile: this link is the old kernel's
+            continue; // probes again if the change asked to
+          }
+          this._link = opened;
+        }
+        const link = this._link;
         if (await this._targetRegistered(kernel, link)) {
           await this._open(kernel, link);
         }

@@ -258,11 +258,18 @@ class _Stream(io.TextIOBase):
 def _on_subshell() -> bool:
     """The calling thread is a kernel subshell's (JupyterLab's subshell console, a comm served on a subshell): what
     it writes or displays while the agent's code runs goes where it would go, not into the code's output."""
+    subshell = _subshell_thread_class()
+    return subshell is not None and isinstance(threading.current_thread(), subshell)
+
+
+@functools.cache
+def _subshell_thread_class() -> type | None:
+    """ipykernel's subshell thread class, imported once (every write of the agent's code asks)."""
     try:
         from ipykernel.subshell import SubshellThread
     except ImportError:  # pragma: no cover - ipykernel >= 7 has subshells
-        return False
-    return isinstance(threading.current_thread(), SubshellThread)
+        return None
+    return SubshellThread
 
 
 @functools.cache

@@ -131,13 +131,18 @@ class ActivitySignal:
         return True
 
     def _beat(self) -> None:
-        while True:
-            if self._wake.wait(self._every if self._every > 0 else None):
-                self._wake.clear()  # the interval changed (or closed): wait the new one
-                if not self._closed.is_set():
-                    continue
-            if not self.beat():
-                return
+        try:
+            while True:
+                if self._wake.wait(self._every if self._every > 0 else None):
+                    self._wake.clear()  # the interval changed (or closed): wait the new one
+                    if not self._closed.is_set():
+                        continue
+                if not self.beat():
+                    return
+        finally:  # also when listing the runs failed: the next state change starts the signal again
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
 
 
 def _working(run: _Working) -> bool:

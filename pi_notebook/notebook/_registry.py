@@ -20,7 +20,7 @@ from typing import Any
 from ..agent import AgentTool
 from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
-from ..ai.models import SPEC_HELP, model_from_server, model_from_spec
+from ..ai.models import SPEC_HELP, model_from_server, model_from_spec, parse_compatible_spec
 from ..ai.providers.faux import FauxProvider
 from ..kernel import KERNEL, InterruptHook, Kernel
 from ..session import AgentSession, SessionBusyError, Settings, site_policy
@@ -195,6 +195,8 @@ class NotebookSession:
             self.faux = faux
         else:
             make = model_from_server if from_server else model_from_spec
+            if from_server:  # the listing's GET carries the key: not to a server the site policy does not allow
+                session.policy.check_base_url(parse_compatible_spec(spec)[1])
             other: dict[str, Any] = {"base_url": base_url} if base_url else {}
             try:
                 model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
@@ -379,7 +381,7 @@ class SessionRegistry:
         # The site policy is checked before the session in place is disposed: a refused configure() changes nothing.
         policy = site_policy()
         settings = policy.enforce(settings)
-        policy.check_model(model.provider, model.id, model.base_url)
+        policy.check_model(model)
         tools = list(tools)
         policy.check_tools(tool.name for tool in tools)
         if "store" not in session_options and isinstance(settings, Settings):

@@ -113,10 +113,6 @@ class ApprovalGate:
             return "ask"
         return "auto" if tool.name in self.always else approval_mode(self._setting(), tool)
 
-    def locked(self, name: str) -> bool:
-        """The site policy makes tool ``name`` ask every time ("always" is not on offer)."""
-        return self._must_ask(name)
-
     async def __call__(self, context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult | None:
         if self._user_hook is not None:
             verdict = before_result(await maybe_await(call_hook(self._user_hook, context, signal)))

@@ -16,7 +16,8 @@ Read once per process from ``sys.prefix/etc/pi_notebook/policy.toml``, ``/etc/pi
 
     [models]
     allow = ["openai:gpt-4o-mini", "anthropic:claude-*"]   # model specs (provider:id), * and ? as in file names
-    base_urls = ["https://llm.internal.example/"]           # a model's base URL must start with one of these
+    base_urls = ["https://llm.internal.example/"]           # a model's server: same scheme, host and port, and a
+                                                            # path under this one (whole segments)
 
 Where it binds: :class:`~pi_notebook.session.AgentSession` takes its settings through :meth:`Policy.enforce` (an
 unset limit becomes the ceiling; a looser value raises :class:`PolicyError`), refuses a model or a tool the policy
@@ -25,8 +26,11 @@ The notebook's ``configure()``, ``%pi settings``, ``%pi model`` and ``%pi tools`
 policy". A policy file that cannot be read is an error at every use, never a policy quietly off.
 
 It is not a sandbox: code in the kernel (the user's, or the agent's ``python`` tool) runs as the user and can change
-anything in the process, this object included. Hard limits belong where the user's code cannot reach: the model
-gateway's budgets and keys, network egress rules.
+anything in the process, this object included. Tools are named by their names (a tool made under another name is
+another tool), ``PI_NOTEBOOK_POLICY`` is read when the first session is made (a user's code that unsets it before
+then drops that file; ``/etc/pi_notebook/policy.toml``, owned by root, is the file that binds), and a
+``$JUPYTERHUB_USER`` in a fixed ``sessions.dir`` is the variable's value when the folder is used. Hard limits belong
+where the user's code cannot reach: the model gateway's budgets and keys, network egress rules.
 """
 
 from __future__ import annotations
@@ -41,7 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..ai import UserError
+import httpx
+
+from ..ai import Model, UserError
+from ..ai.providers.faux import FAUX_API
 from ._settings import Settings, SettingsError
 
 __all__ = ["POLICY_ENV", "Policy", "PolicyError", "policy_files", "site_policy"]
@@ -88,7 +95,8 @@ class Policy:
     def enforce(self, settings: Settings) -> Settings:
         """``settings`` as the policy makes them: fixed values set, unset limits at their ceiling. Raises
         :class:`PolicyError` for a value looser than the policy allows (a higher limit, another fixed value, ``auto``
-        for a tool that must ask)."""
+        named for a tool that must ask). A blanket ``auto`` (``tools.approval=auto``, or for ``*``) is kept: the
+        approval gate still asks for the tools that must ask."""
         if not self.active:
             return settings
         data = settings.model_dump()
@@ -107,34 +115,43 @@ class Policy:
             _set(data, path, fixed)
         approval = data["tools"]["approval"]
         for tool in sorted(self.ask):
-            mode = approval if isinstance(approval, str) else approval.get(tool, approval.get("*"))
-            if mode == "auto":
+            if isinstance(approval, Mapping) and approval.get(tool) == "auto":
                 raise self.error(f"tools.approval.{tool} is locked by policy: {tool} always asks (asked for auto)")
         return Settings(**data)
 
     def check_changes(self, changes: Mapping[str, Any], settings: Settings) -> None:
         """Raise :class:`PolicyError` if a ``%pi settings`` change loosens the policy: lifting a limit (``none``),
-        changing a fixed value, or what :meth:`enforce` refuses."""
-        for path, value in _flatten(changes):
-            lifted = value is None or (str(value) == "0" and path in _ZERO_IS_NO_LIMIT)
+        changing a fixed value, or what :meth:`enforce` refuses. ``settings``: the settings with the changes made (so
+        values are compared as validated: ``none`` and ``2`` mean what the setting makes of them)."""
+        data = settings.model_dump()
+        for path, _ in _flatten(changes):
+            value = _get(data, path) if path in self.limits or path in self.fixed else None
+            lifted = value is None or (value == 0 and path in _ZERO_IS_NO_LIMIT)
             if path in self.limits and lifted:
                 raise self.error(f"{path} is locked by policy: at most {self.limits[path]:g} (asked for none)")
-            if path in self.fixed and str(value) != str(self.fixed[path]):
+            if path in self.fixed and value != self.fixed[path]:
                 raise self.error(f"{path} is locked by policy: {self.fixed[path]!r} (asked for {value!r})")
         self.enforce(settings)
 
     # -- models and tools ---------------------------------------------------------------------------------
-    def check_model(self, provider: str, model_id: str, base_url: str) -> None:
-        """Raise :class:`PolicyError` unless the policy allows this model (the offline faux model always is)."""
-        if provider == "faux":
+    def check_model(self, model: Model) -> None:
+        """Raise :class:`PolicyError` unless the policy allows this model. A model of the offline faux API always
+        is (whatever its provider is called: what it reaches is decided by its API)."""
+        if model.api == FAUX_API:
             return
-        spec = f"{provider}:{model_id}"
+        spec = f"{model.provider}:{model.id}"
         for patterns in self.models:
             if not any(fnmatch.fnmatchcase(spec, pattern) for pattern in patterns):
                 raise self.error(f"model {spec} is not allowed by policy (allowed: {', '.join(patterns)})")
+        self.check_base_url(model.base_url)
+
+    def check_base_url(self, url: str) -> None:
+        """Raise :class:`PolicyError` unless a server at ``url`` may be sent requests (and keys): the same scheme,
+        host and port as an allowed base URL, and a path under its path in whole segments (so
+        ``https://api.example.com`` allows neither ``https://api.example.com.evil.example`` nor ``http://...``)."""
         for prefixes in self.base_urls:
-            if not any(base_url.startswith(prefix) for prefix in prefixes):
-                raise self.error(f"base URL {base_url} is not allowed by policy (allowed: {', '.join(prefixes)})")
+            if not any(_under(url, prefix) for prefix in prefixes):
+                raise self.error(f"base URL {url} is not allowed by policy (allowed: {', '.join(prefixes)})")
 
     def check_tools(self, names: Iterable[str]) -> None:
         off = sorted(set(names) & self.disabled)
@@ -209,7 +226,8 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Policy:
             or (current is not None and not isinstance(current, int | float))
         ):
             raise ValueError(f"[limits] {key} must be a number and name a number setting")
-    Settings(**_nest({**fixed, **limits}))  # every value is a valid setting
+    validated = Settings(**_nest({**fixed, **limits})).model_dump()  # every value is a valid setting
+    fixed = {key: _get(validated, key) for key in fixed}  # as the setting holds it (2 -> 2.0, "NONE" -> ...)
     return Policy(
         sources=(path,),
         ask=frozenset(_names(tools.get("ask", []), "[tools] ask")),
@@ -219,6 +237,17 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Policy:
         models=(tuple(_names(models["allow"], "[models] allow")),) if "allow" in models else (),
         base_urls=(tuple(_names(models["base_urls"], "[models] base_urls")),) if "base_urls" in models else (),
     )
+
+
+def _under(url: str, allowed: str) -> bool:
+    try:
+        target, base = httpx.URL(url), httpx.URL(allowed)
+    except (httpx.InvalidURL, TypeError):
+        return False
+    if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port) or not target.host:
+        return False
+    root = base.path.rstrip("/")
+    return not root or target.path == root or target.path.startswith(root + "/")
 
 
 def _names(value: Any, what: str) -> list[str]:

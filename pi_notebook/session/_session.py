@@ -94,7 +94,7 @@ class AgentSession:
         self.policy = site_policy()
         """The site policy this session obeys (``_policy``: its settings, model, tools and approvals)."""
         settings = self.policy.enforce(settings)
-        self.policy.check_model(model.provider, model.id, model.base_url)
+        self.policy.check_model(model)
         tools = list(tools)
         self.policy.check_tools(tool.name for tool in tools)
         self.store = store
@@ -207,7 +207,7 @@ class AgentSession:
     @model.setter
     def model(self, model: Model) -> None:
         """Switch the model; raises ``PolicyError`` (and keeps the model) if the site policy does not allow it."""
-        self.policy.check_model(model.provider, model.id, model.base_url)
+        self.policy.check_model(model)
         self.agent.state.model = model
 
     @property

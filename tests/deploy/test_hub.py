@@ -116,7 +116,7 @@ def test_the_admins_policy_binds_every_user_and_none_can_loosen_it(hub: Hub) -> 
         out = carol.run(
             "os.environ['PI_NOTEBOOK_POLICY'] = os.devnull\n"
             "try:\n"
-            "    configure(settings={'tools': {'approval': 'auto'}})\n"
+            "    configure(settings={'tools': {'approval': {'bash': 'auto'}}})\n"
             "except Exception as exc:\n"
             "    print(type(exc).__name__, str(exc).split(' (')[0])\n"
             "print(get_session().settings.budget.max_cost_usd)"

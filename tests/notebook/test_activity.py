@@ -1,6 +1,7 @@
 """The activity signal for idle cullers, beat by beat (``ActivitySignal.beat``, no thread and no clock): it signals
 while a run works, not while every active run waits for a person's approval, and ends once no run is active. Its
-interval comes from ``PI_NOTEBOOK_ACTIVITY_INTERVAL``. The real cullers are in tests/deploy/test_culling.py."""
+interval comes from ``PI_NOTEBOOK_ACTIVITY_INTERVAL``. The real cullers are in
+tests/deploy/test_kernel_culler.py and tests/deploy/test_hub_culler.py."""
 
 from __future__ import annotations
 

@@ -64,6 +64,29 @@ def test_from_server_reads_the_context_window_of_the_only_model(
     assert f"model: {expected}" in out
 
 
+def test_from_server_sends_no_request_to_a_server_the_site_policy_does_not_allow(
+    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """The listing's GET carries the key: the base URL is checked before it is sent."""
+    from pi_notebook.session import site_policy
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[models]\nbase_urls = ["https://llm.internal.example/"]')
+    monkeypatch.setenv("PI_NOTEBOOK_POLICY", str(policy))
+    monkeypatch.setenv("PROXY_KEY", "sk-canary-from-server")
+    site_policy.cache_clear()
+    try:
+        server.serve_models({"object": "list", "data": [{"id": "m", "meta": {"n_ctx": 2048}}]})
+        pi.pi(f"model openai-compatible:{server.openai_base_url} --from-server --key-env PROXY_KEY")
+        pi.pi("model")
+    finally:
+        site_policy.cache_clear()
+    out = _out(capsys)
+    assert f"pi: base URL {server.openai_base_url} is not allowed by policy" in out
+    assert "pi: model faux (" in out
+    assert server.connections_accepted == 0
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

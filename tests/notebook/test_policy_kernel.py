@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import sysconfig
 import venv
@@ -69,7 +70,6 @@ def test_pi_settings_shows_what_the_policy_locks(kernel: tuple[Kernel, Path]) ->
     [
         ("budget.max_cost_usd=10", "budget.max_cost_usd is locked by policy: at most 2 (asked for 10)"),
         ("budget.max_cost_usd=none", "budget.max_cost_usd is locked by policy: at most 2 (asked for none)"),
-        ("tools.approval=auto", "tools.approval.python is locked by policy: python always asks (asked for auto)"),
         ("tools.approval.python=auto", "tools.approval.python is locked by policy: python always asks"),
     ],
 )
@@ -136,6 +136,17 @@ def test_changing_the_variable_in_the_kernel_does_not_lift_the_policy(kernel: tu
     lift = "import os\nos.environ['PI_NOTEBOOK_POLICY'] = '/dev/null'\n%reload_ext pi_notebook\nconfigure()\n"
     out = line(k, lift + "%pi settings budget.max_cost_usd=10")
     assert out.startswith("pi: budget.max_cost_usd is locked by policy")
+
+
+def test_a_blanket_auto_leaves_the_tools_that_must_ask_asking(kernel: tuple[Kernel, Path]) -> None:
+    k, _ = kernel
+    assert line(k, "%pi settings tools.approval=auto") == "pi: settings updated: tools.approval=auto\n"
+    try:
+        tools = line(k, "%pi tools")
+        assert re.search(r"^python +ask \(locked by policy\)", tools, re.M), tools
+        assert re.search(r"^bash +auto ", tools, re.M), tools
+    finally:
+        line(k, "configure()")
 
 
 def test_a_policy_in_the_environments_etc_applies_to_its_kernels(

@@ -102,9 +102,9 @@ def test_every_file_applies_and_the_strictest_wins(tmp_path: Path) -> None:
     policy = Policy.read([one, tmp_path / "missing.toml", two])
     assert policy.limits["budget.max_cost_usd"] == 2.0
     assert policy.ask == {"python", "bash"}
-    policy.check_model("openai", "gpt-4o-mini", "https://api.openai.com/v1")
+    policy.check_model(model_from_spec("openai:gpt-4o-mini"))
     with pytest.raises(PolicyError, match="model openai:gpt-4o is not allowed by policy"):
-        policy.check_model("openai", "gpt-4o", "https://api.openai.com/v1")  # allowed by one file, not the other
+        policy.check_model(model_from_spec("openai:gpt-4o"))  # allowed by one file, not the other
 
 
 def test_limits_fill_what_is_unset_and_refuse_what_is_higher(tmp_path: Path) -> None:
@@ -124,10 +124,17 @@ def test_fixed_values_are_set_and_another_value_is_refused(tmp_path: Path) -> No
         policy.enforce(Settings(cache_retention="long"))
 
 
-@pytest.mark.parametrize("approval", ["auto", {"python": "auto"}, {"*": "auto"}])
+@pytest.mark.parametrize("approval", [{"python": "auto"}, {"*": "auto", "bash": "auto"}])
 def test_a_tool_that_must_ask_cannot_be_set_to_auto(tmp_path: Path, approval: object) -> None:
     with pytest.raises(PolicyError, match=r"tools\.approval\.(bash|python) is locked by policy"):
         read(tmp_path, POLICY).enforce(Settings(tools={"approval": approval}))
+
+
+@pytest.mark.parametrize("approval", ["auto", {"*": "auto"}])
+def test_a_blanket_auto_is_kept_and_the_tools_that_must_ask_still_ask(tmp_path: Path, approval: object) -> None:
+    """One setting for every other tool; the approval gate asks for the locked ones (see the approval tests)."""
+    settings = read(tmp_path, POLICY).enforce(Settings(tools={"approval": approval}))
+    assert settings.tools.approval == approval
 
 
 def test_other_tools_may_be_set_to_auto(tmp_path: Path) -> None:
@@ -139,6 +146,7 @@ def test_other_tools_may_be_set_to_auto(tmp_path: Path) -> None:
     [
         ({"budget": {"max_cost_usd": None}}, "budget.max_cost_usd is locked by policy: at most 2 (asked for none)"),
         ({"cache_retention": "short"}, "cache_retention is locked by policy: 'none' (asked for 'short')"),
+        ({"budget": {"max_cost_usd": 3}}, "budget.max_cost_usd is locked by policy: at most 2 (asked for 3)"),
     ],
 )
 def test_a_change_that_lifts_a_limit_or_moves_a_fixed_value_is_refused(
@@ -151,12 +159,58 @@ def test_a_change_that_lifts_a_limit_or_moves_a_fixed_value_is_refused(
     assert str(caught.value).startswith(error)
 
 
+def test_a_change_to_what_is_already_fixed_or_lower_is_accepted(tmp_path: Path) -> None:
+    """Compared as the settings hold them: ``none`` typed for a fixed ``"none"``, ``2`` for a ceiling of 2.0."""
+    policy = read(tmp_path, POLICY)
+    current = policy.enforce(Settings())
+    for changes in ({"cache_retention": "none"}, {"budget": {"max_cost_usd": 2}}, {"budget": {"max_cost_usd": 1}}):
+        policy.check_changes(changes, current.updated(**changes))
+
+
 def test_models_and_base_urls(tmp_path: Path) -> None:
     policy = read(tmp_path, POLICY)
-    policy.check_model("anthropic", "claude-sonnet-4-5", "https://api.anthropic.com/v1")
-    policy.check_model("faux", "faux-1", "")  # offline: always allowed
+    policy.check_model(model_from_spec("anthropic:claude-sonnet-4-5"))
+    policy.check_model(FauxProvider().model)  # offline: always allowed
     with pytest.raises(PolicyError, match=r"base URL http://evil\.example/v1 is not allowed by policy"):
-        policy.check_model("openai", "gpt-4o-mini", "http://evil.example/v1")
+        policy.check_model(model_from_spec("openai:gpt-4o-mini", base_url="http://evil.example/v1"))
+
+
+def test_a_model_relabelled_faux_is_checked_by_what_it_reaches(tmp_path: Path) -> None:
+    relabelled = model_from_spec("openai:gpt-4o-mini").model_copy(
+        update={"provider": "faux", "base_url": "https://evil.example/v1"}
+    )
+    with pytest.raises(PolicyError, match="not allowed by policy"):
+        read(tmp_path, POLICY).check_model(relabelled)
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("https://API.openai.com:443/v1", True),  # the same server, spelled otherwise
+        ("https://api.anthropic.com", True),
+        ("https://api.anthropic.com/v1", True),
+        ("https://api.anthropic.com.evil.example", False),  # a text prefix of an allowed URL
+        ("https://api.anthropic.com@evil.example", False),
+        ("http://api.openai.com/v1", False),  # another scheme
+        ("https://api.openai.com:8443/v1", False),  # another port
+        ("not a url", False),
+    ],
+)
+def test_a_base_url_is_allowed_by_server_and_whole_path_segments(tmp_path: Path, url: str, allowed: bool) -> None:
+    policy = read(tmp_path, POLICY)
+    if allowed:
+        policy.check_base_url(url)
+    else:
+        with pytest.raises(PolicyError, match="is not allowed by policy"):
+            policy.check_base_url(url)
+
+
+def test_a_path_prefix_allows_whole_segments_only(tmp_path: Path) -> None:
+    policy = read(tmp_path, '[models]\nbase_urls = ["https://gw.example/team-a"]')
+    policy.check_base_url("https://gw.example/team-a/v1")
+    with pytest.raises(PolicyError):
+        policy.check_base_url("https://gw.example/team-ab/v1")
 
 
 def test_a_session_obeys_the_site_policy(site: Path) -> None:
