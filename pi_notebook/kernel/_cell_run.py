@@ -107,22 +107,27 @@ def _take_count(shell: Any, source: str) -> int | None:
     the module docstring for a cell of the user's running meanwhile)."""
     if shell is None:
         return None
-    count = int(shell.execution_count)
     manager = shell.history_manager
     try:
         parsed = shell.transform_cell(source)
     except Exception:  # a broken transform fails again, visibly, when the code runs
         parsed = source
-    if len(manager.input_hist_parsed) == count + 1:
-        # A cell of the user's runs (it stored its input under this count and takes it when it ends): ours goes
-        # before it in ``In`` and keeps this count, that cell ends with the next. Not in the history database,
-        # where that cell already has this line number.
+    running: Any = getattr(getattr(shell, "displayhook", None), "exec_result", None)  # a cell of the user's runs
+    count = getattr(running, "execution_count", None)
+    if isinstance(count, int) and len(manager.input_hist_parsed) == count + 1:
+        # That cell stored its input under its count: ours goes before it in ``In`` and takes that count, that
+        # cell ends with the next (its result, its reply and its ``Out`` read the shell's count when it ends:
+        # IPython 8 counts a cell when it ends, 9 when it starts, so one more either way). Not in the history
+        # database, where that cell already has this line number.
         manager.input_hist_parsed.insert(count, parsed)
         manager.input_hist_raw.insert(count, source)
         shell.user_ns[f"_i{count + 1}"] = manager.input_hist_raw[count + 1]
         shell.user_ns[f"_i{count}"] = source
-    else:
-        manager.store_inputs(count, parsed, source)
+        running.execution_count = count + 1
+        shell.execution_count += 1
+        return count
+    count = int(shell.execution_count)
+    manager.store_inputs(count, parsed, source)
     shell.execution_count = count + 1
     return count
 

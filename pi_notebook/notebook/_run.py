@@ -297,13 +297,8 @@ class Run:
         return self._display.bundle()
 
     def view_ref(self) -> dict[str, Any] | None:
-        """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
-        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` without a live widget. Any thread."""
-        view = self.view
-        if view is None or getattr(view, "comm", None) is None or not self._display.shown:
-            return None
-        text = f"Run {self.number}: {_short(self.label)}"
-        return {"run": self.number, "model_id": view.model_id, "cell_id": self._display.cell_id, "text": text}
+        """Where the run's live widget is (:meth:`RunDisplay.view_ref`). Any thread."""
+        return self._display.view_ref(self.number, self.view)
 
     def _widget_bundle(self) -> dict[str, Any] | None:
         return self.view.widget_bundle() if self.view is not None else None

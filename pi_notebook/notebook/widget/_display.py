@@ -28,12 +28,15 @@ no updates, would see as it was first shown.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.getipython import get_ipython
 from IPython.display import display, update_display
 
 from .._volatile import RUN_DISPLAY
+
+if TYPE_CHECKING:
+    from ._view import RunView
 
 __all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay", "Static"]
 
@@ -93,6 +96,13 @@ class RunDisplay:
         self.shown = True
         self._shown_in = _current_cell()
         display(self.bundle(), raw=True, display_id=self.display_id, metadata=RUN_DISPLAY)  # type: ignore[no-untyped-call]
+
+    def view_ref(self, run: int, view: RunView | None) -> dict[str, Any] | None:
+        """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
+        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` unless a live ``view`` was shown."""
+        if view is None or getattr(view, "comm", None) is None or not self.shown:
+            return None
+        return {"run": run, "model_id": view.model_id, "cell_id": self.cell_id, "text": self._plain}
 
     def show_again(self) -> None:
         """``display(run)``: another live view, unless the run was shown in this very cell."""
