@@ -12,15 +12,14 @@ As in test_lab_extension.py, the server gets the working tree's bundle first on 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_harness import JupyterLab, lab_with_extension
+from lab_harness import JupyterLab
 from playwright.sync_api import Locator, Page, expect
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 BUSY = "print('second', flush=True)\nn = 0\nwhile True:\n    n += 1"
@@ -67,17 +66,6 @@ def write_notebook(cells: list[dict[str, Any]], path: Path) -> Path:
     }
     path.write_text(json.dumps(content))
     return path
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def one_kernel_at_a_time(lab: JupyterLab) -> Iterator[None]:
-    yield
-    lab.shutdown_kernels()
 
 
 def cells(page: Page) -> Locator:

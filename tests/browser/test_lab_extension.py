@@ -9,13 +9,12 @@ so this tests what would ship, whether or not the installed copy is current."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from lab_harness import JupyterLab, lab_with_extension, notebook
+from lab_harness import JupyterLab, notebook
 from playwright.sync_api import Locator, Page, expect
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 
@@ -36,17 +35,6 @@ FAILURE = 'faux_assistant_message([], "error", "503 service unavailable")'
 
 def setup_cell(*responses: str) -> str:
     return SETUP.format(responses=", ".join(responses))
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def one_kernel_at_a_time(lab: JupyterLab) -> Iterator[None]:
-    yield
-    lab.shutdown_kernels()
 
 
 def status(page: Page) -> Locator:

@@ -7,10 +7,8 @@ As in test_lab_extension.py, the server gets the working tree's bundle first on 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from lab_harness import JupyterLab, lab_with_extension, notebook
+from lab_harness import JupyterLab, notebook
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.timeout(300)
@@ -43,11 +41,6 @@ CLICK_AND_TIME_SETTLED = """
   button.click();
 })
 """
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
 
 
 def test_the_widgets_stop_ends_the_agents_busy_loop_and_the_next_cell_runs(lab: JupyterLab) -> None:

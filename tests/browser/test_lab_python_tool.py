@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 
 import pytest
-from lab_harness import JupyterLab, lab_with_extension, notebook
+from lab_harness import JupyterLab, notebook
 from playwright.sync_api import Page, expect
 
 pytestmark = pytest.mark.timeout(300)
@@ -38,11 +37,6 @@ def setup(code: str, approval: str = "auto") -> str:
         "configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()],\n"
         f"          settings={{'tools': {{'approval': {approval!r}}}}})\n"
     )
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
 
 
 def start(lab: JupyterLab, cells: list[str], name: str) -> Page:

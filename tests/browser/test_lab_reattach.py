@@ -17,16 +17,15 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
-from lab_harness import JupyterLab, lab_with_extension, notebook
+from lab_harness import JupyterLab, notebook
 from nbformat.sign import NotebookNotary
 from playwright.sync_api import Locator, Page, expect
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
 BUSY = "import time\nfor i in range(1200):\n    print('tick', i, flush=True)\n    time.sleep(0.1)"
@@ -71,17 +70,6 @@ new MutationObserver(() => {
 
 def setup(approval: str = "auto") -> str:
     return SETUP.format(approval=approval)
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def one_kernel_at_a_time(lab: JupyterLab) -> Iterator[None]:
-    yield
-    lab.shutdown_kernels()
 
 
 def trusted(path: Path) -> Path:

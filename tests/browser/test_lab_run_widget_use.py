@@ -15,13 +15,12 @@ on JUPYTER_PATH (see lab_harness)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from lab_harness import JupyterLab, lab_with_extension, notebook
+from lab_harness import JupyterLab, notebook
 from playwright.sync_api import Page, expect
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
 DANGER = re.compile(r"\bmod-danger\b")
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
@@ -46,17 +45,6 @@ def setup(calls: str | None, approval: str = "auto", then: str = "done") -> str:
 
 def python_call(code: str) -> str:
     return f"[faux_tool_call('python', {{'code': {code!r}}}, id='py-1')]"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
-    yield from lab_with_extension(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def one_kernel_at_a_time(lab: JupyterLab) -> Iterator[None]:
-    yield
-    lab.shutdown_kernels()
 
 
 def start(lab: JupyterLab, cells: list[str], name: str) -> Page:
