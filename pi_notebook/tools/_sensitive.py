@@ -22,12 +22,14 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from ..agent import AgentTool, ToolPrompt
+from ..agent._types import Execute
 from ._paths import resolve_to_cwd
 
-__all__ = ["SENSITIVE_HOME", "SENSITIVE_NAMES", "path_approval", "path_check"]
+__all__ = ["SENSITIVE_HOME", "SENSITIVE_NAMES", "looking_tool", "path_approval"]
 
 SENSITIVE_HOME = (
     ".ssh",
@@ -78,15 +80,27 @@ def path_approval(cwd: str, path: object) -> str | None:
     return None
 
 
-def path_check(root: str | None) -> Callable[[Any], str | None]:
-    """The ``needs_approval`` of a looking tool rooted at ``root`` (``None``: the process's working directory at
-    each call): its ``path`` argument checked with :func:`path_approval`."""
+def looking_tool(
+    name: str, root: str | None, *, description: str, parameters: dict[str, Any], prompt: ToolPrompt, execute: Execute
+) -> AgentTool:
+    """A tool that only looks (``read``, ``grep``, ``find``, ``ls``) rooted at ``root`` (``None``: the process's
+    working directory at each call): it asks only for the calls whose ``path`` :func:`path_approval` flags (outside
+    the working directory, or a secret store)."""
 
-    def check(args: Any) -> str | None:
+    def needs_approval(args: Any) -> str | None:
         path = args.get("path") if isinstance(args, Mapping) else None
         return path_approval(root if root is not None else os.getcwd(), path)
 
-    return check
+    return AgentTool(
+        name=name,
+        label=name,
+        description=description,
+        parameters=parameters,
+        execute=execute,
+        approval="ask",
+        prompt=prompt,
+        needs_approval=needs_approval,
+    )
 
 
 def _sensitive(target: str) -> str | None:

@@ -40,7 +40,7 @@ from ._glob import GlobError, compile_glob
 from ._ignore import IgnoreRules
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, resolve_to_cwd
-from ._sensitive import path_check
+from ._sensitive import looking_tool
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
 from ._walk import walk
 
@@ -140,13 +140,4 @@ def find_tool(cwd: str | Path | None = None) -> AgentTool:
         effective = DEFAULT_LIMIT if limit is None else limit
         return await in_thread(lambda stop: _find(base, pattern, path, effective, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(
-        name="find",
-        label="find",
-        description=DESCRIPTION,
-        parameters=PARAMETERS,
-        execute=execute,
-        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
-        prompt=PROMPT,
-        needs_approval=path_check(root),
-    )
+    return looking_tool("find", root, description=DESCRIPTION, parameters=PARAMETERS, prompt=PROMPT, execute=execute)

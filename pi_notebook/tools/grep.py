@@ -57,7 +57,7 @@ from ._ignore import IgnoreRules, PatternSet
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, resolve_to_cwd
 from ._search import LineMatch, file_lines, search_file
-from ._sensitive import path_check
+from ._sensitive import looking_tool
 from ._truncate import GREP_MAX_LINE_LENGTH, MAX_SAFE_INTEGER, truncate_head, truncate_line
 from ._walk import walk
 
@@ -271,13 +271,4 @@ def grep_tool(cwd: str | Path | None = None) -> AgentTool:
         )
         return await in_thread(lambda stop: _grep(query, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(
-        name="grep",
-        label="grep",
-        description=DESCRIPTION,
-        parameters=PARAMETERS,
-        execute=execute,
-        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
-        prompt=PROMPT,
-        needs_approval=path_check(root),
-    )
+    return looking_tool("grep", root, description=DESCRIPTION, parameters=PARAMETERS, prompt=PROMPT, execute=execute)

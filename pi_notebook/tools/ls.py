@@ -23,7 +23,7 @@ from ._collate import collation_key
 from ._common import FileToolError, Stop, in_thread, js_number, optional_number, optional_string
 from ._output import DEFAULT_MAX_BYTES, format_size
 from ._paths import display_name, node_error, resolve_to_cwd
-from ._sensitive import path_check
+from ._sensitive import looking_tool
 from ._truncate import MAX_SAFE_INTEGER, truncate_head
 
 __all__ = ["ls_tool"]
@@ -96,13 +96,4 @@ def ls_tool(cwd: str | Path | None = None) -> AgentTool:
         effective = DEFAULT_LIMIT if limit is None else limit
         return await in_thread(lambda stop: _list(directory, effective, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(
-        name="ls",
-        label="ls",
-        description=DESCRIPTION,
-        parameters=PARAMETERS,
-        execute=execute,
-        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
-        prompt=PROMPT,
-        needs_approval=path_check(root),
-    )
+    return looking_tool("ls", root, description=DESCRIPTION, parameters=PARAMETERS, prompt=PROMPT, execute=execute)

@@ -46,7 +46,7 @@ from ._images import SNIFF_BYTES, detect_image_mime_type, process_image
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 from ._paths import node_error, resolve_read_path
 from ._read_text import OffsetBeyondEnd, Selection, read_chunks, select_lines
-from ._sensitive import path_check
+from ._sensitive import looking_tool
 
 __all__ = ["read_tool"]
 
@@ -160,13 +160,4 @@ def read_tool(cwd: str | Path | None = None) -> AgentTool:
         base = root if root is not None else os.getcwd()
         return await in_thread(lambda stop: _read(base, path, offset, limit, stop), signal, abandon_on_abort=True)
 
-    return AgentTool(
-        name="read",
-        label="read",
-        description=DESCRIPTION,
-        parameters=PARAMETERS,
-        execute=execute,
-        approval="ask",  # only for the calls needs_approval flags: outside the working directory, secrets
-        prompt=PROMPT,
-        needs_approval=path_check(root),
-    )
+    return looking_tool("read", root, description=DESCRIPTION, parameters=PARAMETERS, prompt=PROMPT, execute=execute)
