@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from hub import Hub
+from python_runs import silent_run
 from ws_kernel import RemoteKernel, wait_until
 
 pytestmark = pytest.mark.timeout(300)
@@ -21,18 +22,6 @@ CULL_EVERY_S = 2
 REPORT_S = 2
 """``JUPYTERHUB_ACTIVITY_INTERVAL``: how often a single-user server tells the hub its last activity."""
 SILENT_S = 3 * CULL_S
-
-RUN = """
-%load_ext pi_notebook
-from pi_notebook.notebook import configure
-from pi_notebook.kernel import python_tool
-from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-faux = FauxProvider(token_size=(1, 1))
-call = faux_tool_call("python", {{"code": "import time\\ntime.sleep({silent})\\nprint('slept')"}})
-faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("done")])
-configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={{"tools": {{"approval": "auto"}}}})
-run = %pi sleep on it
-"""
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +40,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
 
 def test_a_users_server_with_a_working_run_is_not_culled_until_the_run_settles(hub: Hub) -> None:
     working = RemoteKernel.start(hub.server("carol"), hub.token).connect()
-    assert working.run(RUN.format(silent=SILENT_S)).error is None
+    assert working.run(silent_run(SILENT_S)).error is None
     working.close()
     idle = RemoteKernel.start(hub.server("dave"), hub.token).connect()
     assert idle.run("%load_ext pi_notebook").error is None

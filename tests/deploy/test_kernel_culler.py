@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from python_runs import silent_run
 from served import Served, free_port
 from ws_kernel import RemoteKernel, wait_until
 
@@ -26,18 +27,6 @@ CULL_S = 8
 SILENT_S = 3 * CULL_S
 """How long the agent's tool says nothing."""
 ACTIVITY_S = 2
-
-RUN = """
-%load_ext pi_notebook
-from pi_notebook.notebook import configure
-from pi_notebook.kernel import python_tool
-from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-faux = FauxProvider(token_size=(1, 1))
-call = faux_tool_call("python", {{"code": "import time\\ntime.sleep({silent})\\nprint('slept')"}})
-faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("done")])
-configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={{"tools": {{"approval": "auto"}}}})
-run = %pi sleep on it
-"""
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +53,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
 def test_a_kernel_whose_run_has_a_silent_tool_is_not_culled_until_the_run_settles(server: tuple[str, str]) -> None:
     base, token = server
     working = RemoteKernel.start(base, token).connect()
-    out = working.run(RUN.format(silent=SILENT_S))
+    out = working.run(silent_run(SILENT_S))
     assert out.error is None, out.error
     working.close()  # no browser: cull_connected=False would spare a connected kernel
     idle = RemoteKernel.start(base, token).connect()

@@ -7,7 +7,6 @@ page is tested in tests/browser/test_lab_cells.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,14 +50,6 @@ print("REPORT " + json.dumps({"ends": ends, "aborted": run.aborted, "labels": ru
 SETTINGS = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
 BUSY = "print('second')\nn = 0\nwhile True:\n    n += 1"
 SLEEP = "import time\nprint('second')\ntime.sleep(1000)"
-
-
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
 
 
 def call(name: str, arguments: dict[str, Any], id: str | None = None) -> str:

@@ -6,12 +6,10 @@ activity signal for idle cullers, with no parent, until it settles."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from control_frontend import Frontend
-from kernel_harness import Kernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,27 +27,10 @@ configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()],
 BUSY = "print('working', flush=True)\nn = 0\nwhile True:\n    n += 1"
 
 
-@pytest.fixture(scope="module")
-def kernel() -> Iterator[Kernel]:
-    kernel = Kernel()
-    kernel.run("%load_ext pi_notebook")
-    yield kernel
-    kernel.shutdown()
-
-
-@pytest.fixture
-def frontend(kernel: Kernel) -> Frontend:
-    return Frontend(kernel)
-
-
 def execute_in_cell(frontend: Frontend, code: str, cell_id: str, subshell: str | None = None) -> str:
     """An ``execute_request`` as JupyterLab sends it: the cell's id in the metadata."""
-    msg = frontend.session.msg("execute_request", {"code": code, "silent": False, "store_history": True})
-    msg["metadata"] = {"cellId": cell_id}
-    if subshell is not None:
-        msg["header"]["subshell_id"] = subshell
-    frontend.client.shell_channel.send(msg)
-    return str(msg["header"]["msg_id"])
+    content = {"code": code, "silent": False, "store_history": True}
+    return frontend.shell("execute_request", content, subshell, metadata={"cellId": cell_id})
 
 
 def execute_on(frontend: Frontend, code: str, subshell: str) -> str:

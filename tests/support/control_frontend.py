@@ -46,10 +46,20 @@ class Frontend:
         return str(self.control("create_subshell_request", {})["subshell_id"])
 
     # -- shell channel ---------------------------------------------------------------------------------
-    def shell(self, msg_type: str, content: dict[str, Any], subshell_id: str | None = None) -> str:
+    def shell(
+        self,
+        msg_type: str,
+        content: dict[str, Any],
+        subshell_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Send a shell request (on a subshell if given; ``metadata`` as a frontend adds it, e.g. JupyterLab's
+        ``cellId``); its message id."""
         msg = self.session.msg(msg_type, content)
         if subshell_id is not None:
             msg["header"]["subshell_id"] = subshell_id
+        if metadata is not None:
+            msg["metadata"] = metadata
         self.client.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 

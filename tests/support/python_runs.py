@@ -43,6 +43,24 @@ print("REPORT " + json.dumps({"ends": ends, "marks": marks, "aborted": run.abort
 """
 
 
+def silent_run(seconds: float) -> str:
+    """A cell that loads pi_notebook and starts a run whose python tool says nothing for ``seconds`` (for idle
+    cullers: the run works, the kernel publishes nothing of its own)."""
+    return SILENT_RUN.format(silent=seconds)
+
+
+SILENT_RUN = """
+%load_ext pi_notebook
+from pi_notebook.notebook import configure
+from pi_notebook.kernel import python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+faux = FauxProvider(token_size=(1, 1))
+call = faux_tool_call("python", {{"code": "import time\\ntime.sleep({silent})\\nprint('slept')"}})
+faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("done")])
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={{"tools": {{"approval": "auto"}}}})
+run = %pi sleep on it
+"""
+
 NO_RETRY = {"retry": {"enabled": False}, "compaction": {"enabled": False}, "tools": {"approval": "auto"}}
 
 
