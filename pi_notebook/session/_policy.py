@@ -125,11 +125,11 @@ class Policy:
         values are compared as validated: ``none`` and ``2`` mean what the setting makes of them)."""
         data = settings.model_dump()
         for path, _ in _flatten(changes):
-            value = _get(data, path) if path in self.limits or path in self.fixed else None
-            lifted = value is None or (value == 0 and path in _ZERO_IS_NO_LIMIT)
-            if path in self.limits and lifted:
-                raise self.error(f"{path} is locked by policy: at most {self.limits[path]:g} (asked for none)")
-            if path in self.fixed and value != self.fixed[path]:
+            if path in self.limits:
+                value = _get(data, path)
+                if value is None or (value == 0 and path in _ZERO_IS_NO_LIMIT):
+                    raise self.error(f"{path} is locked by policy: at most {self.limits[path]:g} (asked for none)")
+            if path in self.fixed and (value := _get(data, path)) != self.fixed[path]:
                 raise self.error(f"{path} is locked by policy: {self.fixed[path]!r} (asked for {value!r})")
         self.enforce(settings)
 
