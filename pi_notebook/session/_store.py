@@ -55,7 +55,7 @@ from ..ai import Model
 from ..ai._model_record import model_record
 from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
-from ._lock import lock_for_writing
+from ._lock import lock_for_writing, release
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 from ._summary import CompactionSummaryMessage
 
@@ -162,7 +162,7 @@ class SessionStore:
 
     def _release(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)  # releases the lock
+            release(self._fd)  # and the lock with it
             self._fd = -1
 
     def _create(self) -> None:
@@ -173,9 +173,7 @@ class SessionStore:
             self._open()
             self._write(self._header)
         except OSError:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._release()
             raise
         self._header = None
 
