@@ -376,8 +376,10 @@ class SessionRegistry:
             raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
         if tools is None:
             tools = previous.session.tools if previous is not None else default_tools()
-        if settings is None or isinstance(settings, Mapping):
-            settings = Settings(**(settings or {}))
+        if settings is None:  # kept, as the tools are: what %pi settings set survives a change of model
+            settings = previous.session.settings if previous is not None else Settings()
+        elif isinstance(settings, Mapping):
+            settings = Settings(**settings)
         # The site policy is checked before the session in place is disposed: a refused configure() changes nothing.
         policy = site_policy()
         settings = policy.enforce(settings)
@@ -450,6 +452,9 @@ def configure(
     keyword arguments go to :class:`~pi_notebook.session.AgentSession`. An active run of the previous session is
     aborted. The new session starts with an empty transcript, saved to a new file under ``settings.sessions.dir``
     (unless that is ``none``, or a ``store=`` is given); the previous session's file is kept.
+
+    ``settings``: left out, the session keeps the settings it has (what ``%pi settings`` changed included);
+    given, they replace them all (``{}``: the defaults).
 
     ``tools``: left out, the session keeps the tools it has (at first the whole set, ``default_tools()``:
     ``read``, ``bash``, ``edit``, ``write``, ``grep``, ``find``, ``ls`` rooted at the working directory, and

@@ -142,6 +142,7 @@ def test_cell_magic_body_is_the_prompt(kernel: Kernel) -> None:
         ("%pi interrupt maybe", "pi: interrupt takes 'on' or 'off'"),
         ("%pi settings retry.max_retries=-4", "settings.retry.max_retries"),
         ("%pi settings nonsense", "pi: expected KEY=VALUE"),
+        ("%pi settings no.such.setting=1", "pi: unknown setting 'no.such.setting' (the settings are under retry,"),
         ("%pi model martian:laser", "unknown model spec 'martian:laser'"),
         ("%%pi --flag\nbody", "%%pi takes no arguments"),
     ],
