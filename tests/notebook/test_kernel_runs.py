@@ -154,6 +154,20 @@ def test_bad_arguments_print_a_message_never_a_traceback(kernel: Kernel, line: s
     assert expected in outcome.text
 
 
+def test_configure_keeps_what_pi_settings_set_unless_settings_are_given(kernel: Kernel) -> None:
+    """Issue 37 item 5: ``configure(model=...)`` kept the tools and the system prompt but dropped what ``%pi
+    settings`` had set (``tools.approval=auto`` asked again)."""
+    show = "s = get_session().settings\nprint(s.tools.approval, s.retry.max_retries)"
+    kernel.run("from pi_notebook.notebook import configure, get_session\nconfigure(settings={})")
+    kernel.run("%pi settings tools.approval=auto retry.max_retries=7")
+    switched = "from pi_notebook.ai.providers.faux import FauxProvider\nfaux = FauxProvider()\n"
+    switched += "configure(model=faux.model, stream_fn=faux.stream)\n"
+    assert kernel.run(switched + show).stdout == "auto 7\n"
+    given = "configure(model=faux.model, stream_fn=faux.stream, settings={'retry': {'max_retries': 2}})\n"
+    assert kernel.run(given + show).stdout == "{} 2\n"  # settings= replaces them all
+    kernel.run("configure(settings={})")
+
+
 def test_a_kernel_interrupt_while_awaiting_a_run_aborts_it(kernel: Kernel) -> None:
     setup_faux(kernel)
     kernel.run("run = %pi stream forever")
