@@ -259,7 +259,8 @@ def _unknown(path: str, value: Any) -> str:
         key, value = next(iter(value.items()))
         path = f"{path}.{key}"
     close = difflib.get_close_matches(path, _setting_names(Settings), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else f" (the settings are under {', '.join(Settings.model_fields)})"
+    groups = ", ".join(Settings.model_fields)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (the settings are under {groups})"
     return f"unknown setting {path!r}{hint}"
 
 

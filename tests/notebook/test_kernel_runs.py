@@ -154,6 +154,28 @@ def test_bad_arguments_print_a_message_never_a_traceback(kernel: Kernel, line: s
     assert expected in outcome.text
 
 
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "%pi stauts",
+            "pi: did you mean %pi status? ('stauts' is not a command; to send it to the model: %pi -- stauts)",
+        ),
+        (
+            "%pi model m --context-windw 9",
+            "pi: model: unrecognized arguments: --context-windw 9 (did you mean --context-window?)",
+        ),
+        ("%pi events 1 2", "pi: events takes at most one run number, got '2'"),
+    ],
+)
+def test_a_bad_line_is_one_line_and_a_pointer_to_help_and_starts_no_run(kernel: Kernel, line: str, said: str) -> None:
+    """Issue 37 items 11 and 12: a near-miss of a command was sent to the model; a bad flag printed the whole
+    usage after its line."""
+    kernel.run("from pi_notebook.notebook import configure, get_notebook_session; configure()")
+    out = kernel.run(line + "\nprint(len(get_notebook_session().runs))").stdout
+    assert out == f"{said}\npi: %pi help lists the commands and their options\n0\n"
+
+
 def test_configure_keeps_what_pi_settings_set_unless_settings_are_given(kernel: Kernel) -> None:
     """Issue 37 item 5: ``configure(model=...)`` kept the tools and the system prompt but dropped what ``%pi
     settings`` had set (``tools.approval=auto`` asked again)."""
