@@ -52,7 +52,9 @@ __all__ = [
     "describe_sessions",
     "last_session_line",
     "notebook_path",
+    "offered",
     "pick_session",
+    "plural",
     "saved_sessions",
     "saving_problem",
 ]
@@ -145,14 +147,27 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
     return "\n".join(lines)
 
 
-def pick_session(infos: Sequence[SessionInfo], selector: str, live: Mapping[Path, str]) -> Path:
-    """The file ``%pi resume SELECTOR`` means: ``latest``/empty (the newest not live in this kernel), a number
-    from ``%pi sessions``, a session id (or a unique prefix of one), or a path. Raises ``ValueError``."""
+def offered(infos: Sequence[SessionInfo], notebook: str | None) -> list[SessionInfo]:
+    """The sessions a kernel of ``notebook`` is offered: that notebook's; without any, those that name no notebook
+    (written where the kernel did not know it); never one another notebook wrote. All of them when ``notebook`` is
+    not known."""
+    if not notebook:
+        return list(infos)
+    own = [info for info in infos if info.notebook == notebook]
+    return own or [info for info in infos if not info.notebook]
+
+
+def pick_session(
+    infos: Sequence[SessionInfo], selector: str, live: Mapping[Path, str], notebook: str | None = None
+) -> Path:
+    """The file ``%pi resume SELECTOR`` means: ``latest``/empty (the newest not live in this kernel: of
+    ``notebook`` when it has one, as the greeting offers, else of any notebook), a number from ``%pi sessions``, a
+    session id (or a unique prefix of one), or a path. Raises ``ValueError``."""
     selector = selector.strip()
     if selector in ("", "latest"):
-        for info in infos:
-            if info.path not in live:
-                return info.path
+        free = [info for info in infos if info.path not in live]
+        for info in offered(free, notebook) + free:
+            return info.path
         raise ValueError("no saved session to resume here (%pi sessions lists them)")
     if selector.isdigit() and 1 <= int(selector) <= len(infos):  # a number from the list wins over an id prefix
         return infos[int(selector) - 1].path
@@ -308,23 +323,34 @@ def _ops(message: AgentMessage, tools: Mapping[str, AgentTool]) -> list[Op]:
             return []
 
 
-def last_session_line(settings: Settings) -> str | None:
-    """``pi: last session 2 h ago, 12 messages — %pi resume to continue`` when this directory has one."""
+def last_session_line(settings: Settings, notebook: str | None = None) -> str | None:
+    """``pi: last session 2 h ago, 12 messages — %pi resume to continue`` when this directory has one (printed
+    text: no markdown). A kernel that knows its ``notebook`` is offered the sessions :func:`offered` says (``%pi
+    resume`` picks the same one); another notebook's are only counted."""
     where = folder(settings)
     if where is None:
         return None
     infos = saved_sessions(where)
     if not infos:
         return None
-    info = infos[0]
-    more = f" ({len(infos)} saved, %pi sessions lists them)" if len(infos) > 1 else ""
+    mine = offered(infos, notebook)
+    if not mine:
+        return f"pi: no saved session of this notebook; %pi sessions lists {plural(len(infos), 'other')} here"
+    info = mine[0]
+    more = f" ({len(infos)} saved here, %pi sessions lists them)" if len(infos) > 1 else ""
     cut = ""
     if info.last_role in ("user", "toolResult"):
         cut = "; its last reply was cut off"
     elif info.last_role == "assistant" and info.last_stop_reason == "toolUse":
         cut = "; its last tool call was cut off"
-    count = f"{info.message_count} messages" if info.message_count is not None else "a file too large to count"
-    return f"pi: last session {ago(info.modified)}, {count}{cut} — `%pi resume` to continue{more}"
+    count = plural(info.message_count, "message") if info.message_count is not None else "a file too large to count"
+    whose = " of this notebook" if notebook and info.notebook == notebook else ""
+    return f"pi: last session{whose} {ago(info.modified)}, {count}{cut} — %pi resume to continue{more}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _count(info: SessionInfo) -> str:

@@ -56,7 +56,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
     live = registry.live_files()
     where = folder(entry.session.settings)
     infos = saved_sessions(where) if where is not None else []
-    path = pick_session(infos, command.text, live)
+    path = pick_session(infos, command.text, live, entry.notebook)
     if path in live and live[path] != entry.name:
         raise RuntimeError(f"{path.name} is in use by session {live[path]!r} (%pi use {live[path]})")
     previous = entry.file
@@ -73,6 +73,9 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
             "%pi continue goes on from there"
         )
     lines = [f"pi: resumed {path.name}: {len(entry.session.messages)} messages" + _name(entry.name, registry)]
+    written_from = next((info.notebook for info in infos if info.path == path), "")
+    if written_from and entry.notebook and written_from != entry.notebook:
+        lines[0] += f" (a session of {written_from})"
     if loaded.problems:
         lines.append(f"pi: {len(loaded.problems)} line(s) could not be read as written: {loaded.problems[0]}")
     if note:

@@ -8,7 +8,7 @@ import pytest
 
 from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from pi_notebook.ai.providers.faux import FauxProvider
-from pi_notebook.notebook._saved import Replayed, close_dangling_tool_calls, cut_off, pick_session
+from pi_notebook.notebook._saved import Replayed, close_dangling_tool_calls, cut_off, offered, pick_session
 from pi_notebook.session import AgentSession, SessionStore, list_sessions, load_session
 
 
@@ -66,3 +66,19 @@ def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
     for bad, message in ((str(number), f"no session {number}"), ("zzz", "no session 'zzz'")):
         with pytest.raises(ValueError, match=message):
             pick_session(infos, bad, {})
+
+
+def test_latest_is_this_notebook_s_then_one_that_names_none_then_the_newest(tmp_path: Path) -> None:
+    """Issue 37 item 17: what the greeting offers and ``%pi resume`` loads agree (the kernel test is
+    tests/notebook/test_saved_sessions_kernel.py)."""
+    for notebook in ("a.ipynb", "", "b.ipynb"):  # oldest first
+        header = {"notebook": notebook} if notebook else {}
+        with SessionStore.new(tmp_path, header=header) as store:
+            store.append_message(UserMessage(content=[TextContent(text="q")]))
+    infos = list_sessions(tmp_path)
+    by_notebook = {info.notebook: info.path for info in infos}
+    assert pick_session(infos, "", {}, "a.ipynb") == by_notebook["a.ipynb"]
+    assert pick_session(infos, "", {}, "c.ipynb") == by_notebook[""]  # named by no notebook: offered
+    assert [info.notebook for info in offered(infos, "c.ipynb")] == [""]
+    assert pick_session(infos, "", {by_notebook[""]: "default"}, "c.ipynb") == by_notebook["b.ipynb"]  # the newest
+    assert offered(infos, None) == infos

@@ -56,9 +56,7 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
     second = Kernel()
     try:
         greeting = second.run("%load_ext pi_notebook").text
-        assert (
-            "pi: last session just now, 5 messages; its last reply was cut off — `%pi resume` to continue" in greeting
-        )
+        assert "pi: last session just now, 5 messages; its last reply was cut off — %pi resume to continue" in greeting
         faux(second, ["the cut-off answer, again", "a new answer"])
         resumed = second.run("r = %pi resume\nr")
         assert f"pi: resumed {saved.path.name}: 5 messages" in resumed.text
@@ -93,10 +91,36 @@ def test_the_greeting_is_for_people_and_left_out_of_a_notebook_check(sessions_di
         assert executed.outputs == []
         person = kernel.collect(kernel.client.execute("from pi_notebook.notebook import _greet\n_greet()"))
         [greeting] = person.of_type("display_data")
-        assert greeting["data"]["text/plain"].startswith("pi: last session just now, 1 messages")
+        assert greeting["data"]["text/plain"].startswith("pi: last session just now, 1 message; ")
         assert greeting["metadata"] == {"pi_notebook": {"compare": []}}
     finally:
         kernel.shutdown()
+
+
+def test_a_notebook_is_offered_its_own_sessions_and_not_another_notebook_s(sessions_dir: Path) -> None:
+    """Issue 37 item 17: a new notebook's greeting offered another notebook's session (the newest in the folder),
+    with literal backticks (the greeting is printed text, not markdown)."""
+    for notebook, prompt in (("report.ipynb", "an old report question"), ("analysis.ipynb", "an analysis question")):
+        with SessionStore.new(sessions_dir, header={"notebook": notebook}) as store:
+            store.append_message(UserMessage(content=[TextContent(text=prompt)]))
+    report_file = list_sessions(sessions_dir)[1].path
+    fresh = Kernel(env={**os.environ, "JPY_SESSION_NAME": "new.ipynb"})
+    report = Kernel(env={**os.environ, "JPY_SESSION_NAME": "report.ipynb"})
+    try:
+        greeting = fresh.run("%load_ext pi_notebook").text
+        assert greeting == "pi: no saved session of this notebook; %pi sessions lists 2 others here"
+        greeting = report.run("%load_ext pi_notebook").text
+        assert greeting == (
+            "pi: last session of this notebook just now, 1 message; its last reply was cut off — %pi resume to "
+            "continue (2 saved here, %pi sessions lists them)"
+        )
+        resumed = report.run("%pi resume").stdout
+        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 messages\n"), resumed  # its own, not the newest
+        resumed = fresh.run("%pi resume").stdout  # none of its own: the newest, saying whose it is
+        assert "1 messages (a session of analysis.ipynb)" in resumed.split("\n")[0], resumed
+    finally:
+        fresh.shutdown()
+        report.shutdown()
 
 
 PYTHON_LOOP = """
@@ -129,7 +153,7 @@ def test_a_kernel_killed_while_the_agents_code_runs_resumes_with_the_call_answer
     second = Kernel()
     try:
         greeting = second.run("%load_ext pi_notebook").text
-        assert "2 messages; its last tool call was cut off — `%pi resume` to continue" in greeting
+        assert "2 messages; its last tool call was cut off — %pi resume to continue" in greeting
         faux(second, ["going on"])
         resumed = second.run("r = %pi resume\nr").text
         assert "1 tool call(s) were interrupted by the kernel's stop (given error results)" in resumed
