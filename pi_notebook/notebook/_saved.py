@@ -136,7 +136,8 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
         return f"pi: no saved sessions in {where}"
     lines = [f"pi: {len(infos)} saved session(s) in {where} (newest first):"]
     for number, info in enumerate(infos, 1):
-        mark = f"  [live: {live[info.path]}]" if info.path in live else ""
+        mark = "  [compacted]" if info.compacted else ""
+        mark += f"  [live: {live[info.path]}]" if info.path in live else ""
         model = info.model or "-"
         prompt = repr(_short(info.first_prompt)) if info.first_prompt else "(no prompt)"
         lines.append(
@@ -144,6 +145,8 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
             f"id {info.id[:8]}{mark}"
         )
     lines.append("%pi resume N (or ID, or a path) loads one; %pi resume loads the newest that is not live")
+    if any(info.compacted for info in infos):
+        lines.append("[compacted]: resumed, the model is given a summary of the earlier messages and the recent ones")
     return "\n".join(lines)
 
 

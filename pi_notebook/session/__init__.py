@@ -3,7 +3,7 @@ overflow compaction, timeouts and budgets, settings, and the JSONL session file.
 importable from here (the agent's events are re-exported), so a consumer imports its events from one place."""
 
 from ._approval_gate import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
-from ._catalog import SessionInfo, list_sessions, session_folder
+from ._catalog import SessionInfo, list_sessions, read_session_info, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
@@ -107,6 +107,7 @@ __all__ = [
     "TurnStartEvent",
     "approval_mode",
     "list_sessions",
+    "read_session_info",
     "load_session",
     "plan_compaction",
     "session_folder",

@@ -115,12 +115,46 @@ def test_a_notebook_is_offered_its_own_sessions_and_not_another_notebook_s(sessi
             "continue (2 saved here, %pi sessions lists them)"
         )
         resumed = report.run("%pi resume").stdout
-        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 messages\n"), resumed  # its own, not the newest
+        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 message\n"), resumed  # its own, not the newest
         resumed = fresh.run("%pi resume").stdout  # none of its own: the newest, saying whose it is
-        assert "1 messages (a session of analysis.ipynb)" in resumed.split("\n")[0], resumed
+        assert "1 message (a session of analysis.ipynb)" in resumed.split("\n")[0], resumed
     finally:
         fresh.shutdown()
         report.shutdown()
+
+
+COMPACTING = """
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider()
+replies = [f"answer {i} " + "y" * 400 for i in range(3)] + ["## Goal\\nAnswer the questions.", "after the summary"]
+faux.set_responses([faux_assistant_message(text) for text in replies])
+configure(model=faux.model, stream_fn=faux.stream, settings={"compaction": {"keep_recent_tokens": 200}})
+"""
+
+
+def test_sessions_and_resume_count_the_same_messages_after_a_compaction(sessions_dir: Path) -> None:
+    """Issue 37 item 16: ``%pi sessions`` counted the file's messages, ``%pi resume`` what the model is given
+    after the compaction (the summary and the recent ones): two numbers for one session."""
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook")
+        kernel.run(COMPACTING)
+        for i in range(3):
+            kernel.run(f"run = %pi question {i} {'x' * 400}\nawait run")
+        kernel.run("run = %pi compact\nawait run")
+        kernel.run("run = %pi and now?\nawait run")
+        kernel.run("%pi new")
+        [row] = [line for line in kernel.run("%pi sessions").stdout.splitlines() if " msgs " in line]
+        assert "    8 msgs " in row and row.endswith("  [compacted]"), row
+        resumed = kernel.run("%pi resume").stdout.splitlines()[0]
+        kept = int(kernel.run("print(len(get_session().messages) - 1)").stdout)
+        assert 0 < kept < 8
+        assert resumed.endswith(
+            f": 8 messages (compacted: the model is given a summary of the earlier ones and the last {kept})"
+        ), resumed
+    finally:
+        kernel.shutdown()
 
 
 PYTHON_LOOP = """
