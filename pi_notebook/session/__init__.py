@@ -107,9 +107,9 @@ __all__ = [
     "TurnStartEvent",
     "approval_mode",
     "list_sessions",
-    "read_session_info",
     "load_session",
     "plan_compaction",
+    "read_session_info",
     "session_folder",
     "site_policy",
 ]
