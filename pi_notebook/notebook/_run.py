@@ -333,7 +333,7 @@ class Run:
         if self.session.budget.cache_saved_usd:
             self._cache_usage = usage_line(self.session)
         failed = self.error is not None or _ended_on_error(self.messages)
-        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted)
+        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted, model=self.session.model)
         for line in self.receipt.lines():
             self.note("receipt", line)
         self.status.settle("aborted" if aborted else ("error" if failed else "settled"), aborted=aborted)
