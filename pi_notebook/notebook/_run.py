@@ -30,6 +30,7 @@ from ..agent import AgentMessage
 from ..ai import AssistantMessage
 from ..ai.messages import message_key
 from ..kernel import NotebookTarget, PythonEvent, add_python_listener
+from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -405,7 +406,9 @@ class Run:
         """The ``python`` tool's events (any thread): its code stuck after a Stop, and back."""
         if event.call_id not in self._tool_calls:
             return
-        if event.kind == "stuck":
+        if event.kind == "stuck" and event.text == UNSTOPPABLE_TEXT:
+            self.status.given_up(event.text)  # no settling while the code holds the loop: say the run is over
+        elif event.kind == "stuck":
             self.status.note(event.text)
         elif event.kind == "end":
             self.status.note("")
