@@ -61,7 +61,7 @@ class Receipt:
     cache_write_tokens: int = 0
     cache_saved_usd: float = 0.0
     usage_estimated: bool = False
-    """Some count was estimated (the server did not report it all)."""
+    """Some count was estimated (the server did not report all of it)."""
     priced: bool = True
     """The model has prices (else ``cost_usd`` 0 means "unknown", not "free")."""
 

@@ -3,9 +3,9 @@
 Input counts every token the model was given: plain, read from the prompt cache and written to it (as
 ``budget.max_input_tokens`` counts them); the cached share is said beside it. Usage a server did not report
 (llama-cpp-python reports none; a stopped reply's rest) is estimated, characters / 4 (``usage.estimated``): its
-counts read ``~5204`` and the line says ``estimated``. A model without prices (a local server, an id the catalog does
-not know) reads "cost unknown", never ``$0.0000``, which would read as free; so does a cost budget that cannot apply to
-it. The offline faux model is free: ``$0.0000``.
+counts read ``~5204`` and the line ends ``estimated``. A model without prices (a local server, an id the catalog does
+not know) reads "cost unknown (no prices)", never ``$0.0000``, which would read as free, and says when a cost budget
+cannot apply to it. The offline faux model is free: ``$0.0000``.
 """
 
 from __future__ import annotations
@@ -64,20 +64,18 @@ class Spent:
         return f"out {self._count(self.output)} tok" + (f"/{limit}" if limit else "")
 
     def cost_text(self, limit: float | None = None) -> str:
-        """``$0.0133/$0.50``, or ``cost unknown (no prices for this model)``."""
+        """``$0.0133/$0.50``, or ``cost unknown (no prices)`` for a model without them."""
         if not self.priced:
-            return "cost unknown (no prices for this model" + (
-                f"; the ${limit:.2f} budget cannot apply)" if limit else ")"
-            )
+            return "cost unknown (no prices" + (f": the ${limit:.2f} budget cannot apply)" if limit else ")")
         return f"${self.cost:.4f}" + (f"/${limit:.2f}" if limit else "")
 
     def parts(
         self, *, max_input: int | None = None, max_output: int | None = None, max_cost: float | None = None
     ) -> list[str]:
-        """``["in 5204 tok (2982 cached)", "out 120 tok", "$0.0000"]``, against the limits given, and ``"usage
-        estimated ..."`` last when it is."""
+        """``["in 5204 tok (2982 cached)", "out 120 tok", "$0.0000"]``, against the limits given, and
+        ``"estimated"`` last when some count is (its numbers read ``~``)."""
         parts = [self.input_text(max_input), self.output_text(max_output), self.cost_text(max_cost)]
-        return parts + (["usage estimated (the server did not report it all)"] if self.estimated else [])
+        return parts + (["estimated"] if self.estimated else [])
 
     def _count(self, tokens: int) -> str:
         return f"~{tokens}" if self.estimated else str(tokens)
