@@ -195,8 +195,10 @@ class NotebookSession:
             self.faux = faux
         else:
             make = model_from_server if from_server else model_from_spec
-            if from_server:  # the listing's GET carries the key: not to a server the site policy does not allow
-                session.policy.check_base_url(parse_compatible_spec(spec)[1])
+            if from_server:  # the listing's GET carries the key: only for a model and server the policy allows
+                provider, url, model_id = parse_compatible_spec(spec)
+                listed = model_from_spec(f"{provider}:{url}:{model_id or '*'}")  # no model named: any of the server's
+                session.policy.check_request(listed, url)
             other: dict[str, Any] = {"base_url": base_url} if base_url else {}
             try:
                 model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
