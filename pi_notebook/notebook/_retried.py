@@ -11,6 +11,7 @@ failed attempt may have cost something: the receipt counts it).
 
 from __future__ import annotations
 
+from ..agent import AgentMessage
 from ..ai import AssistantMessage
 from ..ai.messages import message_key
 from ..session import (
@@ -23,7 +24,7 @@ from ..session import (
     SessionEvent,
 )
 
-__all__ = ["RetriedReplies"]
+__all__ = ["RetriedReplies", "without_retried"]
 
 CANCELLED = "Retry cancelled"
 """``auto_retry_end``'s error when the wait was cancelled (``_turn_retry``)."""
@@ -80,3 +81,22 @@ class RetriedReplies:
     def _release(self) -> AssistantMessage | None:
         held, self._held = self._held, None
         return held
+
+
+def without_retried(messages: list[AgentMessage]) -> list[AgentMessage]:
+    """A saved transcript (``%pi resume``) as the run showed it: a failed reply that another attempt followed (the
+    file keeps each of a retried turn's replies, one after the other) is left out, and a last failed one says how
+    often it was retried. The transcript itself is left as loaded."""
+    shown: list[AgentMessage] = []
+    retried = 0
+    for index, message in enumerate(messages):
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        if isinstance(message, AssistantMessage) and message.stop_reason == "error":
+            if isinstance(following, AssistantMessage):  # the turn ran again: this attempt was retried
+                retried += 1
+                continue
+            if retried:
+                message = message.model_copy(update={"error_message": f"{message.error_message} (retried {retried}x)"})
+        retried = 0
+        shown.append(message)
+    return shown

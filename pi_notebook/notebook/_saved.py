@@ -37,6 +37,7 @@ from ..session import (
     session_folder,
 )
 from ._describe import describe_event, render_html, render_markdown, result_text
+from ._retried import without_retried
 from ._session_home import hub_user, mine, why_unwritable
 from ._visible import shown_json
 from .widget._presenter import RunPresenter, drawn_as_message, tool_preview
@@ -225,9 +226,12 @@ class Replayed:
         *,
         note: str | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
+        counted: str | None = None,
     ) -> None:
-        """``on_send``: what the view's box does with a text (a new run, see :class:`RunView`)."""
-        self.messages = list(session.messages)
+        """``on_send``: what the view's box does with a text (a new run, see :class:`RunView`); ``counted``: the
+        messages as the resume line counts them (``12 messages``; default: the transcript's)."""
+        self.counted = counted or plural(len(session.messages), "message")
+        self.messages = without_retried(list(session.messages))  # as the run showed it (``_retried``)
         self.log: list[tuple[float, str, str]] = []
         self.title = title
         self.note = note
@@ -266,7 +270,7 @@ class Replayed:
         return self.presenter.view if self.presenter is not None else None
 
     def _status(self) -> str:
-        return f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
+        return f"replayed, {self.counted}" + (f" — {self.note}" if self.note else "")
 
     def markdown(self) -> str:
         return render_markdown(self.messages, self.log, title=self.title, status=self._status())

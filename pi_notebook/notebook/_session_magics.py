@@ -76,7 +76,8 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
             "%pi continue goes on from there"
         )
     info = next((info for info in infos if info.path == path), None) or read_session_info(path)
-    lines = [f"pi: resumed {path.name}: {_count(info, entry.session.messages)}" + _name(entry.name, registry)]
+    counted = _count(info, entry.session.messages)
+    lines = [f"pi: resumed {path.name}: {counted}" + _name(entry.name, registry)]
     if info is not None and info.notebook and entry.notebook and info.notebook != entry.notebook:
         lines[0] += f" (a session of {info.notebook})"
     if loaded.problems:
@@ -87,7 +88,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         lines.append(f"pi: the previous session stays in {previous.name}")
     lines.append(restore_model(entry, loaded.model))
     _say("\n".join(lines))
-    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view)
+    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view, counted=counted)
 
 
 def new_session(registry: SessionRegistry, command: PiCommand) -> None:
