@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import textwrap
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -103,7 +105,11 @@ def test_a_notebook_is_offered_its_own_sessions_and_not_another_notebook_s(sessi
     for notebook, prompt in (("report.ipynb", "an old report question"), ("analysis.ipynb", "an analysis question")):
         with SessionStore.new(sessions_dir, header={"notebook": notebook}) as store:
             store.append_message(UserMessage(content=[TextContent(text=prompt)]))
-    report_file = list_sessions(sessions_dir)[1].path
+        if notebook == "report.ipynb":  # an hour older than the other: the newest is the analysis
+            hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+            lines = [json.loads(line) | {"timestamp": hour_ago} for line in store.path.read_text().splitlines()]
+            store.path.write_text("".join(json.dumps(entry, separators=(",", ":")) + "\n" for entry in lines))
+            report_file = store.path
     fresh = Kernel(env={**os.environ, "JPY_SESSION_NAME": "new.ipynb"})
     report = Kernel(env={**os.environ, "JPY_SESSION_NAME": "report.ipynb"})
     try:
@@ -111,11 +117,11 @@ def test_a_notebook_is_offered_its_own_sessions_and_not_another_notebook_s(sessi
         assert greeting == "pi: no saved session of this notebook; %pi sessions lists 2 others here"
         greeting = report.run("%load_ext pi_notebook").text
         assert greeting == (
-            "pi: last session of this notebook just now, 1 message; its last reply was cut off — %pi resume to "
+            "pi: last session of this notebook 1 h ago, 1 message; its last reply was cut off — %pi resume to "
             "continue (2 saved here, %pi sessions lists them)"
         )
         resumed = report.run("%pi resume").stdout
-        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 message\n"), resumed  # its own, not the newest
+        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 message\n"), resumed  # its own
         resumed = fresh.run("%pi resume").stdout  # none of its own: the newest, saying whose it is
         assert "1 message (a session of analysis.ipynb)" in resumed.split("\n")[0], resumed
     finally:
