@@ -11,7 +11,11 @@ Where this differs from Pi 0.84, on purpose:
   with messages still queued: they stay queued, visible through ``queue_update``, delivered by the next
   ``prompt``/``continue_`` or handed back by ``clear_queue()``. Pi 0.84 continues straight away to deliver
   them. Steering drained but not yet delivered when the abort lands goes back to the queue (Pi #9340).
-* ``abort()`` also stops a running compaction and the retry backoff.
+* ``abort()`` also stops a running compaction and branch summary: it aborts the retry backoff, then the
+  compaction, then the branch summary, then the run (seed 002's order; Pi 0.83's ``abort()`` aborts only the retry
+  and the run, and its Escape key the compaction or the summary on its own).
+* The session tree (``_tree``, ``_navigator``): ``branch_to`` writes a leaf move to the file (Pi 0.83 keeps it in
+  memory only), and a tree navigation that writes a branch summary makes the session busy (Pi's stays idle).
 * An aborted retried reply ends the retry with ``auto_retry_end(success=False)`` (Pi reports success).
 * Tools that ignore the abort signal are cancelled after ``timeouts.abort_grace_ms``; run budgets and a turn
   timeout are built in (see ``Settings``).
@@ -41,7 +45,9 @@ from ._approval_gate import ApprovalGate, Approver
 from ._compactor import Compactor
 from ._events import SessionListener
 from ._guard import RunBudget
+from ._journal import Journal, MemoryJournal
 from ._listeners import Listeners
+from ._navigator import Navigator, TreeNavigation
 from ._operation import Operation, SessionBusyError
 from ._policy import site_policy
 from ._queues import QueueSnapshot, QueueTexts
@@ -51,9 +57,12 @@ from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
 from ._summary import CompactionPlan
+from ._tree import SessionTree
 from ._turn_retry import TurnRetry
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
+
+_NAVIGATING_WHILE_BUSY = "Wait for the current response to finish before navigating the session tree."
 
 
 class AgentSession:
@@ -61,7 +70,8 @@ class AgentSession:
 
     ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
     ``store`` (a :class:`SessionStore`) records every message that reaches ``message_end``; a store that
-    opened an existing file seeds the transcript with what it loaded. ``hooks`` are the agent's (the session
+    opened an existing file seeds the transcript with what it loaded. Without one the entries are kept in memory
+    (``_journal``), so the session tree works the same. ``hooks`` are the agent's (the session
     checks its budgets before calling ``hooks.prepare_request``). Other keyword arguments go to
     :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...).
 
@@ -120,14 +130,17 @@ class AgentSession:
         self._retry = TurnRetry(agent, lambda: self._settings, emit)
         self._queue = QueueTexts(agent, emit)
         self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
-        self._compactor = Compactor(agent, settings, store, emit)
+        self._journal: Journal = store if store is not None else MemoryJournal(history)
+        self._compactor = Compactor(agent, settings, self._journal, emit)
+        self._navigator = Navigator(agent, self._journal, lambda: self._settings, emit)
         self._operation = Operation(
             agent,
             retry=self._retry,
             compactor=self._compactor,
+            navigator=self._navigator,
             queue=self._queue,
             settings=settings,
-            store=store,
+            journal=self._journal,
             listeners=self._listeners,
             replies=replies,
         )
@@ -274,8 +287,8 @@ class AgentSession:
 
     # -- stopping ---------------------------------------------------------------------------------------
     async def abort(self) -> None:
-        """Stop the operation (run, retry backoff, compaction) and wait until the session is idle. Queued
-        messages stay queued (see ``clear_queue``)."""
+        """Stop the operation and wait until the session is idle: the retry backoff, then a compaction, then a
+        branch summary, then the run (seed 002's order). Queued messages stay queued (see ``clear_queue``)."""
         self._operation.abort()
         await self.wait_for_idle()
 
@@ -286,6 +299,10 @@ class AgentSession:
     def abort_compaction(self) -> None:
         """Stop a running compaction (its summary request and retry backoff)."""
         self._compactor.abort()
+
+    def abort_branch_summary(self) -> None:
+        """Stop a branch summary being written (``navigate_tree``); the leaf does not move."""
+        self._navigator.abort()
 
     async def wait_for_idle(self) -> None:
         """Return once the session is idle (after ``agent_settled`` was emitted)."""
@@ -326,13 +343,13 @@ class AgentSession:
         if self.store is not None and self.store is not store:
             self.store.close()
         self.store = store
-        self._compactor.store = store
-        self._operation.store = store
+        if messages is not None:
+            self.agent.state.messages = list(messages)
+        journal = store if store is not None else MemoryJournal(self.agent.state.messages)
+        self._journal = self._compactor.journal = self._navigator.journal = self._operation.journal = journal
         self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
         if store is not None and store.session_id:
             self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
-        if messages is not None:
-            self.agent.state.messages = list(messages)
 
     # -- compaction -------------------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None) -> None:
@@ -343,9 +360,46 @@ class AgentSession:
         is nothing to compact.
         """
         await self.abort()
-        with self._operation.compacting():
+        with self._operation.aside("compaction"):
             await self._compactor.compact_manual(instructions)
 
     def compaction_plan(self) -> CompactionPlan | None:
         """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
         return self._compactor.plan()
+
+    # -- the session tree (``_tree``, ``_navigator``) ---------------------------------------------------------
+    @property
+    def leaf_id(self) -> str | None:
+        """The last entry of the current branch, where the next one goes (``None``: none, or before the first)."""
+        return self._journal.leaf_id
+
+    def tree(self) -> SessionTree:
+        """Every entry of the session (every branch) as a tree, the current branch marked."""
+        return self._journal.index.snapshot()
+
+    def branch_to(self, entry_id: str | None) -> None:
+        """Continue from ``entry_id`` (``None``: before the first entry), with no summary, recorded so that the file
+        opened again (by us or Pi 0.83) continues there; the agent's messages become that branch's context
+        (:meth:`Navigator.branch_to`). Raises :class:`SessionBusyError` while an operation is active, ``TreeError``
+        (a ``ValueError``) for an entry the session does not have; nothing changes then."""
+        self._check_free_to_navigate()
+        self._navigator.branch_to(entry_id)
+
+    async def navigate_tree(
+        self, target_id: str, *, summarize: bool = True, custom_instructions: str | None = None
+    ) -> TreeNavigation:
+        """Continue from any entry, summarising the branch left behind (Pi's ``navigateTree``, see
+        :meth:`Navigator.navigate`); ``abort()`` stops the summary. Raises :class:`SessionBusyError` while an
+        operation is active, ``TreeError`` for an unknown entry, ``BranchSummaryFailed`` (a ``RuntimeError``) when
+        the summary request fails; nothing changes then."""
+        self._check_free_to_navigate()
+        with self._operation.aside("navigation"):
+            return await self._navigator.navigate(
+                target_id, summarize=summarize, custom_instructions=custom_instructions
+            )
+
+    def _check_free_to_navigate(self) -> None:
+        try:
+            self._operation.check_free()
+        except SessionBusyError:
+            raise SessionBusyError(_NAVIGATING_WHILE_BUSY) from None
