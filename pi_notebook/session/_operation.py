@@ -126,9 +126,11 @@ class Operation:
     def is_idle(self) -> bool:
         return not self._active and self._aside is None
 
-    def check_free(self) -> None:
+    def check_free(self, *, navigating: bool = False) -> None:
         """Raise :class:`SessionBusyError` while an operation is active, a manual compaction runs or the session
-        tree is being navigated."""
+        tree is being navigated (``navigating``: the session is asked to go elsewhere in its tree)."""
+        if self._active and navigating:
+            raise SessionBusyError("Wait for the current response to finish before navigating the session tree.")
         if self._active:
             raise SessionBusyError(
                 "Agent is already processing. Use steer() or follow_up() to queue the message, or wait for it."

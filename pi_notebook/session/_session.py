@@ -20,6 +20,15 @@ Where this differs from Pi 0.84, on purpose:
 * Tools that ignore the abort signal are cancelled after ``timeouts.abort_grace_ms``; run budgets and a turn
   timeout are built in (see ``Settings``).
 
+``approver`` asks the user before a tool runs, as the setting ``tools.approval`` says (see ``_approval``; without one
+every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
+
+Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every key the
+session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment variables that
+hold keys, the model's ``key_env`` among them) from their results, updates and error texts (``_redact``); the tools
+keep those variables out of the code they run. The model's replies are redacted too, as they stream and before they
+are recorded (``_redact_reply``).
+
 Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
 reach the run. The session is a façade over the objects that do the work: its
 :class:`~._operation.Operation` (running an operation, stopping it, the bookkeeping at each agent event),
@@ -45,27 +54,25 @@ from ._approval_gate import ApprovalGate, Approver
 from ._compactor import Compactor
 from ._events import SessionListener
 from ._guard import RunBudget
-from ._journal import Journal, MemoryJournal
 from ._listeners import Listeners
-from ._navigator import Navigator, TreeNavigation
+from ._navigator import Navigator
 from ._operation import Operation, SessionBusyError
 from ._policy import site_policy
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._redact_reply import ReplyRedaction
+from ._session_file import SessionFile
+from ._session_tree import SessionTreeMethods
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
 from ._summary import CompactionPlan
-from ._tree import SessionTree
 from ._turn_retry import TurnRetry
 
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 
-_NAVIGATING_WHILE_BUSY = "Wait for the current response to finish before navigating the session tree."
 
-
-class AgentSession:
+class AgentSession(SessionTreeMethods):
     """An agent with Pi's session behaviour plus budgets, timeouts and a session file.
 
     ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
@@ -73,16 +80,8 @@ class AgentSession:
     opened an existing file seeds the transcript with what it loaded. Without one the entries are kept in memory
     (``_journal``), so the session tree works the same. ``hooks`` are the agent's (the session
     checks its budgets before calling ``hooks.prepare_request``). Other keyword arguments go to
-    :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...).
-
-    ``approver`` asks the user before a tool runs, as the setting ``tools.approval`` says (see ``_approval``;
-    without one every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
-
-    Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
-    key the session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment
-    variables that hold keys, the model's ``key_env`` among them) from their results, updates and error texts
-    (``_redact``); the tools keep those variables out of the code they run. The model's replies are redacted too,
-    as they stream and before they are recorded (``_redact_reply``).
+    :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...). ``approver`` asks the user
+    before a tool runs; the module docstring says how tools are guarded and keys redacted.
     """
 
     def __init__(
@@ -107,7 +106,6 @@ class AgentSession:
         self.policy.check_model(model)
         tools = list(tools)
         self.policy.check_tools(tool.name for tool in tools)
-        self.store = store
         self._listeners = Listeners()
         emit = self._listeners.emit
         hooks = hooks or Hooks()
@@ -129,10 +127,9 @@ class AgentSession:
         replies = ReplyRedaction(self._keys, emit)
         self._retry = TurnRetry(agent, lambda: self._settings, emit)
         self._queue = QueueTexts(agent, emit)
-        self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
-        self._journal: Journal = store if store is not None else MemoryJournal(history)
-        self._compactor = Compactor(agent, settings, self._journal, emit)
-        self._navigator = Navigator(agent, self._journal, lambda: self._settings, emit)
+        self._file = file = SessionFile(store, history, emit)
+        self._compactor = Compactor(agent, settings, file.journal, emit)
+        self._navigator = Navigator(agent, file.journal, lambda: self._settings, emit)
         self._operation = Operation(
             agent,
             retry=self._retry,
@@ -140,10 +137,11 @@ class AgentSession:
             navigator=self._navigator,
             queue=self._queue,
             settings=settings,
-            journal=self._journal,
+            journal=file.journal,
             listeners=self._listeners,
             replies=replies,
         )
+        file.attach(self._compactor, self._navigator, self._operation)
         agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
         self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
         self._apply(settings)
@@ -206,6 +204,11 @@ class AgentSession:
         if tool is None:
             raise KeyError(f"the session has no tool {tool_name!r}")
         return self._approval.mode(tool)
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The session file's store (``None``: nothing is saved; the entries are kept in memory)."""
+        return self._file.store
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -300,10 +303,6 @@ class AgentSession:
         """Stop a running compaction (its summary request and retry backoff)."""
         self._compactor.abort()
 
-    def abort_branch_summary(self) -> None:
-        """Stop a branch summary being written (``navigate_tree``); the leaf does not move."""
-        self._navigator.abort()
-
     async def wait_for_idle(self) -> None:
         """Return once the session is idle (after ``agent_settled`` was emitted)."""
         await self._operation.wait_for_idle()
@@ -312,10 +311,7 @@ class AgentSession:
         """Abort everything without waiting, detach from the agent, close the store (listeners still hear
         whether its last write failed), drop listeners."""
         self._operation.dispose()
-        if self.store is not None:
-            self.store.close()
-        if self._unsubscribe_store is not None:
-            self._unsubscribe_store()
+        self._file.close()
         self._listeners.clear()
 
     # -- the session file -------------------------------------------------------------------------------
@@ -338,16 +334,9 @@ class AgentSession:
         given, replace the transcript (``%pi new`` passes ``[]``). Raises :class:`SessionBusyError` while an
         operation is active."""
         self._operation.check_free()
-        if self._unsubscribe_store is not None:
-            self._unsubscribe_store()
-        if self.store is not None and self.store is not store:
-            self.store.close()
-        self.store = store
         if messages is not None:
             self.agent.state.messages = list(messages)
-        journal = store if store is not None else MemoryJournal(self.agent.state.messages)
-        self._journal = self._compactor.journal = self._navigator.journal = self._operation.journal = journal
-        self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
+        self._file.use(store, self.agent.state.messages)
         if store is not None and store.session_id:
             self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
 
@@ -366,40 +355,3 @@ class AgentSession:
     def compaction_plan(self) -> CompactionPlan | None:
         """What a compaction now would summarise and keep; ``None`` when there is nothing to compact."""
         return self._compactor.plan()
-
-    # -- the session tree (``_tree``, ``_navigator``) ---------------------------------------------------------
-    @property
-    def leaf_id(self) -> str | None:
-        """The last entry of the current branch, where the next one goes (``None``: none, or before the first)."""
-        return self._journal.leaf_id
-
-    def tree(self) -> SessionTree:
-        """Every entry of the session (every branch) as a tree, the current branch marked."""
-        return self._journal.index.snapshot()
-
-    def branch_to(self, entry_id: str | None) -> None:
-        """Continue from ``entry_id`` (``None``: before the first entry), with no summary, recorded so that the file
-        opened again (by us or Pi 0.83) continues there; the agent's messages become that branch's context
-        (:meth:`Navigator.branch_to`). Raises :class:`SessionBusyError` while an operation is active, ``TreeError``
-        (a ``ValueError``) for an entry the session does not have; nothing changes then."""
-        self._check_free_to_navigate()
-        self._navigator.branch_to(entry_id)
-
-    async def navigate_tree(
-        self, target_id: str, *, summarize: bool = True, custom_instructions: str | None = None
-    ) -> TreeNavigation:
-        """Continue from any entry, summarising the branch left behind (Pi's ``navigateTree``, see
-        :meth:`Navigator.navigate`); ``abort()`` stops the summary. Raises :class:`SessionBusyError` while an
-        operation is active, ``TreeError`` for an unknown entry, ``BranchSummaryFailed`` (a ``RuntimeError``) when
-        the summary request fails; nothing changes then."""
-        self._check_free_to_navigate()
-        with self._operation.aside("navigation"):
-            return await self._navigator.navigate(
-                target_id, summarize=summarize, custom_instructions=custom_instructions
-            )
-
-    def _check_free_to_navigate(self) -> None:
-        try:
-            self._operation.check_free()
-        except SessionBusyError:
-            raise SessionBusyError(_NAVIGATING_WHILE_BUSY) from None
