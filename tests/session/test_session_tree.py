@@ -153,3 +153,26 @@ async def test_branch_to_the_leaf_itself_writes_nothing(tmp_path: Path) -> None:
     assert path.read_bytes() == before
     assert not [e for e in rec.events if isinstance(e, SessionTreeEvent)]
     session.dispose()
+
+
+@pytest.mark.parametrize("saved", [True, False], ids=["file", "memory"])
+async def test_branch_to_before_a_compaction_brings_back_the_messages_it_summarised(
+    tmp_path: Path, saved: bool
+) -> None:
+    store = SessionStore(tmp_path / "s.jsonl") if saved else None
+    settings = {"compaction": {"enabled": True, "keep_recent_tokens": 5}}
+    session, _, _ = make_session(
+        [reply("one"), reply("two"), reply("three"), reply("summary"), reply("prefix")], store=store, settings=settings
+    )
+    for text in ("first", "second", "third"):
+        await session.prompt(text)
+    await session.compact()
+    assert session.messages[0].role == "compactionSummary" and "first" not in texts(session.messages)
+    one = next(node.entry.id for _, node in session.tree().walk() if node.entry.text == "one")
+    session.branch_to(one)
+    assert texts(session.messages) == ["first", "one"]
+    session.branch_to(session.tree().branch[-1])  # no-op: already there
+    compaction = next(node.entry.id for _, node in session.tree().walk() if node.entry.type == "compaction")
+    session.branch_to(compaction)
+    assert session.messages[0].role == "compactionSummary"
+    session.dispose()

@@ -88,3 +88,61 @@ async def test_pi_continues_from_the_start_after_branch_to_none(tmp_path: Path) 
     pi = pi_context(path)
     assert pi["messages"] == [] and [kind for _, kind in pi["branch"]] == ["custom"]
     session.dispose()
+
+
+def user_ids(session: AgentSession) -> dict[str, str]:
+    return {node.entry.text: node.entry.id for _, node in session.tree().walk() if node.entry.is_user}
+
+
+async def test_pi_reads_a_fork_with_its_branch_summary_and_would_send_what_we_send(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    model = Recording("one", "two", "the gist of it", "three")
+    session = model.session(path)
+    await session.prompt("first")
+    await session.prompt("second")
+    result = await session.navigate_tree(user_ids(session)["second"])
+    pi = pi_context(path)
+    assert pi["leafId"] == session.leaf_id == result.summary_entry_id
+    assert [entry_id for entry_id, _ in pi["branch"]] == ids_on_branch(session)
+    assert pi["branch"][-1][1] == "branch_summary"
+    assert pi["messages"] == as_pi(session.messages)
+    assert pi["messages"][-1][1].startswith("The following is a summary of a branch that this conversation came back")
+    await session.prompt("third")
+    assert as_pi(model.sent[-1]) == [*pi["messages"], ["user", "third"]]
+    assert pi_context(path)["messages"] == as_pi(session.messages)
+    session.dispose()
+
+
+async def test_pi_reads_a_fork_back_to_the_first_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Recording("one", "gist").session(path)
+    await session.prompt("first")
+    result = await session.navigate_tree(user_ids(session)["first"])
+    assert result.editor_text == "first"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    model_change, summary = lines[1], lines[-1]  # the model the session started with comes first
+    assert (summary["type"], summary["parentId"], summary["fromId"]) == (
+        "branch_summary",
+        model_change["id"],
+        model_change["id"],
+    )
+    pi = pi_context(path)
+    assert [kind for _, kind in pi["branch"]] == ["model_change", "branch_summary"]
+    assert pi["messages"] == as_pi(session.messages) and len(pi["messages"]) == 1
+    session.dispose()
+
+
+async def test_pi_reads_a_summary_written_at_the_root_of_a_file_that_starts_with_a_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with SessionStore(path) as store:  # as Pi writes a session started without a model change
+        store.append_message(UserMessage(content="first"))
+        store.append_message(faux_assistant_message("one"))
+    model = Recording("gist")
+    session = AgentSession(model=model.faux.model, stream_fn=model.faux.stream, store=SessionStore(path))
+    await session.navigate_tree(user_ids(session)["first"])
+    summary = json.loads(path.read_text().splitlines()[-1])
+    assert (summary["type"], summary["parentId"], summary["fromId"]) == ("branch_summary", None, "root")
+    pi = pi_context(path)
+    assert [kind for _, kind in pi["branch"]] == ["branch_summary"]
+    assert pi["messages"] == as_pi(session.messages) and len(pi["messages"]) == 1
+    session.dispose()
