@@ -95,8 +95,9 @@ async def test_going_back_to_a_prompt_writes_pis_branch_summary_and_gives_the_pr
     )
     assert text_of(context.messages[0]) == f"<conversation>\n{conversation}\n</conversation>\n\n{BRANCH_SUMMARY_PROMPT}"
     assert texts(session.messages) == ["first", "one", "branchSummary"]
-    llm = session.messages[-1].to_llm()  # type: ignore[union-attr]
-    assert text_of(llm) == BRANCH_SUMMARY_PREFIX + summary["summary"] + BRANCH_SUMMARY_SUFFIX
+    last = session.messages[-1]
+    assert isinstance(last, BranchSummaryMessage)
+    assert text_of(last.to_llm()) == BRANCH_SUMMARY_PREFIX + summary["summary"] + BRANCH_SUMMARY_SUFFIX
     assert [e.type for e in rec.events if "branch" in e.type or e.type == "session_tree"] == [
         "branch_summary_start",
         "branch_summary_end",
@@ -235,9 +236,13 @@ async def test_navigating_while_a_run_is_active_is_refused() -> None:
 async def test_abort_stops_retry_then_compaction_then_branch_summary_then_the_run() -> None:
     session, _, _ = make_session([])
     calls: list[str] = []
-    parts = {"retry": session._retry, "compaction": session._compactor, "branch summary": session._navigator}
+    parts: dict[str, Any] = {
+        "retry": session._retry,
+        "compaction": session._compactor,
+        "branch summary": session._navigator,
+    }
     for name, part in parts.items():
-        part.abort = lambda name=name: calls.append(name)  # type: ignore[method-assign]
+        part.abort = lambda name=name: calls.append(name)
     session.agent.abort = lambda *_: calls.append("run")  # type: ignore[method-assign]
     await session.abort()
     assert calls == ["retry", "compaction", "branch summary", "run"]  # seed 002's order
