@@ -28,6 +28,7 @@ from typing import Any
 from ..agent import AgentMessage
 from ..ai import UserError
 from ..ai.messages import message_key
+from ._branch_summary import BRANCH_SUMMARY_PREAMBLE
 
 __all__ = ["LEAF_MOVE", "EntryIndex", "SessionTree", "TreeEntry", "TreeError", "TreeNode"]
 
@@ -207,8 +208,8 @@ def _describe(node: TreeEntry, entry: Mapping[str, Any]) -> None:
         node.role, node.text = "custom", _text(entry.get("content"), False)
     elif kind == "custom":
         node.role = str(entry.get("customType", ""))
-    elif kind in ("compaction", "branch_summary"):
-        node.text = _clip(str(entry.get("summary", "")))
+    elif kind in ("compaction", "branch_summary"):  # a branch summary without Pi's preamble: what it says first
+        node.text = _clip(str(entry.get("summary", "")).removeprefix(BRANCH_SUMMARY_PREAMBLE))
 
 
 def _text(content: object, reply: bool) -> str:

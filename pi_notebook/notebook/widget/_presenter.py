@@ -42,6 +42,7 @@ from ...session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionTree,
     SessionTreeEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -53,6 +54,7 @@ from ...session import (
     TurnStartEvent,
 )
 from .._describe import result_text, usage_line
+from .._tree_view import tree_items
 from .._visible import shown_json
 from ._live import LiveOutput
 from ._protocol import ToolOp
@@ -154,6 +156,10 @@ class RunPresenter:
         self._live.close()
         self.view.settle(aborted)
 
+    def show_tree(self, tree: SessionTree) -> None:
+        """Draw the session tree as it is now (the view's foldable tree panel)."""
+        self.view.transcript.tree = [dict(item) for item in tree_items(tree)]
+
     def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.
         ``always=False``: no **Always for this session** (the site policy makes the tool ask every time)."""
@@ -236,7 +242,7 @@ class RunPresenter:
                 transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
             case BudgetExceededEvent():
                 transcript.usage = usage_line(self._session) + f" — {event.reason}"
-            case CompactionEndEvent(result=summary) if summary is not None:
+            case CompactionEndEvent(result=summary) | BranchSummaryEndEvent(result=summary) if summary is not None:
                 transcript.add(
                     {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
                 )
