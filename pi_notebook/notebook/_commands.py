@@ -51,9 +51,10 @@ usage:
   %pi wait                  wait for the active run to settle and show its report
   %pi status                session state, model, queue, budget
   %pi events [N]            the event log and transcript of run N (default: the last)
-  %pi tree                  the session tree: its prompts (with their ids), where branches part, the current branch
-  %pi fork ID [--no-summary] [PROMPT]
-                            continue from before prompt ID (an id of %pi tree, or its start); the branch left
+  %pi tree                  the session tree: its prompts (numbered, with their ids), where branches part, the
+                            current branch
+  %pi fork N [--no-summary] [PROMPT]
+                            continue from before prompt N (its number in %pi tree, or its id); the branch left
                             behind is summarised, as Pi does (--no-summary: not); then PROMPT is sent, or the old
                             prompt comes back in the run's box to edit and send
   %pi queue                 the queued steering and follow-up messages
@@ -280,8 +281,8 @@ def parse_line(line: str) -> PiCommand:
 
 
 def _fork_command(words: list[str], verbatim: Callable[[list[str]], str], session: str | None) -> PiCommand:
-    """``fork [--no-summary] [-s NAME] ID [--no-summary] [--] [PROMPT]``: the options may come before or after the
-    id; the prompt is the rest of the line, verbatim."""
+    """``fork [--no-summary] [-s NAME] N [--no-summary] [--] [PROMPT]``: the options may come before or after the
+    prompt's number (or id); the prompt to send is the rest of the line, verbatim."""
     flags: dict[str, str] = {}
     rest = list(words)
     while rest:
@@ -301,7 +302,7 @@ def _fork_command(words: list[str], verbatim: Callable[[list[str]], str], sessio
             break
         rest = rest[1:]
     if "entry" not in flags:
-        raise UsageError("fork needs the id of a prompt (%pi tree lists them)")
+        raise UsageError("fork needs the number or id of a prompt (%pi tree lists them)")
     return PiCommand("fork", verbatim(rest), flags=flags, session=session)
 
 

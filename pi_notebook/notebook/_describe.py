@@ -115,15 +115,16 @@ def describe_event(event: SessionEvent) -> tuple[str, str] | None:
             return kind, event.reason
         case BranchSummaryStartEvent():
             entries = f"{event.entries} entr{'y' if event.entries == 1 else 'ies'}"
-            return kind, f"summarising the {entries} left behind, going to {event.target_id}"
+            return kind, f"summarising the {entries} left behind"
         case BranchSummaryEndEvent():
             detail = f"aborted={_flag(event.aborted)}"
             if event.result is not None:
                 detail += f" summary={len(event.result.summary)} chars"
             return kind, detail + (f": {event.error_message}" if event.error_message else "")
-        case SessionTreeEvent():
-            detail = f"leaf {event.old_leaf_id or '(start)'} -> {event.new_leaf_id or '(start)'}"
-            return kind, detail + (f" (branch summary {event.summary_entry_id})" if event.summary_entry_id else "")
+        case SessionTreeEvent():  # no entry ids: they differ from one execution of a notebook to the next
+            return kind, "the conversation moved" + (
+                ", a branch summary written there" if event.summary_entry_id else ""
+            )
         case SummarizationRetryScheduledEvent():
             return kind, f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
         case (

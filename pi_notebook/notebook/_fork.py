@@ -1,4 +1,4 @@
-"""Forking from the notebook: ``%pi fork ENTRY`` and a click on a prompt of the run widget's session tree continue
+"""Forking from the notebook: ``%pi fork N`` and a click on a prompt of the run widget's session tree continue
 the conversation from before that prompt (``AgentSession.navigate_tree``), in a run of their own, so the branch
 summary it writes shows, streams its events and stops with Stop like any run.
 
@@ -28,12 +28,19 @@ _WHAT = {
 
 
 def find_prompt(session: AgentSession, text: str) -> TreeEntry:
-    """The user prompt whose entry id is ``text``, or starts with it. Raises :class:`TreeError` (one line) when there
-    is none, when several ids start so, or when the entry is not a prompt."""
+    """The user prompt ``text`` names: its number (``2`` or ``#2``: the session's second prompt, as ``%pi tree``
+    numbers them), its entry id, or the start of its id. Raises :class:`TreeError` (one line) when there is none,
+    when several ids start so, or when the entry is not a prompt."""
     wanted = text.strip()
     if not wanted:
-        raise TreeError("fork needs the id of a prompt (%pi tree lists them)")
+        raise TreeError("fork needs the number or id of a prompt (%pi tree lists them)")
     entries = [node.entry for _, node in session.tree().walk()]
+    number = wanted.removeprefix("#")
+    if number.isdigit() and len(number) < 8:  # an entry id is 8 hex digits
+        prompt = next((entry for entry in entries if entry.prompt_number == int(number)), None)
+        if prompt is None:
+            raise TreeError(f"no prompt #{number} in this session (%pi tree lists them)")
+        return prompt
     found = [entry for entry in entries if entry.id == wanted] or [e for e in entries if e.id.startswith(wanted)]
     if not found:
         raise TreeError(f"no entry {wanted!r} in this session (%pi tree lists the prompts)")

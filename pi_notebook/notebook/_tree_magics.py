@@ -16,6 +16,7 @@ from ._fork import Fork, find_prompt, fork_label
 from ._registry import NotebookSession, SessionRegistry
 from ._run import Run
 from ._tree_view import tree_text
+from ._volatile import show_with_entry_ids
 
 __all__ = ["fork", "show_tree"]
 
@@ -23,7 +24,7 @@ Start = Callable[[NotebookSession, str, Callable[[], Any]], "Run | None"]
 
 
 def show_tree(registry: SessionRegistry, command: PiCommand) -> None:
-    print(tree_text(registry.get().session.tree()))  # noqa: T201 - magics talk to the user through stdout
+    show_with_entry_ids(tree_text(registry.get().session.tree()))
 
 
 def fork(registry: SessionRegistry, command: PiCommand, start: Start) -> Run | None:

@@ -37,6 +37,8 @@ class PromptNode:
     kind: Kind
     text: str
     on_branch: bool
+    number: int = 0
+    """A prompt's number (``%pi fork N``), 0 for a summary."""
     here: bool = False
     replies: int = 0
     children: list[PromptNode] = field(default_factory=list)
@@ -61,7 +63,7 @@ def prompt_tree(tree: SessionTree) -> list[PromptNode]:
         entry = node.entry
         kind = _kind(entry)
         if kind is not None:
-            item = PromptNode(entry.id, kind, entry.text, node.on_branch)
+            item = PromptNode(entry.id, kind, entry.text, node.on_branch, entry.prompt_number)
             (owner.children if owner is not None else roots).append(item)
             owner = item
         elif owner is not None and entry.type == "message" and entry.role == "assistant":
@@ -79,7 +81,7 @@ def _one_line(text: str, limit: int = TEXT_CHARS) -> str:
 
 def _label(node: PromptNode) -> str:
     if node.kind == "user":
-        text = _one_line(node.text)
+        text = f"#{node.number}  {_one_line(node.text)}"
     else:
         name = "branch summary" if node.kind == "summary" else "compaction"
         text = f"[{name}] {_one_line(node.text, TEXT_CHARS - len(name) - 3)}"
@@ -108,7 +110,7 @@ def tree_text(tree: SessionTree) -> str:
     head = (
         f"Session tree: {prompts} prompt{'s' if prompts != 1 else ''}, {branches} branch{'es' if branches != 1 else ''}"
         " (* current branch, ◀ here: where the next prompt goes)\n"
-        "%pi fork ID continues from before prompt ID; the branch left behind is summarised"
+        "%pi fork N (or its id) continues from before prompt #N; the branch left behind is summarised"
     )
     lines = [head]
     stack: list[tuple[PromptNode, str, str]] = [(node, "", "") for node in reversed(roots)]
@@ -140,6 +142,7 @@ def tree_items(tree: SessionTree) -> list[TreeItem]:
                 kind=node.kind,
                 text=_one_line(node.text, 200),
                 on_branch=node.on_branch,
+                number=node.number,
                 here=node.here,
                 replies=node.replies,
             )

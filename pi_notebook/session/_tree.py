@@ -56,6 +56,9 @@ class TreeEntry:
     timestamp: str = ""
     role: str | None = None
     text: str = ""
+    prompt_number: int = 0
+    """A user prompt's number in the session, 1 for the first in the file (0: not a prompt); it never changes, as
+    the file only grows (``%pi fork N``)."""
 
     @property
     def is_user(self) -> bool:
@@ -110,6 +113,8 @@ class EntryIndex:
 
     entries: dict[str, TreeEntry] = field(default_factory=dict)
     leaf_id: str | None = None
+    prompts: int = 0
+    """How many user prompts the session holds (every branch)."""
     _keys: dict[int, str] = field(default_factory=dict)
     _last: str | None = None
 
@@ -143,6 +148,9 @@ class EntryIndex:
             parent_id = self.entries[parent_id].parent_id  # Pi appended after a leaf move: its child is the leaf's
         node = TreeEntry(entry_id, parent_id, str(entry.get("type", "")), str(entry.get("timestamp", "")))
         _describe(node, entry)
+        if node.is_user:
+            self.prompts += 1
+            node.prompt_number = self.prompts
         self.entries[entry_id] = node
         self._last = entry_id
         self.leaf_id = parent_id if node.is_leaf_move else entry_id

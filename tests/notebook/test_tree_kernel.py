@@ -40,16 +40,16 @@ def clean(outcome_text: str) -> list[str]:
 
 
 def test_the_tree_lists_each_prompt_with_its_id_and_marks_where_the_next_one_goes(kernel: Kernel) -> None:
-    assert kernel.run("%pi tree").stdout.strip() == "pi: the session has no prompt yet"
+    assert kernel.run("%pi tree").text.strip() == "pi: the session has no prompt yet"
     kernel.run("script('one', 'two')\nrun = %pi first question\nawait run\nrun = %pi second question\nawait run")
     at = ids(kernel)
     out = kernel.run("%pi tree")
     assert out.error is None
-    lines = clean(out.stdout)
+    lines = clean(out.text)
     assert lines[0].startswith("Session tree: 2 prompts, 1 branch")
     assert lines[2:] == [
-        f"* {at['first question']}  first question  (1 reply)",
-        f"* {at['second question']}  second question  (1 reply)  ◀ here",
+        f"* {at['first question']}  #1  first question  (1 reply)",
+        f"* {at['second question']}  #2  second question  (1 reply)  ◀ here",
     ]
 
 
@@ -57,17 +57,17 @@ def test_fork_summarises_the_branch_left_behind_and_gives_the_prompt_back(kernel
     kernel.run("script('one', 'two', 'the gist', 'three')")
     kernel.run("run = %pi first question\nawait run\nrun = %pi second question\nawait run")
     second = ids(kernel)["second question"]
-    report = kernel.run(f"run = %pi fork {second[:5]}\nawait run")
+    report = kernel.run(f"run = %pi fork {second[:5]}\nawait run")  # the start of its id
     assert report.error is None
     shown = report.shown
     assert "branch_summary_start" in shown and "session_tree" in shown
     assert "branch summary (of the branch left behind):" in shown and "the gist" in shown
     assert kernel.run("print(repr(run.view.input.value))").stdout.strip() == "'second question'"
     kernel.run("run = %pi third question\nawait run")
-    lines = clean(kernel.run("%pi tree").stdout)[2:]
+    lines = clean(kernel.run("%pi tree").text)[2:]
     summary = next(line for line in lines if "[branch summary]" in line)
     assert lines[0].startswith("* ") and "first question" in lines[0]
-    assert re.match(rf"^  ├─ {second}  second question  \(1 reply\)$", lines[1])
+    assert re.match(rf"^  ├─ {second}  #2  second question  \(1 reply\)$", lines[1])
     assert summary.startswith("* └─ ") and "the gist" in summary
     assert lines[-1].startswith("*    ") and "third question  (1 reply)  ◀ here" in lines[-1]
     messages = kernel.run("print([m.role for m in get_session().messages])").stdout.strip()
@@ -77,8 +77,7 @@ def test_fork_summarises_the_branch_left_behind_and_gives_the_prompt_back(kernel
 def test_fork_with_a_prompt_sends_it_from_before_the_old_one(kernel: Kernel) -> None:
     kernel.run("script('one', 'two', 'from the fork')")
     kernel.run("run = %pi first question\nawait run\nrun = %pi second question\nawait run")
-    second = ids(kernel)["second question"]
-    kernel.run(f"run = %pi fork --no-summary {second} instead, this\nawait run")
+    kernel.run("run = %pi fork --no-summary #2 instead, this\nawait run")  # the second prompt, by its number
     texts = kernel.run("print([getattr(m, 'content', '') for m in get_session().messages][-2:])").stdout
     assert "instead, this" in texts and "from the fork" in texts
     assert "branchSummary" not in kernel.run("print([m.role for m in get_session().messages])").stdout
@@ -87,12 +86,12 @@ def test_fork_with_a_prompt_sends_it_from_before_the_old_one(kernel: Kernel) -> 
 def test_stop_during_the_summary_moves_nothing(kernel: Kernel) -> None:
     kernel.run("script('one', 'two')\nrun = %pi first question\nawait run\nrun = %pi second question\nawait run")
     second = ids(kernel)["second question"]
-    before = kernel.run("%pi tree").stdout
+    before = kernel.run("%pi tree").text
     kernel.run("faux.set_responses([faux_assistant_message('gist ' * 20_000)])\nfaux.tokens_per_second = 2000")
     kernel.run(f"run = %pi fork {second}")
     kernel.run("await run.wait_for('branch_summary_start')\nrun.abort()\nreport = await run")
     assert kernel.run("print(report.aborted, run.status.status)").stdout.strip() == "True aborted"
-    assert kernel.run("%pi tree").stdout == before
+    assert kernel.run("%pi tree").text == before
 
 
 @pytest.mark.parametrize(
@@ -100,7 +99,8 @@ def test_stop_during_the_summary_moves_nothing(kernel: Kernel) -> None:
     [
         ("%pi fork zzzz", "pi: no entry 'zzzz' in this session (%pi tree lists the prompts)"),
         ("%pi fork --sideways x", "pi: fork: unknown option '--sideways'"),
-        ("%pi fork", "pi: fork needs the id of a prompt (%pi tree lists them)"),
+        ("%pi fork", "pi: fork needs the number or id of a prompt (%pi tree lists them)"),
+        ("%pi fork 7", "pi: no prompt #7 in this session (%pi tree lists them)"),
     ],
 )
 def test_bad_input_is_one_line(kernel: Kernel, line: str, said: str) -> None:

@@ -111,13 +111,15 @@ export type Op =
   | EventOp;
 
 /** A node of the session tree (the `tree` trait; parents before children): a prompt (kind "user": a click forks
- * before it), a branch summary ("summary") or a compaction ("compaction"); parent "" is a root. */
+ * before it; `number`: its number, as `%pi fork N` takes it), a branch summary ("summary") or a compaction
+ * ("compaction"); parent "" is a root. */
 export interface TreeItem {
   id: string;
   parent: string;
   kind: string;
   text: string;
   on_branch: boolean;
+  number: number;
   here: boolean;
   replies: number;
 }

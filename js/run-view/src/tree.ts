@@ -64,7 +64,9 @@ export class TreePanel {
   private row(item: TreeItem): HTMLElement {
     const row = el("div", `pi-tree-row pi-tree-kind-${item.kind}${item.on_branch ? " pi-tree-current" : ""}`);
     row.dataset.entry = item.id;
-    row.append(el("span", "pi-tree-mark", item.on_branch ? "●" : "○"), el("code", "pi-tree-id", item.id));
+    row.append(el("span", "pi-tree-mark", item.on_branch ? "●" : "○"));
+    if (item.kind === "user") row.append(el("span", "pi-tree-number", `#${item.number}`));
+    row.append(el("code", "pi-tree-id", item.id));
     if (item.kind === "user") {
       const button = el("button", "pi-tree-fork", item.text || "(empty prompt)");
       button.type = "button";

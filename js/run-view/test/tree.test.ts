@@ -10,7 +10,7 @@ const { window } = new JSDOM("<!doctype html><body></body>");
 Object.assign(globalThis, { document: window.document });
 
 function item(id: string, parent: string, text: string, extra: Partial<TreeItem> = {}): TreeItem {
-  return { id, parent, kind: "user", text, on_branch: false, here: false, replies: 1, ...extra };
+  return { id, parent, kind: "user", text, on_branch: false, number: 0, here: false, replies: 1, ...extra };
 }
 
 /** first -> second (left behind) | summary -> third (current, here) */

@@ -274,14 +274,16 @@ OP_TYPES: tuple[type, ...] = (
 class TreeItem(TypedDict):
     """A node of the session tree the widget shows (its ``tree`` trait; parents before children): a prompt (``kind``
     ``user``: a click forks before it), a branch summary (``summary``) or a compaction (``compaction``). ``parent``:
-    its parent's ``id`` (``""``: a root); ``on_branch``: on the current branch; ``here``: the next prompt goes after
-    it; ``replies``: how many replies follow it before the next prompt."""
+    its parent's ``id`` (``""``: a root); ``on_branch``: on the current branch; ``number``: a prompt's number
+    (``%pi fork N``; 0 for a summary); ``here``: the next prompt goes after it; ``replies``: how many replies follow
+    it before the next prompt."""
 
     id: str
     parent: str
     kind: str
     text: str
     on_branch: bool
+    number: int
     here: bool
     replies: int
 
