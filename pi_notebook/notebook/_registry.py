@@ -10,6 +10,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ from ._recent import RecentRuns
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
+from ._tree_view import tree_items
 from .widget._view import RunView
 
 __all__ = [
@@ -110,7 +112,7 @@ class NotebookSession:
         self.runs.append(run)
         if run.presenter is not None:
             run.presenter.view.on_fork(self.fork_from_view)
-            run.presenter.show_tree(self.session.tree())
+            run.presenter.show_tree(self.session.prompt_count, list)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
@@ -161,12 +163,16 @@ class NotebookSession:
             view.add_follow_on(run.view)
 
     def show_trees(self) -> None:
-        """Draw the session tree as it is now in the open view of each of this session's runs."""
+        """Draw the session tree as it is now in the open view of each of this session's runs (the tree itself, made
+        once, only for views whose tree panel was opened)."""
         presenters = [run.presenter for run in self.runs if run.presenter is not None]
-        if presenters:
-            tree = self.session.tree()
-            for presenter in presenters:
-                presenter.show_tree(tree)
+
+        @functools.cache
+        def items() -> list[dict[str, Any]]:
+            return [dict(item) for item in tree_items(self.session.tree())]
+
+        for presenter in presenters:
+            presenter.show_tree(self.session.prompt_count, items)
 
     def _then_show_trees(self, operation: Callable[[], Any]) -> Callable[[], Any]:
         async def operation_then_trees() -> Any:

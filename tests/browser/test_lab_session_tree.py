@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from lab_harness import JupyterLab, notebook
-from playwright.sync_api import expect
+from playwright.sync_api import Locator, Page, expect
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
@@ -25,6 +25,11 @@ configure(model=faux.model, stream_fn=faux.stream, settings={"sessions": {"dir":
 """
 
 
+def first_view_title(page: Page) -> Locator:
+    """The tree panel's title in the first run's view (never opened: only the number of prompts was sent)."""
+    return page.locator(".pi-run-view.pi-run-1 .pi-run-tree .pi-tree-title").first
+
+
 def test_a_click_on_a_prompt_of_the_tree_forks_there(lab: JupyterLab) -> None:
     path = notebook([SETUP, "%pi first question", "%pi second question"], lab.root / "tree.ipynb")
     page = lab.open(path, workspace=path.stem)
@@ -34,11 +39,11 @@ def test_a_click_on_a_prompt_of_the_tree_forks_there(lab: JupyterLab) -> None:
     second = page.locator(".pi-run-view.pi-run-2")
     expect(second.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=false", timeout=WAIT)
     tree = second.locator(".pi-run-tree").first
-    expect(tree.locator(".pi-tree-title")).to_have_text(
-        "Session tree: 2 prompts, 1 branch (click a prompt to continue from before it)", timeout=WAIT
-    )
-    expect(tree.locator(".pi-tree-body")).to_be_hidden()  # folded until opened
-    tree.locator(".pi-tree-title").click()
+    title = tree.locator(".pi-tree-title")
+    expect(title).to_have_text("Session tree: 2 prompts (open it to see them and fork)", timeout=WAIT)
+    expect(tree.locator(".pi-tree-body")).to_be_hidden()  # folded until opened, and not sent until then
+    title.click()
+    expect(title).to_have_text("Session tree: 2 prompts, 1 branch (click a prompt to continue from before it)")
     expect(tree.locator("button.pi-tree-fork")).to_have_text(["first question", "second question"])
     expect(tree.locator(".pi-tree-here")).to_have_count(1)
     lab.screenshot(page, "lab-tree-open.png")
@@ -49,7 +54,7 @@ def test_a_click_on_a_prompt_of_the_tree_forks_there(lab: JupyterLab) -> None:
     expect(fork.locator(".pi-msg-summary")).to_contain_text("the gist of it")
     expect(fork.locator("textarea").first).to_have_value("second question")  # the old prompt, to edit and send
     # the tree of the view clicked in is redrawn: the branch left behind and the summary, each a fold
-    expect(tree.locator(".pi-tree-title")).to_have_text(
+    expect(title).to_have_text(
         "Session tree: 2 prompts, 2 branches (click a prompt to continue from before it)", timeout=WAIT
     )
     expect(tree.locator("details.pi-tree-branch")).to_have_count(2)
@@ -60,6 +65,7 @@ def test_a_click_on_a_prompt_of_the_tree_forks_there(lab: JupyterLab) -> None:
     after = fork.locator(".pi-run-view.pi-run-4")
     expect(after.locator(".pi-msg-assistant")).to_contain_text("an answer after the fork", timeout=WAIT)
     expect(tree.locator(".pi-tree-here")).to_have_count(1)
+    expect(first_view_title(page)).to_have_text("Session tree: 3 prompts (open it to see them and fork)")
     expect(tree.locator(".pi-tree-current button.pi-tree-fork")).to_have_text(
         ["first question", "second question, asked another way"], timeout=WAIT
     )

@@ -35,7 +35,10 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   side.append(queue, el("div", "pi-run-log-title", "Event log"), log.element);
   const body = el("div", "pi-run-body");
   body.append(transcript, side);
-  const tree = new TreePanel((entry) => model.send({ type: "fork", entry }));
+  const tree = new TreePanel(
+    (entry) => model.send({ type: "fork", entry }),
+    () => model.send({ type: "tree" }),
+  );
   root.append(header, retry, body, tree.element);
   const followTranscript = new FollowBottom(transcript);
   const followSide = new FollowBottom(side);
@@ -171,6 +174,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   }
 
   function showTree(): void {
+    tree.count(model.get("tree_prompts") ?? 0);
     tree.show(model.get("tree") ?? []);
   }
 
@@ -197,6 +201,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     ["change:title", showState],
     ["change:queue", showQueue],
     ["change:tree", showTree],
+    ["change:tree_prompts", showTree],
     ["change:retry_deadline", showRetry],
     ["change:retry_text", showRetry],
   ];

@@ -27,7 +27,7 @@ export type OpName =
   | "tool_end"
   | "event";
 export type BatchType = "batch" | "snapshot";
-export type WidgetRequest = "hello" | "fork";
+export type WidgetRequest = "hello" | "tree" | "fork";
 
 export interface MessageOp {
   op: "message";
@@ -142,6 +142,7 @@ export interface Traits {
   retry_deadline: number;
   retry_text: string;
   queue: string[];
+  tree_prompts: number;
   tree: TreeItem[];
 }
 

@@ -1,6 +1,8 @@
 // The session tree panel: the prompts of the session (with the summaries between them), folded where the
-// conversation parts. Python sends the whole tree (the `tree` trait, parents before children); a click on a prompt
-// asks the kernel to fork before it. Every text is put in the page as text, never as markup.
+// conversation parts. The panel is closed until the reader opens it; then it asks for the tree (it can be long, so
+// Python sends it only to views that asked), which comes as the `tree` trait (parents before children), whole, and
+// again whenever it changes. A click on a prompt asks the kernel to fork before it. Every text is put in the page
+// as text, never as markup.
 import { el } from "./dom";
 import type { TreeItem } from "./protocol";
 
@@ -12,15 +14,36 @@ export class TreePanel {
   readonly element = el("details", "pi-run-tree");
   private readonly title = el("summary", "pi-tree-title");
   private readonly body = el("div", "pi-tree-body");
+  private loaded = false;
+  private asked = false;
 
-  constructor(private readonly onFork: OnFork) {
+  /** `onOpen`: the reader opened the panel before the tree came (ask the kernel for it). */
+  constructor(
+    private readonly onFork: OnFork,
+    private readonly onOpen: () => void = () => {},
+  ) {
     this.element.append(this.title, this.body);
-    this.show([]);
+    this.element.addEventListener("toggle", () => {
+      if (this.element.open && !this.loaded && !this.asked) {
+        this.asked = true;
+        this.onOpen();
+      }
+    });
+    this.count(0);
+  }
+
+  /** The session holds `prompts` prompts (the title until the tree itself comes; no panel without any). */
+  count(prompts: number): void {
+    this.element.style.display = prompts ? "" : "none";
+    if (this.loaded) return;
+    this.title.textContent = `Session tree: ${prompts} prompt${prompts === 1 ? "" : "s"} (open it to see them and fork)`;
   }
 
   /** Draw `items` (the whole tree) in place of what was drawn. */
   show(items: TreeItem[]): void {
-    this.element.style.display = items.length ? "" : "none";
+    if (!items.length) return; // not sent yet (the panel was not opened)
+    this.loaded = true;
+    this.element.style.display = "";
     const prompts = items.filter((item) => item.kind === "user").length;
     const children = new Map<string, TreeItem[]>();
     for (const item of items) {

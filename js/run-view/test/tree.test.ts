@@ -58,6 +58,21 @@ describe("session tree", () => {
     assert.equal(panel.element.querySelector("button")!.textContent, '<img src=x onerror="globalThis.bad=1">');
   });
 
+  it("says how many prompts there are, and asks for the tree once, when it is opened", () => {
+    let asked = 0;
+    const panel = new TreePanel(() => {}, () => asked++);
+    panel.count(2);
+    assert.equal(panel.element.querySelector(".pi-tree-title")!.textContent, "Session tree: 2 prompts (open it to see them and fork)");
+    for (const open of [true, false, true]) {
+      panel.element.open = open;
+      panel.element.dispatchEvent(new window.Event("toggle"));
+    }
+    assert.equal(asked, 1);
+    panel.show(FORKED);
+    panel.count(3); // a later count does not replace the drawn tree's title
+    assert.match(panel.element.querySelector(".pi-tree-title")!.textContent!, /^Session tree: 3 prompts, 2 branches/);
+  });
+
   it("is hidden while the session has no prompt, and draws a long linear session without recursion", () => {
     const panel = new TreePanel(() => {});
     assert.equal(panel.element.style.display, "none");

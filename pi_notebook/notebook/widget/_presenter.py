@@ -42,7 +42,6 @@ from ...session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
-    SessionTree,
     SessionTreeEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -124,6 +123,7 @@ class RunPresenter:
             on_send=on_send,
         )
         self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
+        self.view.transcript.tree_source = lambda: [dict(item) for item in tree_items(session.tree())]
         self._undrawn: set[int] = set()
         """Replies started but not drawn yet: a reply is drawn with its first text or thinking, or at its end."""
 
@@ -156,9 +156,13 @@ class RunPresenter:
         self._live.close()
         self.view.settle(aborted)
 
-    def show_tree(self, tree: SessionTree) -> None:
-        """Draw the session tree as it is now (the view's foldable tree panel)."""
-        self.view.transcript.tree = [dict(item) for item in tree_items(tree)]
+    def show_tree(self, prompts: int, items: Callable[[], list[dict[str, Any]]]) -> None:
+        """The session tree changed: its panel's title gets the number of ``prompts``; a view that opened the panel
+        gets the tree (``items()``, made only then: the same for every view of one change)."""
+        transcript = self.view.transcript
+        transcript.tree_prompts = prompts
+        if transcript.tree_wanted:
+            transcript.tree = items()
 
     def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.

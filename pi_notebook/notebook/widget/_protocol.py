@@ -128,9 +128,10 @@ OpName: TypeAlias = Literal[
 ]
 BatchType: TypeAlias = Literal["batch", "snapshot"]
 """Kernel -> widget: new operations, or every operation so far (the answer to a view's ``hello``)."""
-WidgetRequest: TypeAlias = Literal["hello", "fork"]
-"""Widget -> kernel: a new view asks for the snapshot (``hello``); a click on a prompt of the session tree asks to
-continue from before it (``fork``, with ``entry``: the prompt's entry id)."""
+WidgetRequest: TypeAlias = Literal["hello", "tree", "fork"]
+"""Widget -> kernel: a new view asks for the snapshot (``hello``); the reader opened the session tree panel, which
+asks for the tree (``tree``: it is sent to views that asked only, it can be long); a click on a prompt of the tree
+asks to continue from before it (``fork``, with ``entry``: the prompt's entry id)."""
 
 ControlAction: TypeAlias = Literal["abort", "status", "cells"]
 """``cells``: the page's answer to a cells request."""
