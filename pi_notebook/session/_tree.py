@@ -203,15 +203,17 @@ class EntryIndex:
 
 
 def _describe(node: TreeEntry, entry: Mapping[str, Any]) -> None:
-    """Fill ``role`` and ``text`` of ``node`` from its file entry."""
+    """Fill ``role`` and ``text`` of ``node`` from its file entry (whose ``message`` may be the message itself: a
+    :class:`~._journal.MemoryJournal`'s)."""
     kind = node.type
     if kind in ("message", "notebook_message"):
         message = entry.get("message")
-        if isinstance(message, Mapping):
-            node.role = str(message.get("role", ""))
-            node.text = _text(message.get("content"), message.get("role") == "assistant")
+        if message is not None:
+            role = _get(message, "role")
+            node.role = str(role or "")
+            node.text = _text(_get(message, "content"), role == "assistant")
             if node.role == "toolResult" and not node.text:
-                node.text = str(message.get("toolName", ""))
+                node.text = str(_get(message, "toolName") or _get(message, "tool_name") or "")
     elif kind == "custom_message":
         node.role, node.text = "custom", _text(entry.get("content"), False)
     elif kind == "custom":
@@ -220,15 +222,19 @@ def _describe(node: TreeEntry, entry: Mapping[str, Any]) -> None:
         node.text = _clip(str(entry.get("summary", "")).removeprefix(BRANCH_SUMMARY_PREAMBLE))
 
 
+def _get(item: object, key: str) -> Any:
+    """``item[key]`` of a file's JSON, or the attribute of a message object."""
+    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
+
+
 def _text(content: object, reply: bool) -> str:
     if isinstance(content, str):
         return _clip(content)
-    if not isinstance(content, list):
+    if not isinstance(content, list | tuple):
         return ""
-    blocks = [block for block in content if isinstance(block, Mapping)]
-    text = "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+    text = "".join(str(_get(block, "text") or "") for block in content if _get(block, "type") == "text")
     if not text.strip() and reply:
-        calls = [str(block.get("name", "")) for block in blocks if block.get("type") == "toolCall"]
+        calls = [str(_get(block, "name") or "") for block in content if _get(block, "type") == "toolCall"]
         return "→ " + ", ".join(calls) if calls else ""
     return _clip(text)
 
