@@ -40,6 +40,7 @@ from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
+from ._tree_magics import fork, show_tree
 from ._volatile import show_volatile
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
@@ -132,6 +133,8 @@ class PiMagics(Magics):
             "resume": lambda command: resume_session(REGISTRY, command),
             "new": lambda command: new_session(REGISTRY, command),
             "use": lambda command: use_session(REGISTRY, command),
+            "tree": lambda command: show_tree(REGISTRY, command),
+            "fork": lambda command: fork(REGISTRY, command, _start),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 
