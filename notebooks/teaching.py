@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # matplotlib is imported by the figures only: check() and pre
     from matplotlib.figure import Figure
 
 __all__ = [
+    "AFTER_AGENT_END",
     "PHASES",
     "check",
     "pi_trace",
@@ -242,10 +243,10 @@ def stop_paths_figure() -> Image:
         ax,
         10.85,
         5.9,
-        "the stream function or a\nhook raises: the Agent adds\na synthetic failing turn",
+        "the stream function or a loop\nhook raises (not a tool hook):\nthe Agent adds a synthetic\nfailing turn",
         PURPLE,
         w=2.9,
-        h=1.0,
+        h=1.15,
         size=9,
     )
     _box(ax, 9.0, 0.7, "listeners done, is_streaming false;\ncontinue_() may start a new run", GREY, w=4.0, h=0.8)
@@ -255,8 +256,9 @@ def stop_paths_figure() -> Image:
     _arrow(ax, (5.6, 4.6), (8.3, 2.3))
     ax.text(7.3, 3.75, "yes (§3):\nqueues not read", fontsize=8.5, ha="center")
     _arrow(ax, (2.2, 3.3), (1.1, 4.3))
-    ax.text(0.15, 3.35, "yes (§2 mixed batch,\n§5 a tool raised)", fontsize=8.5, ha="left")
     _arrow(ax, (2.4, 2.0), (0.7, 4.3), bend=-0.3)
+    on_white = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}  # over the curve
+    ax.text(0.15, 3.35, "yes (§2 mixed batch, §5 a\ntool or a tool hook raised)", fontsize=8.5, bbox=on_white)
     ax.text(0.15, 2.15, "yes (§2: a\nfollow-up)", fontsize=8.5, ha="left")
     _arrow(ax, (5.6, 2.0), (7.9, 2.0), "no (§1, §2)", label_dy=0.2)
     _arrow(ax, (0.9, 4.9), (2.2, 5.9), bend=-0.3)
@@ -276,6 +278,11 @@ PHASES: dict[str, tuple[str, ...]] = {
 }
 """Chapter 002's four states, and the run states of ``pi_notebook.notebook.widget._protocol.RunStatus`` in each."""
 
+AFTER_AGENT_END = "agent_end"
+"""Where a run's ``agent_end`` came, in a list of its states: Settling begins there. The run state does not change
+at ``agent_end`` (it stays ``streaming`` until the operation settles or a retry or compaction begins), so the state
+machine figure draws it as a box of its own in the Settling column."""
+
 
 _STATE_AT = {
     "idle": (1.2, 3.3),
@@ -284,6 +291,7 @@ _STATE_AT = {
     "running tool": (4.4, 1.95),
     "awaiting approval": (4.4, 0.8),
     "retrying": (8.1, 5.0),
+    AFTER_AGENT_END: (8.1, 3.3),
     "compacting": (8.1, 1.6),
     "settled": (11.7, 4.2),
     "aborted": (11.7, 3.3),
@@ -302,7 +310,8 @@ def _edge_point(centre: tuple[float, float], towards: tuple[float, float]) -> tu
 
 def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states: Iterable[str]) -> Image:
     """Chapter 002's state machine, drawn from the run states the code declares (``run_states``, placed in their
-    phase by :data:`PHASES`) and the transitions runs were seen to make (``transitions``: (from, to) -> count)."""
+    phase by :data:`PHASES`), the moment of ``agent_end`` (:data:`AFTER_AGENT_END`, opening Settling) and the
+    transitions runs were seen to make (``transitions``: (from, to) -> count)."""
     states = list(run_states)
     unplaced = sorted(set(states) - set(_STATE_AT))
     if unplaced:
@@ -324,6 +333,8 @@ def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states:
         for state in members:
             if state in states:
                 _box(ax, *_STATE_AT[state], state, colors[phase], w=_STATE_W, h=_STATE_H, size=10)
+    x, y = _STATE_AT[AFTER_AGENT_END]
+    _box(ax, x, y, "agent_end", colors["Settling"], w=_STATE_W, h=_STATE_H, size=10, weight="bold")
     for (source, target), count in sorted(transitions.items()):
         a, b = _STATE_AT[source], _STATE_AT[target]
         short = abs(a[0] - b[0]) + abs(a[1] - b[1]) < 2  # two arcs between close boxes need room for their labels
@@ -331,8 +342,8 @@ def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states:
     ax.text(
         0.2,
         0.25,
-        "Settling: after agent_end, a retry or a compaction may go back to Running. Settled: "
-        "agent_settled was emitted; a run ends in one of these three states.",
+        "Settling: from agent_end on (a run's state stays streaming there); a retry or a compaction goes back to "
+        "Running. Settled: agent_settled was emitted; a run ends in one of these three states.",
         fontsize=9,
         color="#333333",
     )
