@@ -13,7 +13,8 @@ A part of a row's *where* column (parts are separated by ``<br>``) is one of:
 - a **prose** citation, ``NN [i] HEADING (prose)``: markdown cell ``i``;
 - a note in italics, ``*...*``; ``NN [i]`` in a note must name a cell that exists.
 
-A row whose status is ``shown`` needs at least one proof; a ``prose``, ``n/a``, ``missing`` or ``wrong`` row has none.
+A row whose status is ``shown`` (the port does what the chapter says) or ``differs`` (it does not, and the cells
+prove what it does) needs at least one proof; a ``prose``, ``n/a``, ``missing`` or ``wrong`` row has none.
 The *Counts* table must match the rows. So the check fails when a cited cell moved, stopped asserting its claim, or was
 saved without printing it; nbval (which re-runs every cell) fails when the assertion itself no longer holds.
 ``tests/test_claims_table.py`` runs it. ``--cite`` prints the citations to paste for a cell.
@@ -37,7 +38,9 @@ TABLE = HERE / "CLAIMS.md"
 PROOF = re.compile(r"^(\d\d) \[(\d+)\] (.+?) ✓ (.+)$")
 PROSE = re.compile(r"^(\d\d) \[(\d+)\] (.+?) \(prose\)$")
 ROW = re.compile(r"^\| (\d{3}-\d+[a-z]?) \|")
-STATUSES = ("shown", "prose", "missing", "wrong", "n/a")
+STATUSES = ("shown", "differs", "prose", "missing", "wrong", "n/a")
+PROVEN = ("shown", "differs")
+"""The statuses whose rows cite proofs (and must cite one)."""
 HEADING_WIDTH = 30
 TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
@@ -167,10 +170,10 @@ def mismatches(table: str, notebooks: Notebooks) -> list[str]:
                 for notebook, index in re.findall(r"\b(0\d) \[(\d+)\]", part):
                     if int(index) >= len(notebooks.cells(notebook)):
                         found.append(f"{claim}: the note names {notebook} [{index}]: no such cell")
-        if status == "shown" and not proofs:
-            found.append(f"{claim}: shown, but no proof is cited")
-        elif status != "shown" and proofs:
-            found.append(f"{claim}: {status}, yet a proof is cited (then it is shown)")
+        if status in PROVEN and not proofs:
+            found.append(f"{claim}: {status}, but no proof is cited")
+        elif status not in PROVEN and proofs:
+            found.append(f"{claim}: {status}, yet a proof is cited (then it is shown or differs)")
     return found + count_mismatches(table)
 
 
@@ -192,15 +195,18 @@ def count_mismatches(table: str) -> list[str]:
     for claim, status, _ in rows(table):
         counted[(claim[:3], status)] += 1
         counted[("all", status)] += 1
-    found = []
+    found, seen = [], set()
     for line in table.splitlines():
-        match = re.match(r"^\| \**(\d{3}|all)\** \|((?: \**\d+\** \|){6})$", line)
+        match = re.match(rf"^\| \**(\d{{3}}|all)\** \|((?: \**\d+\** \|){{{len(STATUSES) + 1}}})$", line)
         if match is None:
             continue
         chapter, numbers = match[1], [int(n) for n in re.findall(r"\d+", match[2])]
+        seen.add(chapter)
         expected = [sum(counted[(chapter, status)] for status in STATUSES), *(counted[(chapter, s)] for s in STATUSES)]
         if numbers != expected:
             found.append(f"counts of {chapter}: the table says {numbers}, the rows give {expected}")
+    for chapter in sorted({chapter for chapter, _ in counted} - seen):
+        found.append(f"counts of {chapter}: no line in the Counts table (claims, then one column per status)")
     return found
 
 

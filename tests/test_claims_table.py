@@ -116,13 +116,32 @@ def test_a_shown_row_without_a_proof_is_reported(tmp_path: Path) -> None:
     assert result.stdout.splitlines() == ["003-31b: shown, but no proof is cited"]
 
 
+def test_a_differs_row_without_a_proof_is_reported(tmp_path: Path) -> None:
+    row = next(line for line in TABLE.splitlines() if line.startswith("| 003-54 |"))
+    bare = re.sub(r"\| differs \| .* \|$", "| differs | *they multiply* |", row)
+    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(row, bare), encoding="utf-8")
+    result = run("--table", str(tmp_path / "CLAIMS.md"))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["003-54: differs, but no proof is cited"]
+
+
 def test_counts_that_do_not_add_up_are_reported(tmp_path: Path) -> None:
-    row = next(line for line in TABLE.splitlines() if line.startswith("| 003-08 |"))
+    row = next(line for line in TABLE.splitlines() if line.startswith("| 000-15 |"))
     (tmp_path / "CLAIMS.md").write_text(TABLE.replace(row, row.replace("| prose |", "| wrong |")), encoding="utf-8")
     result = run("--table", str(tmp_path / "CLAIMS.md"))
     assert result.returncode == 1
-    assert "counts of 003: the table says" in result.stdout
+    assert "counts of 000: the table says" in result.stdout
     assert "counts of all: the table says" in result.stdout
+
+
+def test_a_chapter_without_its_counts_line_is_reported(tmp_path: Path) -> None:
+    line = next(line for line in TABLE.splitlines() if line.startswith("| 002 | "))
+    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(line + "\n", ""), encoding="utf-8")
+    result = run("--table", str(tmp_path / "CLAIMS.md"))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "counts of 002: no line in the Counts table (claims, then one column per status)"
+    ]
 
 
 def test_a_part_that_is_no_citation_is_reported(tmp_path: Path) -> None:
