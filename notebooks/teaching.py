@@ -215,9 +215,45 @@ def _arrow(
 
 
 def _png(figure: Figure) -> Image:
+    """The figure as a PNG, once :func:`layout_problems` finds none (a figure with a clipped or covered label is
+    an error, not an image)."""
+    problems = layout_problems(figure)
+    if problems:
+        raise ValueError("the figure's labels do not fit: " + "; ".join(problems))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return Image(data=buffer.getvalue(), format="png")  # type: ignore[no-untyped-call]
+
+
+def layout_problems(figure: Figure) -> list[str]:
+    """Every text drawn that leaves the canvas, and every two texts that cover each other (tick labels of a hidden
+    axis, or outside an axis' view, are not drawn, so they do not count)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    hidden: set[int] = set()
+    for axes in figure.axes:
+        for axis, (low, high) in ((axes.xaxis, axes.get_xlim()), (axes.yaxis, axes.get_ylim())):
+            for label, at in zip(axis.get_ticklabels(), axis.get_ticklocs(), strict=False):
+                if not (axes.axison and axis.get_visible() and min(low, high) <= at <= max(low, high)):
+                    hidden.add(id(label))
+    drawn = [
+        (text.get_text(), text.get_window_extent(renderer))
+        for text in figure.findobj(Text)
+        if isinstance(text, Text) and text.get_visible() and text.get_text().strip() and id(text) not in hidden
+    ]
+    canvas = figure.bbox
+    problems = [
+        f"{label!r} leaves the canvas"
+        for label, box in drawn
+        if box.x0 < canvas.x0 - 0.5 or box.y0 < canvas.y0 - 0.5 or box.x1 > canvas.x1 + 0.5 or box.y1 > canvas.y1 + 0.5
+    ]
+    for (first, a), (second, b) in itertools.combinations(drawn, 2):
+        if a.overlaps(b):
+            problems.append(f"{first!r} covers {second!r}")
+    return problems
 
 
 def stop_paths_figure() -> Image:
@@ -445,7 +481,7 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
     end = max([t for t, _ in events] + [t for t, _ in requests])
     figure = Figure(figsize=(12.5, 4.4), dpi=100)
     ax = figure.add_axes((0.13, 0.2, 0.84, 0.68))
-    ax.set_xlim(-0.03 * end, end * 1.12)
+    ax.set_xlim(-0.03 * end, end * 1.15)
     ax.set_ylim(-0.7, 3.6)
     ax.set_yticks(
         [0, 1, 2, 3],
@@ -499,17 +535,20 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
                     linewidth=0.8,
                 )
             )
-            ax.text(started, 2.38, f"agent_end will_retry={str(will_retry).lower()}", fontsize=8.5)
+            late = started > end * 0.6  # a label near the right edge ends at its box instead of starting there
+            ax.text(t if late else started, 2.38, f"agent_end will_retry={str(will_retry).lower()}", fontsize=8.5,
+                    ha="right" if late else "left")
             started = None
         elif label.startswith("auto_retry_start"):
             retry_at = (t, label.split("=")[1])
         elif label.startswith("message_end:assistant"):
             reason = label.split(":")[-1]
             ax.plot([t], [0], marker="s", markersize=8, color="#7a5fa6")
-            ax.text(t, -0.38, f"assistant ({reason})", ha="center", fontsize=8.5, color="#4b3a6b")
-        elif label.startswith("agent_settled"):
-            ax.axvline(t, color=EDGE, lw=1, ls="--")
-            ax.text(t + end * 0.01, 0.45, label.replace(":", "\n"), fontsize=8.5, va="center")
+            edge = "left" if t < end * 0.1 else "right" if t > end * 0.9 else "center"  # clear of the lane names
+            ax.text(t, -0.38, f"assistant ({reason})", ha=edge, fontsize=8.5, color="#4b3a6b")
+        elif label.startswith("agent_settled"):  # a session event: marked in the session's lane only
+            ax.plot([t, t], [0.65, 1.35], color=EDGE, lw=1, ls="--")
+            ax.text(t + end * 0.01, 1.0, label.replace(":", "\n"), fontsize=8.5, va="center")
     figure.text(
         0.13,
         0.02,
