@@ -231,7 +231,7 @@ def layout_problems(figure: Figure) -> list[str]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
 
-    renderer = FigureCanvasAgg(figure).get_renderer()
+    renderer = FigureCanvasAgg(figure).get_renderer()  # type: ignore[no-untyped-call]
     figure.draw(renderer)
     hidden: set[int] = set()
     for axes in figure.axes:
