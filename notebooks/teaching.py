@@ -536,8 +536,13 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
                 )
             )
             late = started > end * 0.6  # a label near the right edge ends at its box instead of starting there
-            ax.text(t if late else started, 2.38, f"agent_end will_retry={str(will_retry).lower()}", fontsize=8.5,
-                    ha="right" if late else "left")
+            ax.text(
+                t if late else started,
+                2.38,
+                f"agent_end will_retry={str(will_retry).lower()}",
+                fontsize=8.5,
+                ha="right" if late else "left",
+            )
             started = None
         elif label.startswith("auto_retry_start"):
             retry_at = (t, label.split("=")[1])
