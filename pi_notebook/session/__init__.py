@@ -37,8 +37,10 @@ from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
+    CheckpointSettings,
     CompactionSettings,
     ProviderRetrySettings,
+    PythonSettings,
     RetryPolicy,
     SessionsSettings,
     Settings,
@@ -65,6 +67,7 @@ __all__ = [
     "AutoRetryStartEvent",
     "BudgetExceededEvent",
     "BudgetSettings",
+    "CheckpointSettings",
     "CompactionCancelled",
     "CompactionEndEvent",
     "CompactionPlan",
@@ -79,6 +82,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ProviderRetrySettings",
+    "PythonSettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
     "RetryPolicy",
