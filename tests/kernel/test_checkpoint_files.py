@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pi_notebook.ai import AbortController
 from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, digest, file_digest, restore
 from pi_notebook.tools import FileToolError, bash_tool, edit_tool, write_tool
 from pi_notebook.tools._journal import file_journal
@@ -21,7 +22,7 @@ def key(path: Path) -> str:
 
 async def call(tool_name: str, cwd: Path, **args: object) -> None:
     tool = {"write": write_tool, "edit": edit_tool, "bash": bash_tool}[tool_name](cwd)
-    await tool.execute("call-1", args, None, None)
+    await tool.execute("call-1", args, AbortController().signal, lambda _: None)
 
 
 async def test_write_and_edit_record_the_content_before_their_first_change_and_what_they_left(tmp_path: Path) -> None:

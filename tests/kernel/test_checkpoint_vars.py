@@ -79,7 +79,8 @@ def test_ipython_history_names_are_not_the_users_variables() -> None:
 )
 def test_a_change_inside_a_builtin_container_is_put_back_into_the_same_object(code: str, start: Any) -> None:
     value = start.copy() if not isinstance(start, deque) else deque(start)
-    name = {list: "lst", dict: "d", set: "s", deque: "q"}[type(value)]
+    names: dict[type, str] = {list: "lst", dict: "d", set: "s", deque: "q"}
+    name = names[type(value)]
     namespace = {name: value}
     checkpoint = fresh()
     run(checkpoint, namespace, code)
