@@ -36,6 +36,8 @@ PINNED = {
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
         "POLICY_ENV", "Policy", "PolicyError", "site_policy",
+        "BranchSummaryEndEvent", "BranchSummaryFailed", "BranchSummaryMessage", "BranchSummaryStartEvent",
+        "SessionTree", "SessionTreeEvent", "TreeEntry", "TreeError", "TreeNavigation", "TreeNode",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError",

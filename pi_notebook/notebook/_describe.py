@@ -14,6 +14,8 @@ from ..session import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryEndEvent,
+    BranchSummaryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
@@ -23,6 +25,7 @@ from ..session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionTreeEvent,
     SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -106,6 +109,16 @@ def describe_event(event: SessionEvent) -> tuple[str, str] | None:
             return kind, detail + (f": {event.error_message}" if event.error_message else "")
         case BudgetExceededEvent() | SessionWriteFailedEvent():
             return kind, event.reason
+        case BranchSummaryStartEvent():
+            return kind, f"{event.entries} entries left behind, going to {event.target_id}"
+        case BranchSummaryEndEvent():
+            detail = f"aborted={_flag(event.aborted)}"
+            if event.result is not None:
+                detail += f" summary={len(event.result.summary)} chars"
+            return kind, detail + (f": {event.error_message}" if event.error_message else "")
+        case SessionTreeEvent():
+            detail = f"leaf {event.old_leaf_id or '(start)'} -> {event.new_leaf_id or '(start)'}"
+            return kind, detail + (f" (branch summary {event.summary_entry_id})" if event.summary_entry_id else "")
         case SummarizationRetryScheduledEvent():
             return kind, f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
         case (

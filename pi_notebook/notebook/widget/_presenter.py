@@ -32,6 +32,8 @@ from ...session import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryEndEvent,
+    BranchSummaryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
@@ -40,6 +42,7 @@ from ...session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionTreeEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
@@ -257,5 +260,8 @@ class RunPresenter:
                 | SummarizationRetryScheduledEvent()
                 | SummarizationRetryAttemptStartEvent()
                 | SummarizationRetryFinishedEvent()
+                | BranchSummaryStartEvent()
+                | BranchSummaryEndEvent()
+                | SessionTreeEvent()
             ):
                 pass  # in the event log only
