@@ -40,9 +40,7 @@ class Checkpoint:
 
     run: int
     leaf_id: str | None
-    """The session's last entry when the run started (``None``: the session was empty)."""
-    message_count: int
-    """How many messages the transcript had then."""
+    """The session's leaf when the run started (``None``: the session was empty), where a rewind moves it back."""
     budget: Budget
     notebook: NotebookTarget | None = None
     files: FileCheckpoint = field(init=False)

@@ -26,12 +26,6 @@ class RewindRefused(UserError, ValueError):
     """``%pi rewind``: nothing (or not that run) can be rewound; the message is one line for the user."""
 
 
-def leaf_of(session: AgentSession) -> str | None:
-    """The id of the session's last entry (where the conversation is)."""
-    store = session.store
-    return store._leaf if store is not None else None  # until undo-tree lands: AgentSession.leaf_id
-
-
 class RunCheckpoints:
     """A notebook session's run checkpoints, by run number (see the module docstring)."""
 
@@ -48,7 +42,7 @@ class RunCheckpoints:
             self.release_all()
             return None
         budget = Budget(settings.max_run_bytes)
-        checkpoint = Checkpoint(number, leaf_of(session), len(session.messages), budget, notebook)
+        checkpoint = Checkpoint(number, session.leaf_id, budget, notebook)
         self._kept[number] = checkpoint
         while len(self._kept) > settings.keep_runs:
             oldest = min(self._kept)

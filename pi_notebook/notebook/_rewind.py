@@ -172,10 +172,9 @@ _CELL_OUTCOMES = {
 
 
 def _move_conversation(session: AgentSession, merged: RewindPlan) -> str:
-    """Move the conversation back to before the first run taken back (a fork: the old branch stays in the file)."""
-    first = merged.runs[0]
-    store = session.store
-    session.agent.state.messages = session.messages[: merged.message_count]
-    if store is not None:
-        store._leaf = merged.leaf_id  # until undo-tree lands: AgentSession.branch_to
-    return f"back to before run {first} (the abandoned branch stays in the session file)"
+    """Move the conversation back to before the first run taken back, as a fork (``AgentSession.branch_to``): the
+    abandoned branch stays in the session file and in ``%pi tree``."""
+    if session.leaf_id == merged.leaf_id:
+        return f"as it was before run {merged.runs[0]} (the run added nothing to it)"
+    session.branch_to(merged.leaf_id)
+    return f"back to before run {merged.runs[0]} (the abandoned branch stays in the session file and in %pi tree)"

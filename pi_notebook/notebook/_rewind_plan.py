@@ -105,7 +105,6 @@ class RewindPlan:
 
     runs: list[int]
     leaf_id: str | None
-    message_count: int
     notebook: NotebookTarget | None
     files: list[_File] = field(default_factory=list)
     variables: list[_Variable] = field(default_factory=list)
@@ -213,7 +212,7 @@ def _short(text: str, limit: int = 60) -> str:
 def plan(checkpoints: list[Checkpoint]) -> RewindPlan:
     """Merge ``checkpoints`` (oldest first) into one plan; see the module docstring."""
     first = checkpoints[0]
-    merged = RewindPlan([c.run for c in checkpoints], first.leaf_id, first.message_count, first.notebook)
+    merged = RewindPlan([c.run for c in checkpoints], first.leaf_id, first.notebook)
     files: dict[str, _File] = {}
     variables: dict[tuple[int, str], _Variable] = {}
     for checkpoint in checkpoints:

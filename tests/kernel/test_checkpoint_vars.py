@@ -33,7 +33,7 @@ def rewound(checkpoint: Checkpoint, *, overwrite: bool = False) -> RewindReceipt
 
 
 def fresh(limit: int = 10_000_000) -> Checkpoint:
-    return Checkpoint(1, None, 0, Budget(limit))
+    return Checkpoint(1, None, Budget(limit))
 
 
 class Model:

@@ -84,7 +84,7 @@ def test_rewind_takes_back_files_variables_and_the_conversation_with_the_very_ob
         "scores": [1, 2, 99], "messages": 0,
     }  # fmt: skip
     [file] = list(sessions.rglob("*.jsonl"))
-    entries_before = file.read_text().count("\n")
+    saved_before = file.read_text()
 
     receipt = kernel.run("%pi rewind").text
     assert not (work / "new.csv").exists()
@@ -101,9 +101,15 @@ def test_rewind_takes_back_files_variables_and_the_conversation_with_the_very_ob
     assert "variables given their objects back: `df`, `keep`" in lines
     assert "variables removed (the run made them): `model`" in lines
     assert "objects put back as they were (changed in place): `scores`" in lines
-    assert "conversation: back to before run 1 (the abandoned branch stays in the session file)" in lines
+    moved = "conversation: back to before run 1 (the abandoned branch stays in the session file and in %pi tree)"
+    assert moved in lines
     assert "not restored: what bash changed is not tracked (`echo from bash > bash.txt`)" in lines
-    assert file.read_text().count("\n") == entries_before  # the abandoned entries stay in the file
+    assert file.read_text().startswith(saved_before)  # the abandoned entries stay in the file
+    tree = kernel.run(
+        "tree = get_session().tree()\n"
+        "print(json.dumps([tree.leaf_id, [(n.entry.text, n.on_branch) for _, n in tree.walk() if n.entry.is_user]]))"
+    ).stdout
+    assert json.loads(tree) == [None, [["do the work", False]]]  # in the tree, off the current branch
 
 
 def test_a_file_the_user_edited_after_the_run_is_kept_and_named(kernel: Kernel, tmp_path: Path) -> None:
