@@ -1,8 +1,9 @@
 """``%pi rewind`` of the cell tools' changes in a real kernel, against the page double (``fake_page.FakePage``: what
 ``cells.ts`` and ``rewind.ts`` do, on an in-memory notebook, over a real control comm on a real subshell): a run
 inserts, edits, deletes and runs cells; the rewind puts every cell back (source, type, metadata, outputs, count,
-position) in one step of the notebook's undo; a cell the user changed since raises the Overwrite / Keep mine question,
-and the answer is obeyed; the variables the run's cell bound go back too. The real page: tests/browser/test_lab_rewind.py.
+position) in one step of the notebook's undo; a cell the user changed since raises the Overwrite / Keep mine
+question, and the answer is obeyed; the variables the run's cell bound go back too. The real page:
+tests/browser/test_lab_rewind.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, 
 faux = FauxProvider(token_size=(1, 1))
 calls = {calls!r}
 faux.set_responses([
-    *[faux_assistant_message([faux_tool_call(name, args, id=f"c{{i}}")], "toolUse") for i, (name, args) in enumerate(calls)],
+    *[faux_assistant_message([faux_tool_call(n, a, id=f"c{{i}}")], "toolUse") for i, (n, a) in enumerate(calls)],
     faux_assistant_message("done"),
 ])
 configure(model=faux.model, stream_fn=faux.stream, tools=[*cell_tools(), python_tool()],
