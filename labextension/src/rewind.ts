@@ -86,50 +86,100 @@ export async function confirm(request: ICellsConfirmRequest): Promise<Record<str
 /** Apply the steps in one transaction (one undo step); one result per step, in order. */
 export function applyRewind(shared: ISharedNotebook, request: ICellsRewindRequest): Record<string, unknown> {
   const results: IStepResult[] = [];
-  const refused = new Set<string>();
+  const cells = new Cells(shared);
   stopCapturing(shared);
   shared.transact(() => {
     for (const step of request.steps) {
-      results.push(applyStep(shared, step, refused));
+      results.push(cells.apply(step));
     }
   });
   stopCapturing(shared);
   return { results };
 }
 
-function applyStep(shared: ISharedNotebook, step: IRewindStep, refused: Set<string>): IStepResult {
-  const result = (done: boolean, why = ''): IStepResult => ({ cell_id: step.cell_id, action: step.action, done, why });
-  if (refused.has(step.cell_id)) {
-    return result(false); // said once, at its first step
+/**
+ * The notebook's cells while a transaction changes them. `shared.cells` is brought up to date only when the
+ * transaction ends (by the shared model's observer), so the steps find cells and positions here, kept in step with
+ * every insert and delete they make.
+ */
+class Cells {
+  constructor(shared: ISharedNotebook) {
+    this._shared = shared;
+    this._ids = shared.cells.map(cell => cell.getId());
+    this._live = new Map(shared.cells.map(cell => [cell.getId(), cell]));
   }
-  const index = shared.cells.findIndex(cell => cell.getId() === step.cell_id);
-  const cell = index < 0 ? null : shared.cells[index];
-  const why = unexpected(cell, step);
-  if (why !== '') {
-    refused.add(step.cell_id);
-    return result(false, why);
+
+  apply(step: IRewindStep): IStepResult {
+    const result = (done: boolean, why = ''): IStepResult => ({ cell_id: step.cell_id, action: step.action, done, why });
+    if (this._refused.has(step.cell_id)) {
+      return result(false); // said once, at its first step
+    }
+    const index = this._ids.indexOf(step.cell_id);
+    const cell = index < 0 ? null : (this._live.get(step.cell_id) ?? null);
+    const why = unexpected(cell, step);
+    if (why !== '') {
+      this._refused.add(step.cell_id);
+      return result(false, why);
+    }
+    switch (step.action) {
+      case 'delete':
+        if (cell === null) {
+          return result(false, 'it was already gone');
+        }
+        this._delete(index);
+        return result(true);
+      case 'insert':
+        if (cell !== null) {
+          return result(false, 'it was already back');
+        }
+        this._insert(this._where(step), step.cell ?? {});
+        return result(true);
+      case 'restore':
+        if (cell === null) {
+          return result(false, 'it was deleted since');
+        }
+        this._restore(cell, index, step.cell ?? {});
+        return result(true);
+    }
+    return result(false, `unknown step ${JSON.stringify(step.action)}`);
   }
-  switch (step.action) {
-    case 'delete':
-      if (cell === null) {
-        return result(false, 'it was already gone');
-      }
-      shared.deleteCell(index);
-      return result(true);
-    case 'insert':
-      if (cell !== null) {
-        return result(false, 'it was already back');
-      }
-      shared.insertCell(where(shared, step), asCell(step.cell));
-      return result(true);
-    case 'restore':
-      if (cell === null) {
-        return result(false, 'it was deleted since');
-      }
-      restore(shared, cell, index, step.cell ?? {});
-      return result(true);
+
+  private _delete(index: number): void {
+    this._shared.deleteCell(index);
+    this._live.delete(this._ids[index]);
+    this._ids.splice(index, 1);
   }
-  return result(false, `unknown step ${JSON.stringify(step.action)}`);
+
+  private _insert(index: number, json: Record<string, unknown>): void {
+    const made = this._shared.insertCell(index, { ...json } as unknown as nbformat.ICell);
+    this._ids.splice(index, 0, made.getId());
+    this._live.set(made.getId(), made);
+  }
+
+  /** Where a deleted cell goes back: below the cell it was below, else at its old index. */
+  private _where(step: IRewindStep): number {
+    if (step.anchor === '') {
+      return 0;
+    }
+    const anchor = step.anchor ? this._ids.indexOf(step.anchor) : -1;
+    const fallback = Math.min(Math.max(0, step.index ?? this._ids.length), this._ids.length);
+    return anchor >= 0 ? anchor + 1 : fallback;
+  }
+
+  /** The cell's content back to `json`; a cell of another type is replaced, at the same place, with the same id. */
+  private _restore(cell: ISharedCell, index: number, json: Record<string, unknown>): void {
+    if (json['cell_type'] !== cell.cell_type) {
+      this._delete(index);
+      this._insert(index, json);
+      return;
+    }
+    setContent(cell, json);
+  }
+
+  private _shared: ISharedNotebook;
+  private _ids: string[];
+  private _live: Map<string, ISharedCell>;
+  private _refused = new Set<string>();
 }
 
 /** Why the cell is not what the step expects (empty: it is). */
@@ -148,26 +198,8 @@ function unexpected(cell: ISharedCell | null, step: IRewindStep): string {
   return same ? '' : 'it changed a moment ago; left as you have it';
 }
 
-/** Where a deleted cell goes back: below the cell it was below, else at its old index. */
-function where(shared: ISharedNotebook, step: IRewindStep): number {
-  if (step.anchor === '') {
-    return 0;
-  }
-  const anchor = step.anchor ? shared.cells.findIndex(cell => cell.getId() === step.anchor) : -1;
-  return anchor >= 0 ? anchor + 1 : Math.min(Math.max(0, step.index ?? shared.cells.length), shared.cells.length);
-}
-
-function asCell(json: Record<string, unknown> | undefined): nbformat.ICell {
-  return { ...(json ?? {}) } as unknown as nbformat.ICell;
-}
-
-/** The cell's content back to `json`: a cell of another type is replaced, at the same place and with the same id. */
-function restore(shared: ISharedNotebook, cell: ISharedCell, index: number, json: Record<string, unknown>): void {
-  if (json['cell_type'] !== cell.cell_type) {
-    shared.deleteCell(index);
-    shared.insertCell(index, asCell(json));
-    return;
-  }
+/** Source, metadata and (for code) outputs and count as in `json`. */
+function setContent(cell: ISharedCell, json: Record<string, unknown>): void {
   const source = typeof json['source'] === 'string' ? json['source'] : '';
   if (cell.getSource() !== source) {
     cell.setSource(source);
