@@ -7,6 +7,7 @@ works after a Stop. While a run is active it says one line: stop first."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,95 @@ def test_rewind_after_a_stop_takes_back_what_the_code_did_before_it_was_stopped(
         True,
         False,
     ]
+
+
+MEMORY = """
+import gc, weakref
+class Data:
+    pass
+first = Data()
+gone = weakref.ref(first)
+data = first
+del first
+faux.set_responses([faux_assistant_message([faux_tool_call("python", {"code": "data = Data()"})], "toolUse"),
+                    faux_assistant_message("one"), faux_assistant_message("two")])
+"""
+
+
+def test_keep_runs_releases_the_oldest_checkpoint_and_status_shows_what_they_hold(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    setup(kernel, tmp_path, turns=[])
+    kernel.run(MEMORY)
+    kernel.run("%pi settings checkpoints.keep_runs=1")
+    kernel.run("run = %pi replace the data\nawait run")
+    held = "print(gone() is not None)"
+    assert kernel.run(f"gc.collect()\n{held}").stdout == "True\n"  # only run 1's checkpoint holds it now
+    assert "checkpoints: run 1 (0 files, 0 cells, 1 variables by reference, 0 copies; 0.0 MB held)" in (
+        kernel.run("%pi status").stdout
+    )
+    kernel.run("run = %pi and again\nawait run")
+    assert kernel.run(f"gc.collect()\n{held}").stdout == "False\n"  # released with run 1's checkpoint
+    assert kernel.run("%pi rewind 1").stdout == (
+        "pi: run 1's checkpoint was released (checkpoints.keep_runs); runs 2..2 can be rewound\n"
+    )
+    kernel.run("%pi new")
+    assert "checkpoints: none kept" in kernel.run("%pi status").stdout  # released with the session's file
+
+
+SCRATCH = "mine = 'made by the agent'\nprices.append(4)\nrows = len(prices)"
+
+
+def test_the_scratch_namespace_reads_the_users_variables_keeps_its_own_and_adopt_copies_one(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    setup(kernel, tmp_path, turns=[[("python", {"code": SCRATCH})]])
+    kernel.run("prices = [1, 2, 3]\n%pi settings python.namespace=scratch")
+    kernel.run("run = %pi look at the prices\nawait run")
+    present = "print(json.dumps([name in globals() for name in ('mine', 'rows')]))"
+    assert json.loads(kernel.run(present).stdout) == [False, False]  # its names stay in its own namespace
+    assert kernel.run("print(prices)").stdout == "[1, 2, 3, 4]\n"  # objects are shared: an in-place change shows
+    assert "python namespace: scratch (mine, rows)" in kernel.run("%pi status").stdout
+    adopted = kernel.run("%pi adopt rows").stdout
+    assert adopted == "pi: adopted rows (int), the scratch namespace's very object\n"
+    assert kernel.run("print(rows)").stdout == "4\n"
+    assert kernel.run("%pi adopt nothing_here").stdout == (
+        "pi: no variable 'nothing_here' in the agent's scratch namespace (it has: mine, rows)\n"
+    )
+    receipt = kernel.run("%pi rewind").text
+    assert "objects put back as they were (changed in place): `prices`" in receipt
+    assert kernel.run("print(prices)").stdout == "[1, 2, 3]\n"
+    kernel.run("%pi settings python.namespace=user")
+
+
+CASSETTE = """
+import os
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.testing import FaultServer, Reply
+os.environ["OPENAI_API_KEY"] = "sk-test-cassette-rewind"
+os.chdir({work!r})
+server = FaultServer()
+made = Reply.tool_call("write", {{"path": "made.txt", "content": "by the agent"}}, id="call_1")
+server.script([made, Reply.text("made it"), made, Reply.text("made it")])
+model = model_from_spec("openai:gpt-4o-mini", base_url=server.openai_base_url)
+configure(model=model, tools=[write_tool()], settings={{"retry": {{"enabled": False}}, "tools": {{"approval": "auto"}}}})
+"""
+ROUND = "run = %pi make the file\nawait run\nprint(os.path.exists('made.txt'))\nreceipt = %pi rewind\nprint(receipt)"
+
+
+def numbered(text: str) -> str:
+    return re.sub(r"\brun \d+", "run N", text)
+
+
+def test_under_a_cassette_a_run_and_its_rewind_replay_the_same(kernel: Kernel, tmp_path: Path) -> None:
+    work, _ = setup(kernel, tmp_path, turns=[])
+    kernel.run(CASSETTE.format(work=str(work)))
+    kernel.run(f"%pi cassette {tmp_path / 'runs.jsonl'}")
+    recorded = [numbered(kernel.run(ROUND).stdout) for _ in range(2)]  # rewound, it asks the same again
+    assert recorded[0] == recorded[1] and recorded[0].startswith("True\nrewound run N\n")
+    kernel.run("server.close()\ndel os.environ['OPENAI_API_KEY']")
+    kernel.run(f"%pi cassette {tmp_path / 'runs.jsonl'} --mode none")
+    replayed = [numbered(kernel.run(ROUND).stdout) for _ in range(2)]
+    assert replayed == recorded
+    assert not (work / "made.txt").exists()
+    kernel.run("%pi cassette off")
