@@ -234,7 +234,8 @@ server = FaultServer()
 made = Reply.tool_call("write", {{"path": "made.txt", "content": "by the agent"}}, id="call_1")
 server.script([made, Reply.text("made it"), made, Reply.text("made it")])
 model = model_from_spec("openai:gpt-4o-mini", base_url=server.openai_base_url)
-configure(model=model, tools=[write_tool()], settings={{"retry": {{"enabled": False}}, "tools": {{"approval": "auto"}}}})
+settings = {{"retry": {{"enabled": False}}, "tools": {{"approval": "auto"}}}}
+configure(model=model, tools=[write_tool()], settings=settings)
 """
 ROUND = "run = %pi make the file\nawait run\nprint(os.path.exists('made.txt'))\nreceipt = %pi rewind\nprint(receipt)"
 
