@@ -189,10 +189,12 @@ class NotebookSession:
         if self.cwd is None:
             return
         tools = [tool for tool in self.session.tools if tool.name not in left_out]
+        scratch = self.session.settings.python.namespace == "scratch"
         if self.cassette is not None:  # what a recording replays against must not depend on machine or state
-            prompt = system_prompt(tools, cwd=None, namespace=None)
+            prompt = system_prompt(tools, cwd=None, namespace=None, scratch=scratch)
         else:
-            prompt = system_prompt(tools, cwd=self.cwd, namespace=_user_namespace(), left_out=left_out)
+            namespace = _user_namespace()
+            prompt = system_prompt(tools, cwd=self.cwd, namespace=namespace, left_out=left_out, scratch=scratch)
         self.session.agent.state.system_prompt = prompt
 
     def abort_active(self) -> None:
