@@ -2,7 +2,8 @@
 
 :class:`FileCheckpoint` is the run's :class:`~pi_notebook.tools._journal.FileJournal`. Before a tool's first change to
 a file in the run it keeps the file's bytes (or that it did not exist, and which folders the tool then made); after
-each change, a digest of what the tool wrote. A file is keyed by its real path (a symlink and its target are one file)
+each change, the file's stamp (size, modification and change times, inode: one ``stat``, so the call pays no hash of
+what it wrote). A file is keyed by its real path (a symlink and its target are one file)
 and shown by the path the tool was given.
 
 The bytes kept by one run are bounded (``checkpoints.max_run_bytes``, a :class:`Budget` the run's checkpoint shares
@@ -11,13 +12,12 @@ rewind names it as not restorable.
 
 Rewinding (:func:`restore`): the file is given back its bytes (written atomically, as the tools write), or removed if
 the run created it (with the empty folders it made). A file whose content is no longer what the run left (the user
-changed it since) is a conflict: it is restored only when the user says so (``overwrite``).
+changed it since: its stamp moved) is a conflict: it is restored only when the user says so (``overwrite``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat as stats
 import threading
@@ -26,22 +26,29 @@ from dataclasses import dataclass, field
 from ..tools._atomic import write_atomic
 from ..tools._common import Stop
 
-__all__ = ["Budget", "FileBefore", "FileCheckpoint", "digest", "file_digest"]
+__all__ = ["Budget", "FileBefore", "FileCheckpoint", "Stamp", "file_stamp", "holds"]
 
-Digest = bytes
-
-
-def digest(data: bytes) -> Digest:
-    return hashlib.blake2b(data, digest_size=16).digest()
+Stamp = tuple[int, int, int, int]
+"""A file's size, modification and change times (ns) and inode: any write (an editor's, an atomic replace) moves
+it."""
 
 
-def file_digest(path: str) -> Digest | None:
-    """The digest of what ``path`` holds now (``None``: it does not exist, or is not a regular file)."""
+def file_stamp(path: str) -> Stamp | None:
+    """``path``'s :data:`Stamp` now (``None``: it does not exist, or is not a regular file)."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if stats.S_ISREG(info.st_mode) else None
+
+
+def holds(path: str, content: bytes | None) -> bool:
+    """``path`` holds exactly ``content`` (``None``: it does not exist)."""
     try:
         with open(path, "rb") as file:
-            return digest(file.read())
+            return content is not None and file.read() == content
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
+        return content is None
 
 
 class Budget:
@@ -77,8 +84,8 @@ class FileBefore:
     """Its size, when it was too large to keep (then ``content`` is ``None`` and it cannot be restored)."""
     made: str | None = None
     """The outermost folder the tool created for it (removed on a rewind if it is empty then)."""
-    after: Digest | None = None
-    """What the run's last change left in it; ``None`` until a change succeeded."""
+    after: Stamp | None = None
+    """The stamp the run's last change left on it; ``None`` until a change succeeded."""
     changed: bool = False
     """A change succeeded (``after`` is set)."""
 
@@ -113,10 +120,10 @@ class FileCheckpoint:
             with self._lock:
                 self.files.setdefault(key, entry)
 
-    def after(self, absolute: str, data: bytes) -> None:
+    def after(self, absolute: str) -> None:
         entry = self.files.get(os.path.realpath(absolute))
         if entry is not None:
-            entry.after, entry.changed = digest(data), True
+            entry.after, entry.changed = file_stamp(absolute), True
 
     def untracked(self, tool: str, text: str) -> None:
         with self._lock:

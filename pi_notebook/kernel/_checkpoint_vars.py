@@ -135,7 +135,8 @@ class Watch:
 
 
 def _shape(name: str, value: object) -> object:
-    return shape_of(value) if user_name(name) else None
+    shape = shape_of(value)  # (cheaper than the name's check, and None for most values)
+    return shape if shape is not None and user_name(name) else None
 
 
 def _parse(code: str, shell: Any) -> ast.AST:

@@ -146,12 +146,22 @@ _SIZED = (list, dict, set, bytearray, deque)
 
 def _kind(value: object) -> str | None:
     """``"builtin"``, ``"numpy"``, ``"pandas"`` or ``None``: the kinds of object this module can copy and compare."""
-    if isinstance(value, _SIZED):
+    kind = type(value)
+    if kind not in _KINDS:  # cached per type: every watched piece of code asks it of every variable
+        _KINDS[kind] = _kind_of_type(kind)
+    return _KINDS[kind]
+
+
+_KINDS: dict[type, str | None] = {}
+
+
+def _kind_of_type(kind: type) -> str | None:
+    if issubclass(kind, _SIZED):
         return "builtin"
-    module = type(value).__module__
-    if module == "numpy" and type(value).__name__ == "ndarray":
+    module = kind.__module__ or ""
+    if module == "numpy" and kind.__name__ == "ndarray":
         return "numpy"
-    if module.startswith("pandas.") and type(value).__name__ in ("DataFrame", "Series"):
+    if module.startswith("pandas.") and kind.__name__ in ("DataFrame", "Series"):
         return "pandas"
     return None
 
@@ -268,11 +278,8 @@ def _same(value: Any, saved: Any, attribute: str | None) -> bool:
         return bool(value.shape == saved.shape and numpy.array_equal(value, saved, equal_nan=value.dtype.kind in "fc"))
     if kind == "pandas":
         return bool(value.equals(saved))
-    if isinstance(value, dict):
-        return value.keys() == saved.keys() and all(value[key] is item for key, item in saved.items())
-    if isinstance(value, set | bytearray):
-        return bool(value == saved)
-    return len(value) == len(saved) and all(a is b for a, b in zip(value, saved, strict=False))
+    # Equal elements (compared in C, identity first) count as unchanged: an element replaced by an equal value is.
+    return len(value) == len(saved) and bool(list(value) == saved if isinstance(value, deque) else value == saved)
 
 
 def _put_back(value: Any, saved: Any, attribute: str | None) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ..kernel._checkpoint import Checkpoint
 from ..kernel._checkpoint_cells import CellChangeRecord
-from ..kernel._checkpoint_files import Digest, FileBefore, digest, file_digest, restore
+from ..kernel._checkpoint_files import FileBefore, Stamp, file_stamp, holds, restore
 from ..kernel._checkpoint_vars import SizeChange
 from ..kernel._frontend import NotebookTarget
 from ..kernel._in_place import ABSENT, InPlace
@@ -88,7 +88,7 @@ def q(name: str) -> str:
 @dataclass(eq=False, slots=True)
 class _File:
     before: FileBefore
-    after: Digest | None
+    after: Stamp | None
 
 
 @dataclass(eq=False, slots=True)
@@ -128,7 +128,7 @@ class RewindPlan:
         return found
 
     def _changed_files(self) -> list[_File]:
-        return [f for f in self.files if f.after is not None and file_digest(f.before.path) != f.after]
+        return [f for f in self.files if f.after is not None and file_stamp(f.before.path) != f.after]
 
     def cell_conflicts(self, cells_now: dict[str, dict[str, Any] | None]) -> dict[str, str]:
         """Per touched cell the user changed since, how (a cell the runs deleted that is back is no conflict: the
@@ -159,7 +159,7 @@ class RewindPlan:
             if id(item) in changed and not overwrite:
                 receipt.kept.append(f"file {name}")
                 continue
-            if file_digest(before.path) == (digest(before.content) if before.content is not None else None):
+            if holds(before.path, before.content):
                 continue  # already as it was (a call that failed, or the user put it back)
             try:
                 done = restore(before)

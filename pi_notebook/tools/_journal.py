@@ -4,8 +4,8 @@ A run that can be rewound (the notebook's runs: ``pi_notebook.kernel._checkpoint
 task; the tools it calls read it and, when one is set:
 
 - ``write`` and ``edit`` call :meth:`FileJournal.before` on their worker thread, inside the file's mutation lock,
-  before the first byte of the file (or a parent directory) changes, then :meth:`FileJournal.after` with the bytes
-  they wrote once the rename happened (a failed or stopped call never reaches it);
+  before the first byte of the file (or a parent directory) changes, then :meth:`FileJournal.after` once the rename
+  happened (a failed or stopped call never reaches it);
 - ``bash`` calls :meth:`FileJournal.untracked` with its command before it starts it: what a command changes cannot
   be known, so a rewind names it instead of pretending to undo it.
 
@@ -30,8 +30,8 @@ class FileJournal(Protocol):
         """``absolute`` is about to be written. ``content``: its bytes when the tool has just read them (``edit``),
         else the journal reads the file itself (or records that it did not exist)."""
 
-    def after(self, absolute: str, data: bytes) -> None:
-        """``absolute`` now holds ``data``, written by the tool."""
+    def after(self, absolute: str) -> None:
+        """The tool has written ``absolute`` (what it holds now is the run's)."""
 
     def untracked(self, tool: str, text: str) -> None:
         """``tool`` ran something whose changes are not tracked (``bash`` and its command)."""
@@ -52,11 +52,11 @@ def note_before(journal: FileJournal | None, absolute: str, content: bytes | Non
             _log.exception("the run's checkpoint failed to record %s", absolute)
 
 
-def note_after(journal: FileJournal | None, absolute: str, data: bytes) -> None:
-    """Tell ``journal`` (if any) what ``absolute`` holds now; never raises."""
+def note_after(journal: FileJournal | None, absolute: str) -> None:
+    """Tell ``journal`` (if any) that the tool has written ``absolute``; never raises."""
     if journal is not None:
         try:
-            journal.after(absolute, data)
+            journal.after(absolute)
         except Exception:
             _log.exception("the run's checkpoint failed to record %s", absolute)
 

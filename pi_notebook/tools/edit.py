@@ -185,7 +185,7 @@ def _edit(
         write_atomic(absolute, data, stop)
     except OSError as exc:
         raise node_error(exc, "open", absolute) from None
-    note_after(journal, absolute, data)
+    note_after(journal, absolute)
     return {"diff": diff, "patch": patch, "firstChangedLine": first_changed}
 
 

@@ -55,7 +55,7 @@ def _write(absolute: str, content: str, stop: Stop, journal: FileJournal | None 
         write_atomic(absolute, data, stop)
     except OSError as exc:
         raise node_error(exc, "open", absolute) from None
-    note_after(journal, absolute, data)
+    note_after(journal, absolute)
 
 
 def write_tool(cwd: str | Path | None = None) -> AgentTool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pi_notebook.ai import AbortController
-from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, digest, file_digest, restore
+from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, file_stamp, restore
 from pi_notebook.tools import FileToolError, bash_tool, edit_tool, write_tool
 from pi_notebook.tools._journal import file_journal
 
@@ -34,7 +34,8 @@ async def test_write_and_edit_record_the_content_before_their_first_change_and_w
     await call("write", tmp_path, path="new/deep/data.csv", content="a,b\n")
     notes = checkpoint.files[key(tmp_path / "notes.txt")]
     assert notes.content == b"one\ntwo\n"  # the first change's "before", not the second's
-    assert notes.after == digest(b"replaced\n") == file_digest(str(tmp_path / "notes.txt"))
+    assert notes.after is not None and notes.after == file_stamp(str(tmp_path / "notes.txt"))
+    assert notes.after[0] == len(b"replaced\n")
     data = checkpoint.files[key(tmp_path / "new/deep/data.csv")]
     assert data.content is None and not data.existed
     assert data.made == str(tmp_path / "new")  # the outermost folder the tool created

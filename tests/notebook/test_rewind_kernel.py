@@ -213,7 +213,9 @@ def test_the_scratch_namespace_reads_the_users_variables_keeps_its_own_and_adopt
     assert kernel.run("print(prices)").stdout == "[1, 2, 3, 4]\n"  # objects are shared: an in-place change shows
     assert "python namespace: scratch (mine, rows)" in kernel.run("%pi status").stdout
     prompt = kernel.run("print(get_session().agent.state.system_prompt)").stdout
-    assert "- python runs in a scratch namespace: it reads the user's variables, and what you bind stays there" in prompt
+    assert (
+        "- python runs in a scratch namespace: it reads the user's variables, and what you bind stays there" in prompt
+    )
     adopted = kernel.run("%pi adopt rows").stdout
     assert adopted == "pi: adopted rows (int), the scratch namespace's very object\n"
     assert kernel.run("print(rows)").stdout == "4\n"
