@@ -10,7 +10,8 @@ where it was.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..ai import UserError
@@ -33,6 +34,7 @@ class RunCheckpoints:
         self._kept: dict[int, Checkpoint] = {}
         self._rewound: set[int] = set()
         self._released: set[int] = set()
+        self._taking = False
 
     def start(self, number: int, session: AgentSession, notebook: NotebookTarget | None) -> Checkpoint | None:
         """A new checkpoint for run ``number`` (``None`` when ``checkpoints.keep_runs`` is 0), releasing the oldest
@@ -57,9 +59,29 @@ class RunCheckpoints:
         """The latest run that can be rewound."""
         return max(self._kept) if self._kept else None
 
-    def take(self, number: int | None, runs: int) -> list[Checkpoint]:
+    @contextmanager
+    def taking(self, number: int | None, runs: int) -> Iterator[list[Checkpoint]]:
         """The checkpoints of run ``number`` (default: the latest that can be rewound) and every later one, oldest
-        first, taken out (the caller rewinds them, then releases them). Raises :class:`RewindRefused`."""
+        first, for the ``with`` body to rewind. They are released (and the runs count as rewound) when it ends; if it
+        is interrupted first (a cell interrupted while the page's box waits) they stay, for a rewind again. One
+        rewind at a time. Raises :class:`RewindRefused`."""
+        if self._taking:
+            raise RewindRefused("a rewind is already under way")
+        numbers = self._numbers(number, runs)
+        self._taking = True
+        try:
+            yield [self._kept[n] for n in numbers]
+        except BaseException as error:
+            if not isinstance(error, Exception):  # cancelled: nothing was given back yet, it can be asked again
+                raise
+            self._done(numbers)  # it failed midway: part may be back, so no second try from stale checkpoints
+            raise
+        else:
+            self._done(numbers)
+        finally:
+            self._taking = False
+
+    def _numbers(self, number: int | None, runs: int) -> list[int]:
         if number is None:
             number = self.latest()
             if number is None:
@@ -72,9 +94,12 @@ class RunCheckpoints:
             kept = f"runs {min(self._kept)}..{max(self._kept)} can be" if self._kept else "no run can be"
             why = "released (checkpoints.keep_runs)" if number in self._released else "not kept"
             raise RewindRefused(f"run {number}'s checkpoint was {why}; {kept} rewound")
-        numbers = sorted(n for n in self._kept if n >= number)
+        return sorted(n for n in self._kept if n >= number)
+
+    def _done(self, numbers: list[int]) -> None:
         self._rewound.update(numbers)
-        return [self._kept.pop(n) for n in numbers]
+        for number in numbers:
+            self._kept.pop(number).release()
 
     def _nothing(self, runs: int) -> str:
         if not runs:

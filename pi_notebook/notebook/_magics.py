@@ -237,7 +237,7 @@ class PiMagics(Magics):
     def _rewind(self, command: PiCommand) -> Any:
         """``%pi rewind [N]``: awaited by the cell (``pi_transformer``), which shows the receipt (``_rewind``)."""
         entry = REGISTRY.get()
-        if entry.busy:
+        if REGISTRY.active_runs() or entry.busy:
             raise SessionBusyError(STOP_FIRST)
         if _running_loop() is None:
             return _Ready(asyncio.run(_rewound(entry, command.number)))
@@ -432,7 +432,7 @@ def _assignments(text: str) -> dict[str, Any]:
 async def _rewound(entry: NotebookSession, number: int | None) -> RewindReceipt | None:
     """The rewind's receipt, or ``None`` after saying in one line why nothing was rewound."""
     try:
-        return await rewind(entry, number)
+        return await rewind(entry, number, busy=lambda: bool(REGISTRY.active_runs()))
     except (RewindRefused, SessionBusyError) as exc:
         print(f"pi: {exc}")  # noqa: T201
     except Exception as exc:  # never a bare traceback from a magic

@@ -147,7 +147,7 @@ class NotebookSession:
 
         async def undo() -> None:
             try:
-                await rewind(self, number)
+                await rewind(self, number, busy=lambda: bool(REGISTRY.active_runs()))
             except (RewindRefused, SessionBusyError) as exc:
                 view = self.runs[number - 1].view
                 if view is not None:

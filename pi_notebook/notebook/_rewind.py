@@ -26,6 +26,7 @@ taken back, whose widget then reads **Undone**.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..kernel import FRONTENDS, NotebookUnavailable
@@ -58,24 +59,21 @@ class _Entry(Protocol):
     def checkpoints(self) -> RunCheckpoints: ...
 
 
-async def rewind(entry: _Entry, number: int | None = None) -> RewindReceipt:
+async def rewind(entry: _Entry, number: int | None = None, *, busy: Callable[[], bool] | None = None) -> RewindReceipt:
     """Take back run ``number`` (default: the latest that can be) and every later run; see the module docstring.
+    ``busy``: whether a run of another session is active (they share the namespace and the files: stop it first too).
     Raises :class:`~pi_notebook.session.SessionBusyError` while a run is active and
     :class:`~._checkpoints.RewindRefused` when there is nothing to take back (each with a one-line message)."""
-    if entry.busy:
+    if entry.busy or (busy is not None and busy()):
         raise SessionBusyError(STOP_FIRST)
-    checkpoints = entry.checkpoints.take(number, len(entry.runs))
-    merged = plan(checkpoints)
-    receipt = RewindReceipt(merged.runs)
-    try:
+    with entry.checkpoints.taking(number, len(entry.runs)) as checkpoints:
+        merged = plan(checkpoints)
+        receipt = RewindReceipt(merged.runs)
         overwrite = await _cells(merged, receipt)
         merged.restore_files(receipt, overwrite=overwrite)
         merged.restore_variables(receipt, overwrite=overwrite)
         receipt.conversation = _move_conversation(entry.session, merged)
         receipt.not_restored += merged.untracked_lines()
-    finally:
-        for checkpoint in checkpoints:
-            checkpoint.release()
     for run in entry.runs:
         if run.number in merged.runs:
             _mark(run, receipt)

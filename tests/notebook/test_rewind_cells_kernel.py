@@ -119,3 +119,22 @@ def test_without_a_page_the_cells_are_named_and_the_rest_rewinds(frontend: Front
     assert "not restored: cells `load`: no JupyterLab page shows the notebook now" in lines
     assert "variables given their objects back: `prices`" in lines
     assert json.loads(frontend.run("import json; print(json.dumps(prices))")) == "before the run"
+
+
+def test_a_rewind_cancelled_while_the_box_waits_gives_nothing_back_and_can_be_asked_again(frontend: Frontend) -> None:
+    page = FakePage(frontend, notebook())
+    run_agent(frontend, page, CALLS[:2])
+    page.cell("show")["source"] = "mine"
+    page.answer = None  # the user leaves the box open
+    frontend.run(
+        "import asyncio\nfrom pi_notebook.notebook import get_notebook_session\n"
+        "from pi_notebook.notebook._rewind import rewind\n"
+        "waiting = asyncio.ensure_future(rewind(get_notebook_session()))"
+    )
+    frontend.wait(lambda m: bool(page.ops("confirm")), what="the box")
+    assert frontend.run("waiting.cancel()\nawait asyncio.wait([waiting])\nprint(waiting.cancelled())") == "True\n"
+    assert [c["id"] for c in page.cells] == ["intro", "load", "new-1", "show"]  # nothing was given back
+    page.answer = "keep"
+    lines = rewind(frontend)
+    assert lines[0] == "rewound run 1"  # its checkpoint is still there
+    assert [c["id"] for c in page.cells] == ["intro", "load", "show"] and page.cell("show")["source"] == "mine"

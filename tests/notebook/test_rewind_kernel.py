@@ -144,6 +144,19 @@ def test_while_a_run_is_active_rewind_says_stop_first(kernel: Kernel, tmp_path: 
     kernel.run("run.abort()\nawait run")
 
 
+def test_while_another_sessions_run_is_active_rewind_says_stop_first_too(kernel: Kernel, tmp_path: Path) -> None:
+    setup(kernel, tmp_path, turns=[[("write", {"path": "one.txt", "content": "1"})]])
+    kernel.run("run = %pi first\nawait run")
+    slow = "from pi_notebook.notebook._registry import REGISTRY\nslow = FauxProvider(tokens_per_second=5)\n"
+    slow += "slow.set_responses([faux_assistant_message('a slow reply')])\n"
+    kernel.run(slow + "REGISTRY.configure(slow.model, slow.stream, name='other')")
+    kernel.run("other = %pi -s other talk slowly")
+    out = kernel.run("%pi rewind").text  # the sessions share the namespace and the files
+    assert out == "pi: a run is active: stop it first (its Stop button, or %pi abort), then rewind\n"
+    kernel.run("other.abort()\nawait other")
+    assert kernel.run("%pi rewind").text.splitlines()[0] == "rewound run 1"
+
+
 def test_rewind_after_a_stop_takes_back_what_the_code_did_before_it_was_stopped(
     kernel: Kernel, frontend: Frontend, tmp_path: Path
 ) -> None:

@@ -45,8 +45,9 @@ class FakePage:
         self._ids = itertools.count(1)
         self.answering = True
         """False: the page ignores requests (a closed tab whose comm the kernel still lists)."""
-        self.answer = "keep"
-        """What the user answers in the rewind's Overwrite / Keep mine dialog (``confirm``)."""
+        self.answer: str | None = "keep"
+        """What the user answers in the rewind's Overwrite / Keep mine dialog (``confirm``); ``None``: the dialog
+        stays open (no answer)."""
         self.undo_steps: list[list[dict[str, Any]]] = []
         """The cells before each rewind (one entry per ``rewind`` request): JupyterLab's undo step, taken back by
         :meth:`undo`."""
@@ -69,6 +70,8 @@ class FakePage:
         if data.get("type") != "cells" or not self.answering:
             return
         self.requests.append(data)
+        if data["op"] == "confirm" and self.answer is None:
+            return
         try:
             result = getattr(self, "_" + data["op"])(data)
             reply = {"action": "cells", "request": data["request"], "ok": True, "result": result or {}}
