@@ -102,9 +102,13 @@ class Watch:
             name: shape for name, value in self._before.items() if (shape := _shape(name, value)) is not None
         }
         self._kept: list[InPlace] = []
+        self._covered: set[str] = set()
+        """Names whose object this run keeps a copy of (here or earlier): a size change is no news for them."""
         for name, suspect in suspects(_parse(code, shell)).items():
             value = self._before.get(name, ABSENT)
             key = (id(value), suspect.attribute)
+            if key in checkpoint._copied:
+                self._covered.add(name)
             if value is ABSENT or not user_name(name) or key in checkpoint._copied:
                 continue
             item = keep(name, value, suspect, checkpoint.budget)
@@ -119,7 +123,7 @@ class Watch:
             old, new = before.get(name, ABSENT), after.get(name, ABSENT)
             if old is not new and user_name(name):
                 checkpoint.record(after, name, old, new)
-        named = set()
+        named = set(self._covered)
         for item in self._kept:
             if item.changed():
                 checkpoint.in_place.append(item)

@@ -161,7 +161,7 @@ def _kind_of_type(kind: type) -> str | None:
     module = kind.__module__ or ""
     if module == "numpy" and kind.__name__ == "ndarray":
         return "numpy"
-    if module.startswith("pandas.") and kind.__name__ in ("DataFrame", "Series"):
+    if (module == "pandas" or module.startswith("pandas.")) and kind.__name__ in ("DataFrame", "Series"):
         return "pandas"
     return None
 

@@ -9,6 +9,7 @@ from collections import deque
 from typing import Any
 
 import numpy
+import pandas
 import pytest
 
 from pi_notebook.kernel._checkpoint import Checkpoint
@@ -107,6 +108,20 @@ def test_a_numpy_array_changed_in_place_gets_its_data_back() -> None:
     run(checkpoint, namespace, "arr[2:4] = -1\narr *= 2")
     rewound(checkpoint)
     assert namespace["arr"] is array and array.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_a_pandas_frame_changed_in_place_over_several_calls_is_the_same_frame_with_its_data_back() -> None:
+    original = pandas.DataFrame({"a": [1, 2, 3], "b": [4.0, 5.0, None]})
+    df = original.copy()
+    namespace: dict[str, Any] = {"df": df}
+    checkpoint = fresh()
+    for code in ("df['c'] = df.a * 2", "df.loc[0, 'a'] = 99", "del df['b']"):
+        run(checkpoint, namespace, code)
+    assert list(df.columns) == ["a", "c"]
+    receipt = rewound(checkpoint)
+    assert namespace["df"] is df and df.equals(original)
+    assert receipt.restored == {"objects put back as they were (changed in place)": ["`df`"]}
+    assert receipt.not_restored == []  # its size changed, but it was named and put back: nothing else to say
 
 
 def test_what_cannot_be_put_back_is_named_with_why() -> None:
