@@ -44,6 +44,7 @@ from ._rewind import STOP_FIRST, rewind
 from ._rewind_plan import RewindReceipt
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
+from ._tree_magics import fork, show_tree
 from ._volatile import show_volatile
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
@@ -151,6 +152,8 @@ class PiMagics(Magics):
             "resume": lambda command: resume_session(REGISTRY, command),
             "new": lambda command: new_session(REGISTRY, command),
             "use": lambda command: use_session(REGISTRY, command),
+            "tree": lambda command: show_tree(REGISTRY, command),
+            "fork": lambda command: fork(REGISTRY, command, _start),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 

@@ -10,6 +10,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,11 +32,13 @@ from ._checkpoints import RewindRefused, RunCheckpoints, with_checkpoint
 from ._control_comm import ControlChannel
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
+from ._fork import Fork, find_prompt, fork_label
 from ._recent import RecentRuns
 from ._rewind import rewind
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
+from ._tree_view import tree_items
 from .widget._view import RunView
 
 __all__ = [
@@ -104,6 +107,7 @@ class NotebookSession:
         operation = with_cell_tools(self, target, operation)
         operation = with_checkpoint(self.checkpoints.start(number, self.session, target), operation)
         operation = self._with_namespace(operation)
+        operation = self._then_show_trees(operation)
         self.refresh_prompt()
         run = Run(
             self.session,
@@ -116,6 +120,9 @@ class NotebookSession:
             on_undo=lambda: self.undo_from_view(number),
         )
         self.runs.append(run)
+        if run.presenter is not None:
+            run.presenter.view.on_fork(self.fork_from_view)
+            run.presenter.show_tree(self.session.prompt_count, list)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
@@ -167,6 +174,51 @@ class NotebookSession:
             return await operation()
 
         return run
+
+    def start_fork(self, fork: Fork) -> Run:
+        """Start ``fork`` (a fork run's operation, see ``_fork``) as a run; it gets the run to give the prompt back
+        in."""
+        run = self.start(fork_label(fork.target), fork)
+        fork.run = run
+        return run
+
+    def fork_from_view(self, entry_id: str, view: RunView) -> None:
+        """A click on a prompt of a run widget's session tree (on the kernel's loop): a fork run from before it, drawn
+        in that view below its box. While a run is active, or for an entry that is not a prompt, the view says why
+        (one line) and nothing starts."""
+        active = self.active_run
+        if active is not None or not self.session.is_idle:
+            which = f"Run {active.number} is" if active is not None else "The session is"
+            view.say(f"{which} active: stop it (or wait) before forking")
+            return
+        try:
+            run = self.start_fork(Fork(self.session, find_prompt(self.session, entry_id)))
+        except (RuntimeError, ValueError) as exc:
+            view.say(f"Not forked: {exc}")
+            return
+        if run.view is not None:
+            view.add_follow_on(run.view)
+
+    def show_trees(self) -> None:
+        """Draw the session tree as it is now in the open view of each of this session's runs (the tree itself, made
+        once, only for views whose tree panel was opened)."""
+        presenters = [run.presenter for run in self.runs if run.presenter is not None]
+
+        @functools.cache
+        def items() -> list[dict[str, Any]]:
+            return [dict(item) for item in tree_items(self.session.tree())]
+
+        for presenter in presenters:
+            presenter.show_tree(self.session.prompt_count, items)
+
+    def _then_show_trees(self, operation: Callable[[], Any]) -> Callable[[], Any]:
+        async def operation_then_trees() -> Any:
+            try:
+                return await operation()
+            finally:
+                self.show_trees()
+
+        return operation_then_trees
 
     def refresh_prompt(self, left_out: Collection[str] = ()) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the

@@ -58,6 +58,8 @@ class _Entry(Protocol):
     @property
     def checkpoints(self) -> RunCheckpoints: ...
 
+    def show_trees(self) -> None: ...
+
 
 async def rewind(entry: _Entry, number: int | None = None, *, busy: Callable[[], bool] | None = None) -> RewindReceipt:
     """Take back run ``number`` (default: the latest that can be) and every later run; see the module docstring.
@@ -74,6 +76,7 @@ async def rewind(entry: _Entry, number: int | None = None, *, busy: Callable[[],
         merged.restore_variables(receipt, overwrite=overwrite)
         receipt.conversation = _move_conversation(entry.session, merged)
         receipt.not_restored += merged.untracked_lines()
+    entry.show_trees()  # the run widgets' session trees: the current branch moved
     for run in entry.runs:
         if run.number in merged.runs:
             _mark(run, receipt)

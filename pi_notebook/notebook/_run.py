@@ -32,6 +32,7 @@ from ..kernel import NotebookTarget, PythonEvent, add_python_listener
 from ..session import (
     AgentSession,
     AgentSettledEvent,
+    BranchSummaryEndEvent,
     CompactionCancelled,
     CompactionEndEvent,
     MessageEndEvent,
@@ -376,7 +377,7 @@ class Run:
                 self._tool_calls.discard(call)
             case MessageEndEvent(message=message):
                 self.messages.append(message)
-            case CompactionEndEvent(result=summary) if summary is not None:
+            case CompactionEndEvent(result=summary) | BranchSummaryEndEvent(result=summary) if summary is not None:
                 self.messages.append(summary)
             case _:
                 pass

@@ -59,8 +59,7 @@ class Journal:
         if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
             raise ValueError("summaries are recorded with append_compaction() and append_branch_summary()")
         kind = "notebook_message" if isinstance(message, CustomMessage) else "message"
-        data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return self._append({"type": kind, "message": data}, message=message)
+        return self._append({"type": kind, "message": self._message_body(message)}, message=message)
 
     def append_compaction(self, summary: CompactionSummaryMessage, first_kept: AgentMessage | None) -> str:
         """Record a compaction: ``summary`` replaces everything before ``first_kept`` (a recorded message)."""
@@ -113,6 +112,10 @@ class Journal:
         """Every line recorded (header first), as the file holds them."""
         raise NotImplementedError
 
+    def _message_body(self, message: AgentMessage) -> object:
+        """What a message entry's ``message`` holds: the message as JSON (a file's line)."""
+        return message.model_dump(mode="json", by_alias=True, exclude_none=True)
+
     def close(self) -> None:
         """Nothing more is recorded."""
 
@@ -133,12 +136,15 @@ class Journal:
 
 
 class MemoryJournal(Journal):
-    """The journal of a session that saves no file: the lines the file would hold, in memory (about the size of
-    the transcript as JSON). ``messages`` are recorded first (a chain, as a file continued from them would be)."""
+    """The journal of a session that saves no file: the entries the file would hold, in memory. A message entry
+    holds the message itself (the transcript holds it too: no copy), made a line only when the entries are read
+    (:meth:`read_bytes`, when the session goes elsewhere in its tree); it keeps alive the messages a compaction or a
+    move took out of the context, as a file would hold them. ``messages`` are recorded first (a chain, as a file
+    continued from them would be)."""
 
     def __init__(self, messages: Iterable[AgentMessage] = ()) -> None:
         super().__init__()
-        self._lines: list[bytes] = []
+        self._entries: list[dict[str, Any]] = []
         for message in messages:
             if isinstance(message, CompactionSummaryMessage):
                 self.append_compaction(message, None)
@@ -148,7 +154,18 @@ class MemoryJournal(Journal):
                 self.append_message(message)
 
     def read_bytes(self) -> bytes:
-        return b"".join(self._lines)
+        return b"".join(encode_entry(_as_json(entry)) for entry in self._entries)
+
+    def _message_body(self, message: AgentMessage) -> object:
+        return message
 
     def _write(self, entry: dict[str, Any]) -> None:
-        self._lines.append(encode_entry(entry))
+        self._entries.append(entry)
+
+
+def _as_json(entry: dict[str, Any]) -> dict[str, Any]:
+    message = entry.get("message")
+    if message is None or isinstance(message, dict):
+        return entry
+    dumped = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {**entry, "message": dumped}

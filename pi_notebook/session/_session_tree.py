@@ -24,6 +24,11 @@ class SessionTreeMethods:
         """The last entry of the current branch, where the next one goes (``None``: none, or before the first)."""
         return self._file.journal.leaf_id
 
+    @property
+    def prompt_count(self) -> int:
+        """How many user prompts the session holds, on every branch (cheap: no tree is made)."""
+        return self._file.journal.index.prompts
+
     def tree(self) -> SessionTree:
         """Every entry of the session (every branch) as a tree, the current branch marked."""
         return self._file.journal.index.snapshot()

@@ -28,6 +28,7 @@ from typing import Any
 from ..agent import AgentMessage
 from ..ai import UserError
 from ..ai.messages import message_key
+from ._branch_summary import BRANCH_SUMMARY_PREAMBLE
 
 __all__ = ["LEAF_MOVE", "EntryIndex", "SessionTree", "TreeEntry", "TreeError", "TreeNode"]
 
@@ -55,6 +56,9 @@ class TreeEntry:
     timestamp: str = ""
     role: str | None = None
     text: str = ""
+    prompt_number: int = 0
+    """A user prompt's number in the session, 1 for the first in the file (0: not a prompt); it never changes, as
+    the file only grows (``%pi fork N``)."""
 
     @property
     def is_user(self) -> bool:
@@ -109,6 +113,8 @@ class EntryIndex:
 
     entries: dict[str, TreeEntry] = field(default_factory=dict)
     leaf_id: str | None = None
+    prompts: int = 0
+    """How many user prompts the session holds (every branch)."""
     _keys: dict[int, str] = field(default_factory=dict)
     _last: str | None = None
 
@@ -142,6 +148,9 @@ class EntryIndex:
             parent_id = self.entries[parent_id].parent_id  # Pi appended after a leaf move: its child is the leaf's
         node = TreeEntry(entry_id, parent_id, str(entry.get("type", "")), str(entry.get("timestamp", "")))
         _describe(node, entry)
+        if node.is_user:
+            self.prompts += 1
+            node.prompt_number = self.prompts
         self.entries[entry_id] = node
         self._last = entry_id
         self.leaf_id = parent_id if node.is_leaf_move else entry_id
@@ -194,32 +203,38 @@ class EntryIndex:
 
 
 def _describe(node: TreeEntry, entry: Mapping[str, Any]) -> None:
-    """Fill ``role`` and ``text`` of ``node`` from its file entry."""
+    """Fill ``role`` and ``text`` of ``node`` from its file entry (whose ``message`` may be the message itself: a
+    :class:`~._journal.MemoryJournal`'s)."""
     kind = node.type
     if kind in ("message", "notebook_message"):
         message = entry.get("message")
-        if isinstance(message, Mapping):
-            node.role = str(message.get("role", ""))
-            node.text = _text(message.get("content"), message.get("role") == "assistant")
+        if message is not None:
+            role = _get(message, "role")
+            node.role = str(role or "")
+            node.text = _text(_get(message, "content"), role == "assistant")
             if node.role == "toolResult" and not node.text:
-                node.text = str(message.get("toolName", ""))
+                node.text = str(_get(message, "toolName") or _get(message, "tool_name") or "")
     elif kind == "custom_message":
         node.role, node.text = "custom", _text(entry.get("content"), False)
     elif kind == "custom":
         node.role = str(entry.get("customType", ""))
-    elif kind in ("compaction", "branch_summary"):
-        node.text = _clip(str(entry.get("summary", "")))
+    elif kind in ("compaction", "branch_summary"):  # a branch summary without Pi's preamble: what it says first
+        node.text = _clip(str(entry.get("summary", "")).removeprefix(BRANCH_SUMMARY_PREAMBLE))
+
+
+def _get(item: object, key: str) -> Any:
+    """``item[key]`` of a file's JSON, or the attribute of a message object."""
+    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
 
 
 def _text(content: object, reply: bool) -> str:
     if isinstance(content, str):
         return _clip(content)
-    if not isinstance(content, list):
+    if not isinstance(content, list | tuple):
         return ""
-    blocks = [block for block in content if isinstance(block, Mapping)]
-    text = "".join(str(block.get("text", "")) for block in blocks if block.get("type") == "text")
+    text = "".join(str(_get(block, "text") or "") for block in content if _get(block, "type") == "text")
     if not text.strip() and reply:
-        calls = [str(block.get("name", "")) for block in blocks if block.get("type") == "toolCall"]
+        calls = [str(_get(block, "name") or "") for block in content if _get(block, "type") == "toolCall"]
         return "→ " + ", ".join(calls) if calls else ""
     return _clip(text)
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pi083 import pi_context
+from pi083 import pi_context, run_with_pi
 
 from pi_notebook.agent import CustomMessage
 from pi_notebook.ai import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
@@ -145,4 +145,37 @@ async def test_pi_reads_a_summary_written_at_the_root_of_a_file_that_starts_with
     pi = pi_context(path)
     assert [kind for _, kind in pi["branch"]] == ["branch_summary"]
     assert pi["messages"] == as_pi(session.messages) and len(pi["messages"]) == 1
+    session.dispose()
+
+
+WRITE_A_FORK_WITH_PI = """
+const { SessionManager } = await import(process.argv[1]);
+const manager = SessionManager.create(process.argv[2], process.argv[2]);
+const now = Date.now();
+const user = (text) => ({ role: "user", content: [{ type: "text", text }], timestamp: now });
+const reply = (text) => ({ role: "assistant", content: [{ type: "text", text }], api: "faux", provider: "faux",
+  model: "faux-1", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } }, stopReason: "stop", timestamp: now });
+manager.appendMessage(user("first"));
+const one = manager.appendMessage(reply("one"));
+manager.appendMessage(user("second"));
+manager.appendMessage(reply("two"));
+manager.branchWithSummary(one, "Pi's summary of the second question", { readFiles: [], modifiedFiles: ["a.py"] });
+manager.appendMessage(user("third"));
+console.log(manager.getSessionFile());
+"""
+
+
+async def test_we_continue_a_file_pi_forked_on_its_branch_and_would_send_its_context(tmp_path: Path) -> None:
+    path = Path(run_with_pi(WRITE_A_FORK_WITH_PI, str(tmp_path)).strip())
+    pi = pi_context(path)
+    model = Recording("three")
+    session = model.session(path)
+    assert session.leaf_id == pi["leafId"] and ids_on_branch(session) == [entry_id for entry_id, _ in pi["branch"]]
+    assert as_pi(session.messages) == pi["messages"]
+    assert [role for role, _ in pi["messages"]] == ["user", "assistant", "user", "user"]  # the summary is a user's
+    await session.continue_()
+    assert as_pi(model.sent[-1]) == pi["messages"]
+    forked = [node for _, node in session.tree().walk() if node.entry.type == "branch_summary"]
+    assert len(forked) == 1 and forked[0].on_branch and forked[0].entry.text == "Pi's summary of the second question"
     session.dispose()

@@ -41,3 +41,18 @@ def pi_context(path: Path) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def run_with_pi(script: str, *args: str) -> str:
+    """Run ``script`` (an ES module) with Pi 0.83's Node; ``process.argv[1]`` is the session manager's URL, then
+    ``args``. Returns what it printed."""
+    require_pi()
+    done = subprocess.run(
+        [str(NODE), "--input-type=module", "-e", script, MANAGER.as_uri(), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

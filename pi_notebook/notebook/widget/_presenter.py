@@ -53,6 +53,7 @@ from ...session import (
     TurnStartEvent,
 )
 from .._describe import result_text, usage_line
+from .._tree_view import tree_items
 from .._visible import shown_json
 from ._live import LiveOutput
 from ._protocol import ToolOp
@@ -124,6 +125,7 @@ class RunPresenter:
             on_undo=on_undo,
         )
         self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
+        self.view.transcript.tree_source = lambda: [dict(item) for item in tree_items(session.tree())]
         self._undrawn: set[int] = set()
         """Replies started but not drawn yet: a reply is drawn with its first text or thinking, or at its end."""
 
@@ -159,6 +161,14 @@ class RunPresenter:
     def undone(self, text: str) -> None:
         """The run was taken back (``%pi rewind`` or its **Undo run**): ``text`` says what became of it."""
         self.view.undone(text)
+
+    def show_tree(self, prompts: int, items: Callable[[], list[dict[str, Any]]]) -> None:
+        """The session tree changed: its panel's title gets the number of ``prompts``; a view that opened the panel
+        gets the tree (``items()``, made only then: the same for every view of one change)."""
+        transcript = self.view.transcript
+        transcript.tree_prompts = prompts
+        if transcript.tree_wanted:
+            transcript.tree = items()
 
     def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.
@@ -242,7 +252,7 @@ class RunPresenter:
                 transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
             case BudgetExceededEvent():
                 transcript.usage = usage_line(self._session) + f" — {event.reason}"
-            case CompactionEndEvent(result=summary) if summary is not None:
+            case CompactionEndEvent(result=summary) | BranchSummaryEndEvent(result=summary) if summary is not None:
                 transcript.add(
                     {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
                 )

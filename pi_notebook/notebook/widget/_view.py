@@ -68,6 +68,12 @@ class TranscriptWidget(anywidget.AnyWidget):
     down with the ``now`` of the batches (see ``_protocol``)."""
     retry_text = traitlets.Unicode("").tag(sync=True)
     queue = traitlets.List(traitlets.Unicode(), []).tag(sync=True)
+    tree_prompts = traitlets.Int(0).tag(sync=True)
+    """How many prompts the session holds: the tree panel's title, and whether there is one."""
+    tree = traitlets.List(traitlets.Dict(), []).tag(sync=True)
+    """The session tree (:class:`~._protocol.TreeItem` list), drawn foldable; a click on a prompt calls
+    :attr:`on_fork` with its id, on the kernel's loop. Sent only once a view opened the panel (its ``tree``
+    request: :attr:`tree_wanted`), from :attr:`tree_source`, and from then on whenever it changes."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -83,6 +89,9 @@ class TranscriptWidget(anywidget.AnyWidget):
         self.rendered = False
         """A frontend rendered a view of this widget (its ``hello`` arrived): someone can see it."""
         self._rendered_waiters: list[asyncio.Future[None]] = []
+        self.on_fork: Callable[[str], None] | None = None
+        self.tree_source: Callable[[], list[dict[str, Any]]] | None = None
+        self.tree_wanted = False
         self.on_msg(self._on_frontend_message)
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -166,9 +175,24 @@ class TranscriptWidget(anywidget.AnyWidget):
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
         hello: WidgetRequest = "hello"
-        if isinstance(content, dict) and content.get("type") == hello:
+        fork: WidgetRequest = "fork"
+        tree: WidgetRequest = "tree"
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == hello:
             self._call_in_loop(self._send_snapshot)
             self._call_in_loop(self._mark_rendered)
+        elif content.get("type") == tree:
+            self._call_in_loop(self._load_tree)
+        elif content.get("type") == fork and isinstance(content.get("entry"), str) and self.on_fork is not None:
+            on_fork, entry = self.on_fork, content["entry"]
+            self._call_in_loop(lambda: on_fork(entry))
+
+    def _load_tree(self) -> None:
+        """A view opened the tree panel: send the tree now, and whenever it changes from now on."""
+        self.tree_wanted = True
+        if self.tree_source is not None:
+            self.tree = self.tree_source()
 
     def _mark_rendered(self) -> None:
         self.rendered = True
@@ -382,6 +406,10 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.add_class(process_class(KERNEL.token))
         if number is not None:
             self.add_class(run_class(number))
+
+    def on_fork(self, callback: Callable[[str, RunView], None]) -> None:
+        """Call ``callback(entry_id, view)``, on the kernel's loop, for a click on a prompt of the session tree."""
+        self.transcript.on_fork = lambda entry: callback(entry, self)
 
     def _marshal(self, action: Callable[[], None]) -> None:
         self.transcript._call_in_loop(action)
