@@ -111,6 +111,8 @@ def test_rewind_takes_back_files_variables_and_the_conversation_with_the_very_ob
         "print(json.dumps([tree.leaf_id, [(n.entry.text, n.on_branch) for _, n in tree.walk() if n.entry.is_user]]))"
     ).stdout
     assert json.loads(tree) == [None, [["do the work", False]]]  # in the tree, off the current branch
+    [line] = [line for line in kernel.run("%pi tree").text.splitlines() if "#1  do the work" in line]
+    assert line.startswith("  ") and "◀ here" not in line  # %pi tree lists it, not on the current branch
 
 
 def test_a_file_the_user_edited_after_the_run_is_kept_and_named(kernel: Kernel, tmp_path: Path) -> None:
