@@ -45,7 +45,7 @@ from pi_notebook.kernel._checkpoint import Checkpoint, current_checkpoint
 from pi_notebook.kernel._checkpoint_cells import complete
 from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint
 from pi_notebook.tools import edit_tool, write_tool
-from pi_notebook.tools._journal import file_journal
+from pi_notebook.tools._file_journal import file_journal
 
 TARGET_CALL_MS = 1.0
 TARGET_REWIND_MS = 1000.0

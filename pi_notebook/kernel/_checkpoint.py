@@ -5,7 +5,7 @@ One :class:`Checkpoint` per run of the notebook (``pi_notebook.notebook._checkpo
 it *before it acts*:
 
 - ``write`` and ``edit``: the file's bytes before, or that it did not exist (``_checkpoint_files``, through the
-  tools' journal ``pi_notebook.tools._journal``); ``bash``: its command, named by a rewind as not undone;
+  tools' journal ``pi_notebook.tools._file_journal``); ``bash``: its command, named by a rewind as not undone;
 - ``cell_insert``, ``cell_edit``, ``cell_delete``, ``cell_run``: the cell before, taken by the page in the same step
   as the change (``_checkpoint_cells``; :func:`ask_changing`);
 - the ``python`` tool's code and the cells ``cell_run`` runs: the variables' objects before, by reference, and copies
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ai import AbortSignal
-from ..tools._journal import file_journal
+from ..tools._file_journal import file_journal
 from ._cell_common import CellToolError, ask
 from ._checkpoint_cells import CellJournal, complete
 from ._checkpoint_files import Budget, FileCheckpoint

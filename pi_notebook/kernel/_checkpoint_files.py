@@ -1,10 +1,10 @@
 """A run's checkpoint of the files its ``write`` and ``edit`` calls changed: what each held before, and after.
 
-:class:`FileCheckpoint` is the run's :class:`~pi_notebook.tools._journal.FileJournal`. Before a tool's first change to
-a file in the run it keeps the file's bytes (or that it did not exist, and which folders the tool then made); after
-each change, the file's stamp (size, modification and change times, inode: one ``stat``, so the call pays no hash of
-what it wrote). A file is keyed by its real path (a symlink and its target are one file)
-and shown by the path the tool was given.
+:class:`FileCheckpoint` is the run's :class:`~pi_notebook.tools._file_journal.FileJournal`. Before a tool's first
+change to a file in the run it keeps the file's bytes (or that it did not exist, and which folders the tool then
+made); after each change, the file's stamp (size, modification and change times, inode: one ``stat``, so the call
+pays no hash of what it wrote). A file is keyed by its real path (a symlink and its target are one file) and shown by
+the path the tool was given.
 
 The bytes kept by one run are bounded (``checkpoints.max_run_bytes``, a :class:`Budget` the run's checkpoint shares
 with copies of objects changed in place): a file that does not fit is recorded as too large, never half-kept, and a

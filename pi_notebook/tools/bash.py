@@ -57,7 +57,7 @@ from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, ToolError
 from ..ai._secret_env import known_secrets
 from ._common import js_number
-from ._journal import file_journal, note_untracked
+from ._file_journal import file_journal, note_untracked
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text
 from ._process import Outcome, run_shell
 

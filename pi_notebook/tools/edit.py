@@ -15,7 +15,7 @@ and bytes that are not valid UTF-8 are kept as they were (Pi rewrites them as U+
 bytes cannot be matched, and when an ``oldText`` contains U+FFFD the not-found error says so. Edits of the same
 file from parallel calls run one at a time (``_mutation``). The abort signal is checked between the steps and
 while writing; an abort before the rename leaves the file untouched. Devices, pipes and sockets are refused. In a run
-that keeps a checkpoint (``_journal``) the bytes read are recorded before the file is replaced.
+that keeps a checkpoint (``_file_journal``) the bytes read are recorded before the file is replaced.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from ._atomic import write_atomic
 from ._common import FileToolError, Stop, in_thread, not_regular, required_string
 from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
-from ._journal import FileJournal, file_journal, note_after, note_before
+from ._file_journal import FileJournal, file_journal, note_after, note_before
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 

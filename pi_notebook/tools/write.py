@@ -11,7 +11,7 @@ file from parallel tool calls run one at a time, in call order (``_mutation``). 
 before the directories are made, between 1 MB chunks and before the rename; once the rename happened the
 tool reports success (Pi would report "Operation aborted" for a file it had in fact written). A device, pipe or
 socket at ``path`` is refused, never replaced (``Cannot write <path>: not a regular file ...``). In a run that keeps a
-checkpoint (``_journal``) the file's content before the call is recorded before anything changes.
+checkpoint (``_file_journal``) the file's content before the call is recorded before anything changes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._atomic import encode_text, js_length, make_directories, write_atomic
 from ._common import Stop, in_thread, required_string
-from ._journal import FileJournal, file_journal, note_after, note_before
+from ._file_journal import FileJournal, file_journal, note_after, note_before
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 

@@ -12,7 +12,7 @@ import pytest
 from pi_notebook.ai import AbortController
 from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, file_stamp, restore
 from pi_notebook.tools import FileToolError, bash_tool, edit_tool, write_tool
-from pi_notebook.tools._journal import file_journal
+from pi_notebook.tools._file_journal import file_journal
 
 
 def key(path: Path) -> str:
