@@ -102,9 +102,7 @@ async def _cells(merged: RewindPlan, receipt: RewindReceipt) -> bool:
         if touched:
             shown = ", ".join(q(cell) for cell in touched)
             receipt.not_restored.append(f"cells {shown}: no JupyterLab page shows the notebook now")
-        for conflict in merged.conflicts(None):
-            receipt.kept.append(f"{conflict.kind} {conflict.name}")
-        return False
+        return False  # nobody to ask: what the user changed since is kept (and named by the restore)
     try:
         now = await _ask(merged, {"op": "state", "cell_ids": touched}) if touched else {"cells": {}}
         cells_now: dict[str, dict[str, Any] | None] = now.get("cells") or {}
