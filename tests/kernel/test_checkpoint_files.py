@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from pi_notebook.ai import AbortController
+from pi_notebook.kernel._checkpoint import Checkpoint
 from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, file_stamp, restore
+from pi_notebook.notebook._rewind_plan import RewindReceipt, plan, shown_path
 from pi_notebook.tools import FileToolError, bash_tool, edit_tool, write_tool
 from pi_notebook.tools._file_journal import file_journal
 
@@ -92,3 +94,23 @@ async def test_without_a_journal_the_tools_record_nothing(tmp_path: Path) -> Non
     file_journal.set(None)
     await call("write", tmp_path, path="a.txt", content="a")
     assert (tmp_path / "a.txt").read_text() == "a"
+
+
+async def test_a_file_the_user_replaced_with_a_folder_is_kept_or_named_never_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "out.txt").write_text("before")
+    checkpoint = Checkpoint(1, None, Budget(1_000_000))
+    checkpoint.activate()
+    await call("write", tmp_path, path="out.txt", content="by the agent")
+    (tmp_path / "out.txt").unlink()
+    (tmp_path / "out.txt").mkdir()  # the user made a folder of that name since
+    merged = plan([checkpoint])
+    assert [c.line() for c in merged.conflicts(None)] == [
+        f"file `{shown_path(key(tmp_path / 'out.txt'))}`: changed since the run"
+    ]
+    kept = RewindReceipt([1])
+    merged.restore_files(kept, overwrite=False)
+    assert kept.kept == [f"file `{shown_path(key(tmp_path / 'out.txt'))}`"] and (tmp_path / "out.txt").is_dir()
+    overwritten = RewindReceipt([1])
+    merged.restore_files(overwritten, overwrite=True)
+    [line] = overwritten.not_restored
+    assert line.endswith(": Is a directory") and (tmp_path / "out.txt").is_dir()
