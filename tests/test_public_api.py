@@ -23,6 +23,7 @@ PINNED = {
     "pi_notebook.session": {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetryPolicy",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
+        "CheckpointSettings", "PythonSettings",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
         "SessionListener", "AbortRun",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",

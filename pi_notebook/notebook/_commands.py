@@ -49,7 +49,9 @@ usage:
   %pi continue              continue from the transcript (queued messages first)
   %pi compact [FOCUS]       summarise the older transcript now (FOCUS: what the summary should keep)
   %pi wait                  wait for the active run to settle and show its report
-  %pi status                session state, model, queue, budget
+  %pi status                session state, model, queue, budget, what the runs' checkpoints hold
+  %pi rewind [N]            undo the last run (or run N and every later one): files, cells, variables and the
+                            conversation go back to before it; the receipt says what could not, and why
   %pi events [N]            the event log and transcript of run N (default: the last)
   %pi tree                  the session tree: its prompts (numbered, with their ids), where branches part, the
                             current branch
@@ -66,6 +68,7 @@ usage:
                             holding its key, another server speaking the spec's API (e.g. a LiteLLM proxy's
                             /v1 for openai-responses:); --from-server reads the window from the server's /models
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
+  %pi adopt NAME            copy variable NAME from the agent's scratch namespace (python.namespace=scratch) to yours
   %pi tools                 the agent's tools and whether each asks before it runs (tools.approval=ask|auto)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
   %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
@@ -89,6 +92,8 @@ CommandName: TypeAlias = Literal[
     "compact",
     "wait",
     "status",
+    "rewind",
+    "adopt",
     "events",
     "tree",
     "fork",
@@ -117,8 +122,8 @@ class PiCommand:
 
     ``text`` is the verbatim text argument: the prompt, the steer or follow-up text, the compaction focus, the
     model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
-    ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags, by name, as strings
-    (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
+    ``number`` is the run number of ``events`` and ``rewind``. ``flags`` holds a sub-command's own flags, by name, as
+    strings (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
     integers), ``key_env``, ``base_url`` and ``from_server`` (``"true"`` when given); ``fork``'s ``entry`` and
     ``no_summary``; its ``text`` is the prompt to send after it). ``session`` is the
     ``-s NAME`` option (``None``: the current session).
@@ -163,6 +168,8 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "fork",
     "compact": "text",
     "wait": "none",
     "status": "none",
+    "rewind": "number",
+    "adopt": "text",
     "events": "number",
     "tree": "none",
     "fork": "fork",

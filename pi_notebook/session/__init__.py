@@ -43,8 +43,10 @@ from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
+    CheckpointSettings,
     CompactionSettings,
     ProviderRetrySettings,
+    PythonSettings,
     RetryPolicy,
     SessionsSettings,
     Settings,
@@ -76,6 +78,7 @@ __all__ = [
     "BranchSummaryStartEvent",
     "BudgetExceededEvent",
     "BudgetSettings",
+    "CheckpointSettings",
     "CompactionCancelled",
     "CompactionEndEvent",
     "CompactionPlan",
@@ -90,6 +93,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ProviderRetrySettings",
+    "PythonSettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
     "RetryPolicy",

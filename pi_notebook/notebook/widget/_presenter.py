@@ -106,9 +106,10 @@ class RunPresenter:
         number: int | None = None,
         key: str = "",
         on_send: Callable[[str, RunView], None] | None = None,
+        on_undo: Callable[[], None] | None = None,
     ) -> None:
         """``key``: the run's key, which its task holds in :data:`~._live.current_run` (live python output);
-        ``on_send``: what the box does once the run settled (see :class:`RunView`)."""
+        ``on_send``: what the box does once the run settled, ``on_undo`` its **Undo run** (see :class:`RunView`)."""
         self._session = session
         self._loop = loop
         self._tasks: set[asyncio.Task[None]] = set()
@@ -121,6 +122,7 @@ class RunPresenter:
             loop=loop,
             number=number,
             on_send=on_send,
+            on_undo=on_undo,
         )
         self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
         self.view.transcript.tree_source = lambda: [dict(item) for item in tree_items(session.tree())]
@@ -155,6 +157,10 @@ class RunPresenter:
     def settle(self, aborted: bool) -> None:
         self._live.close()
         self.view.settle(aborted)
+
+    def undone(self, text: str) -> None:
+        """The run was taken back (``%pi rewind`` or its **Undo run**): ``text`` says what became of it."""
+        self.view.undone(text)
 
     def show_tree(self, prompts: int, items: Callable[[], list[dict[str, Any]]]) -> None:
         """The session tree changed: its panel's title gets the number of ``prompts``; a view that opened the panel

@@ -41,6 +41,8 @@ from ...kernel._cell_protocol import (
 STOP_CLASS = "pi-run-stop"
 """CSS class of a run widget's Stop button. The JupyterLab extension catches a click on it and forwards the stop
 over the control comm, which a subshell serves while the agent's code blocks the widget's own comm."""
+UNDO_CLASS = "pi-run-undo"
+"""CSS class of a settled run widget's **Undo run** button."""
 VIEW_CLASS = "pi-run-view"
 """CSS class of every run widget's view."""
 
@@ -64,6 +66,7 @@ __all__ = [
     "PROTECTED_TAG",
     "STOP_CLASS",
     "TOOL_TAIL_CHARS",
+    "UNDO_CLASS",
     "VIEW_CLASS",
     "ActiveStatus",
     "BatchType",

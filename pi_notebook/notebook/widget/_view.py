@@ -35,6 +35,7 @@ from .._visible import visible_html
 from ._protocol import (
     STOP_CLASS,
     TOOL_TAIL_CHARS,
+    UNDO_CLASS,
     VIEW_CLASS,
     BatchType,
     Op,
@@ -348,10 +349,12 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         loop: asyncio.AbstractEventLoop | None,
         number: int | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
+        on_undo: Callable[[], None] | None = None,
     ) -> None:
         """``on_send(text, view)``: what the box does with a text once the run has settled (start a new run, drawn
         below with :meth:`add_follow_on`); without it the text is queued as a follow-up for the next prompt and
-        the box says so."""
+        the box says so. ``on_undo``: the **Undo run** button's action, shown once the run has settled (no button
+        without it)."""
         self.transcript = TranscriptWidget(title=title)
         self.transcript.bind(loop)
         self.stop_button = widgets.Button(
@@ -371,6 +374,15 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         )
         self.steer_button = widgets.Button(description="Steer", tooltip="Deliver after the current turn")
         self.follow_up_button = widgets.Button(description="Follow up", tooltip="Deliver when the agent would stop")
+        self.undo_button = widgets.Button(
+            description="Undo run",
+            icon="undo",
+            tooltip="Take this run back (and any run after it): its files, cells, variables and the conversation",
+            layout=widgets.Layout(display="none"),
+        )
+        self.undo_button.add_class(UNDO_CLASS)
+        self._on_undo = on_undo
+        self.undo_button.on_click(lambda _: self._marshal(on_undo) if on_undo is not None else None)
         self.stop_button.on_click(lambda _: self._marshal(on_stop))
         self.cancel_retry_button.on_click(lambda _: self._marshal(on_cancel_retry))
         self._on_follow_up, self._on_send = on_follow_up, on_send
@@ -383,7 +395,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.notice.add_class("pi-run-notice")
         self.follow_ons = widgets.VBox([], layout=widgets.Layout(width="100%"))
         """The runs started from this view's box after it settled, each drawn here, below the box."""
-        controls = widgets.HBox([self.stop_button, self.cancel_retry_button])
+        controls = widgets.HBox([self.stop_button, self.undo_button, self.cancel_retry_button])
         queue_box = widgets.HBox(
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
@@ -423,6 +435,8 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.stop_button.button_style = "danger" if aborted else ""
         self.stop_button.icon = "stop" if aborted else "check"
         self._settled = True
+        if self._on_undo is not None and not self.undo_button.disabled:
+            self.undo_button.layout.display = None
         self.steer_button.layout.display = "none"
         if self._on_send is not None:
             self.follow_up_button.description = "Send"
@@ -432,6 +446,13 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             self.follow_up_button.tooltip = "Queue it for the next prompt"
             self.input.placeholder = "Queue a follow-up for the next prompt…"
         self.transcript.compact()
+
+    def undone(self, text: str) -> None:
+        """The run was taken back: **Undo run** reads **Undone** and stays disabled; ``text`` goes under the box."""
+        self.undo_button.disabled = True
+        self.undo_button.description = "Undone"
+        self.undo_button.layout.display = None
+        self.say(text)
 
     def _follow_up(self, text: str) -> None:
         """The Follow up / Send button, on the kernel's loop: a follow-up while the run is active; after it settled,
