@@ -13,7 +13,12 @@ A part of a row's *where* column (parts are separated by ``<br>``) is one of:
 - a **prose** citation, ``NN [i] HEADING (prose)``: markdown cell ``i``;
 - a note in italics, ``*...*``; ``NN [i]`` in a note must name a cell that exists.
 
-A row whose status is ``shown`` needs at least one proof; a ``prose``, ``n/a``, ``missing`` or ``wrong`` row has none.
+Notebook 01's table *Where the chapters, Pi 0.83 and this port differ* is checked too: each row's last column names
+the cells (``NN [i]``) that check it, each a code cell that calls ``check()`` and whose saved output prints every
+``✓`` line and holds no error.
+
+A row whose status is ``shown`` (the port does what the chapter says) or ``differs`` (it does not, and the cells
+prove what it does) needs at least one proof; a ``prose``, ``n/a``, ``missing`` or ``wrong`` row has none.
 The *Counts* table must match the rows. So the check fails when a cited cell moved, stopped asserting its claim, or was
 saved without printing it; nbval (which re-runs every cell) fails when the assertion itself no longer holds.
 ``tests/test_claims_table.py`` runs it. ``--cite`` prints the citations to paste for a cell.
@@ -37,8 +42,12 @@ TABLE = HERE / "CLAIMS.md"
 PROOF = re.compile(r"^(\d\d) \[(\d+)\] (.+?) ✓ (.+)$")
 PROSE = re.compile(r"^(\d\d) \[(\d+)\] (.+?) \(prose\)$")
 ROW = re.compile(r"^\| (\d{3}-\d+[a-z]?) \|")
-STATUSES = ("shown", "prose", "missing", "wrong", "n/a")
+STATUSES = ("shown", "differs", "prose", "missing", "wrong", "n/a")
+PROVEN = ("shown", "differs")
+"""The statuses whose rows cite proofs (and must cite one)."""
 HEADING_WIDTH = 30
+DIFFERENCES = ("01", "## Where the chapters, Pi 0.83 and this port differ")
+"""The notebook and heading of the table of differences."""
 TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
@@ -167,11 +176,46 @@ def mismatches(table: str, notebooks: Notebooks) -> list[str]:
                 for notebook, index in re.findall(r"\b(0\d) \[(\d+)\]", part):
                     if int(index) >= len(notebooks.cells(notebook)):
                         found.append(f"{claim}: the note names {notebook} [{index}]: no such cell")
-        if status == "shown" and not proofs:
-            found.append(f"{claim}: shown, but no proof is cited")
-        elif status != "shown" and proofs:
-            found.append(f"{claim}: {status}, yet a proof is cited (then it is shown)")
+        if status in PROVEN and not proofs:
+            found.append(f"{claim}: {status}, but no proof is cited")
+        elif status not in PROVEN and proofs:
+            found.append(f"{claim}: {status}, yet a proof is cited (then it is shown or differs)")
     return found + count_mismatches(table)
+
+
+def differences_mismatches(notebooks: Notebooks) -> list[str]:
+    """One line per row of notebook 01's table of differences that cites no cell, or a cell that is not a saved
+    check (see the module docstring)."""
+    notebook, heading = DIFFERENCES
+    cells = notebooks.cells(notebook)
+    tables = [cell.source for cell in cells if cell.kind == "markdown" and cell.source.startswith(heading)]
+    if len(tables) != 1:
+        return [f"{notebook}: {len(tables)} markdown cells open with {heading!r}; the table of differences needs one"]
+    found = []
+    for line in tables[0].splitlines()[1:]:
+        if not line.startswith("| ") or line.startswith(("| where |", "|---")):
+            continue
+        row, cited = line.split(" | ")[0].removeprefix("| "), line.rstrip(" |").rsplit(" | ", 1)[-1]
+        refs = re.findall(r"\b(0\d) \[(\d+)\]", cited)
+        if not refs:
+            found.append(f"{notebook} differences, {row!r}: cites no cell")
+        for cited_notebook, index in refs:
+            why = _not_a_saved_check(notebooks, cited_notebook, int(index))
+            if why:
+                found.append(f"{notebook} differences, {row!r}: {cited_notebook} [{index}] {why}")
+    return found
+
+
+def _not_a_saved_check(notebooks: Notebooks, notebook: str, index: int) -> str | None:
+    if index >= len(notebooks.cells(notebook)):
+        return "is no cell"
+    cell = notebooks.cells(notebook)[index]
+    claims = checked_claims(cell.source) if cell.kind == "code" else []
+    if not claims:
+        return "is not a cell that checks a claim"
+    if cell.failed or any(f"✓ {claim}" not in cell.printed for claim in claims):
+        return "was saved with an error or without a ✓ line"
+    return None
 
 
 def _now(notebooks: Notebooks, notebook: str, index: int, claim: str | None) -> str:
@@ -192,15 +236,18 @@ def count_mismatches(table: str) -> list[str]:
     for claim, status, _ in rows(table):
         counted[(claim[:3], status)] += 1
         counted[("all", status)] += 1
-    found = []
+    found, seen = [], set()
     for line in table.splitlines():
-        match = re.match(r"^\| \**(\d{3}|all)\** \|((?: \**\d+\** \|){6})$", line)
+        match = re.match(rf"^\| \**(\d{{3}}|all)\** \|((?: \**\d+\** \|){{{len(STATUSES) + 1}}})$", line)
         if match is None:
             continue
         chapter, numbers = match[1], [int(n) for n in re.findall(r"\d+", match[2])]
+        seen.add(chapter)
         expected = [sum(counted[(chapter, status)] for status in STATUSES), *(counted[(chapter, s)] for s in STATUSES)]
         if numbers != expected:
             found.append(f"counts of {chapter}: the table says {numbers}, the rows give {expected}")
+    for chapter in sorted({chapter for chapter, _ in counted} - seen):
+        found.append(f"counts of {chapter}: no line in the Counts table (claims, then one column per status)")
     return found
 
 
@@ -212,7 +259,7 @@ def main(argv: list[str]) -> int:
         print("\n".join(notebooks.cite(argv[at + 1], int(argv[at + 2]))))
         return 0
     table = Path(options.get("--table", TABLE))
-    found = mismatches(table.read_text(encoding="utf-8"), notebooks)
+    found = mismatches(table.read_text(encoding="utf-8"), notebooks) + differences_mismatches(notebooks)
     print("\n".join(found) or f"every citation in {table.name} holds")
     return 1 if found else 0
 

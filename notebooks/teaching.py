@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # matplotlib is imported by the figures only: check() and pre
     from matplotlib.figure import Figure
 
 __all__ = [
+    "AFTER_AGENT_END",
     "PHASES",
     "check",
     "pi_trace",
@@ -214,9 +215,45 @@ def _arrow(
 
 
 def _png(figure: Figure) -> Image:
+    """The figure as a PNG, once :func:`layout_problems` finds none (a figure with a clipped or covered label is
+    an error, not an image)."""
+    problems = layout_problems(figure)
+    if problems:
+        raise ValueError("the figure's labels do not fit: " + "; ".join(problems))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
     return Image(data=buffer.getvalue(), format="png")  # type: ignore[no-untyped-call]
+
+
+def layout_problems(figure: Figure) -> list[str]:
+    """Every text drawn that leaves the canvas, and every two texts that cover each other (tick labels of a hidden
+    axis, or outside an axis' view, are not drawn, so they do not count)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    renderer = FigureCanvasAgg(figure).get_renderer()  # type: ignore[no-untyped-call]
+    figure.draw(renderer)
+    hidden: set[int] = set()
+    for axes in figure.axes:
+        for axis, (low, high) in ((axes.xaxis, axes.get_xlim()), (axes.yaxis, axes.get_ylim())):
+            for label, at in zip(axis.get_ticklabels(), axis.get_ticklocs(), strict=False):
+                if not (axes.axison and axis.get_visible() and min(low, high) <= at <= max(low, high)):
+                    hidden.add(id(label))
+    drawn = [
+        (text.get_text(), text.get_window_extent(renderer))
+        for text in figure.findobj(Text)
+        if isinstance(text, Text) and text.get_visible() and text.get_text().strip() and id(text) not in hidden
+    ]
+    canvas = figure.bbox
+    problems = [
+        f"{label!r} leaves the canvas"
+        for label, box in drawn
+        if box.x0 < canvas.x0 - 0.5 or box.y0 < canvas.y0 - 0.5 or box.x1 > canvas.x1 + 0.5 or box.y1 > canvas.y1 + 0.5
+    ]
+    for (first, a), (second, b) in itertools.combinations(drawn, 2):
+        if a.overlaps(b):
+            problems.append(f"{first!r} covers {second!r}")
+    return problems
 
 
 def stop_paths_figure() -> Image:
@@ -242,10 +279,10 @@ def stop_paths_figure() -> Image:
         ax,
         10.85,
         5.9,
-        "the stream function or a\nhook raises: the Agent adds\na synthetic failing turn",
+        "the stream function or a loop\nhook raises (not a tool hook):\nthe Agent adds a synthetic\nfailing turn",
         PURPLE,
         w=2.9,
-        h=1.0,
+        h=1.15,
         size=9,
     )
     _box(ax, 9.0, 0.7, "listeners done, is_streaming false;\ncontinue_() may start a new run", GREY, w=4.0, h=0.8)
@@ -255,8 +292,9 @@ def stop_paths_figure() -> Image:
     _arrow(ax, (5.6, 4.6), (8.3, 2.3))
     ax.text(7.3, 3.75, "yes (§3):\nqueues not read", fontsize=8.5, ha="center")
     _arrow(ax, (2.2, 3.3), (1.1, 4.3))
-    ax.text(0.15, 3.35, "yes (§2 mixed batch,\n§5 a tool raised)", fontsize=8.5, ha="left")
     _arrow(ax, (2.4, 2.0), (0.7, 4.3), bend=-0.3)
+    on_white = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"}  # over the curve
+    ax.text(0.15, 3.35, "yes (§2 mixed batch, §5 a\ntool or a tool hook raised)", fontsize=8.5, bbox=on_white)
     ax.text(0.15, 2.15, "yes (§2: a\nfollow-up)", fontsize=8.5, ha="left")
     _arrow(ax, (5.6, 2.0), (7.9, 2.0), "no (§1, §2)", label_dy=0.2)
     _arrow(ax, (0.9, 4.9), (2.2, 5.9), bend=-0.3)
@@ -276,6 +314,11 @@ PHASES: dict[str, tuple[str, ...]] = {
 }
 """Chapter 002's four states, and the run states of ``pi_notebook.notebook.widget._protocol.RunStatus`` in each."""
 
+AFTER_AGENT_END = "agent_end"
+"""Where a run's ``agent_end`` came, in a list of its states: Settling begins there. The run state does not change
+at ``agent_end`` (it stays ``streaming`` until the operation settles or a retry or compaction begins), so the state
+machine figure draws it as a box of its own in the Settling column."""
+
 
 _STATE_AT = {
     "idle": (1.2, 3.3),
@@ -284,6 +327,7 @@ _STATE_AT = {
     "running tool": (4.4, 1.95),
     "awaiting approval": (4.4, 0.8),
     "retrying": (8.1, 5.0),
+    AFTER_AGENT_END: (8.1, 3.3),
     "compacting": (8.1, 1.6),
     "settled": (11.7, 4.2),
     "aborted": (11.7, 3.3),
@@ -302,7 +346,8 @@ def _edge_point(centre: tuple[float, float], towards: tuple[float, float]) -> tu
 
 def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states: Iterable[str]) -> Image:
     """Chapter 002's state machine, drawn from the run states the code declares (``run_states``, placed in their
-    phase by :data:`PHASES`) and the transitions runs were seen to make (``transitions``: (from, to) -> count)."""
+    phase by :data:`PHASES`), the moment of ``agent_end`` (:data:`AFTER_AGENT_END`, opening Settling) and the
+    transitions runs were seen to make (``transitions``: (from, to) -> count)."""
     states = list(run_states)
     unplaced = sorted(set(states) - set(_STATE_AT))
     if unplaced:
@@ -324,6 +369,8 @@ def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states:
         for state in members:
             if state in states:
                 _box(ax, *_STATE_AT[state], state, colors[phase], w=_STATE_W, h=_STATE_H, size=10)
+    x, y = _STATE_AT[AFTER_AGENT_END]
+    _box(ax, x, y, "agent_end", colors["Settling"], w=_STATE_W, h=_STATE_H, size=10, weight="bold")
     for (source, target), count in sorted(transitions.items()):
         a, b = _STATE_AT[source], _STATE_AT[target]
         short = abs(a[0] - b[0]) + abs(a[1] - b[1]) < 2  # two arcs between close boxes need room for their labels
@@ -331,8 +378,8 @@ def state_machine_figure(transitions: Mapping[tuple[str, str], int], run_states:
     ax.text(
         0.2,
         0.25,
-        "Settling: after agent_end, a retry or a compaction may go back to Running. Settled: "
-        "agent_settled was emitted; a run ends in one of these three states.",
+        "Settling: from agent_end on (a run's state stays streaming there); a retry or a compaction goes back to "
+        "Running. Settled: agent_settled was emitted; a run ends in one of these three states.",
         fontsize=9,
         color="#333333",
     )
@@ -434,7 +481,7 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
     end = max([t for t, _ in events] + [t for t, _ in requests])
     figure = Figure(figsize=(12.5, 4.4), dpi=100)
     ax = figure.add_axes((0.13, 0.2, 0.84, 0.68))
-    ax.set_xlim(-0.03 * end, end * 1.12)
+    ax.set_xlim(-0.03 * end, end * 1.15)
     ax.set_ylim(-0.7, 3.6)
     ax.set_yticks(
         [0, 1, 2, 3],
@@ -488,17 +535,25 @@ def retry_timeline_figure(events: Sequence[tuple[float, str]], requests: Sequenc
                     linewidth=0.8,
                 )
             )
-            ax.text(started, 2.38, f"agent_end will_retry={str(will_retry).lower()}", fontsize=8.5)
+            late = started > end * 0.6  # a label near the right edge ends at its box instead of starting there
+            ax.text(
+                t if late else started,
+                2.38,
+                f"agent_end will_retry={str(will_retry).lower()}",
+                fontsize=8.5,
+                ha="right" if late else "left",
+            )
             started = None
         elif label.startswith("auto_retry_start"):
             retry_at = (t, label.split("=")[1])
         elif label.startswith("message_end:assistant"):
             reason = label.split(":")[-1]
             ax.plot([t], [0], marker="s", markersize=8, color="#7a5fa6")
-            ax.text(t, -0.38, f"assistant ({reason})", ha="center", fontsize=8.5, color="#4b3a6b")
-        elif label.startswith("agent_settled"):
-            ax.axvline(t, color=EDGE, lw=1, ls="--")
-            ax.text(t + end * 0.01, 0.45, label.replace(":", "\n"), fontsize=8.5, va="center")
+            edge = "left" if t < end * 0.1 else "right" if t > end * 0.9 else "center"  # clear of the lane names
+            ax.text(t, -0.38, f"assistant ({reason})", ha=edge, fontsize=8.5, color="#4b3a6b")
+        elif label.startswith("agent_settled"):  # a session event: marked in the session's lane only
+            ax.plot([t, t], [0.65, 1.35], color=EDGE, lw=1, ls="--")
+            ax.text(t + end * 0.01, 1.0, label.replace(":", "\n"), fontsize=8.5, va="center")
     figure.text(
         0.13,
         0.02,

@@ -62,6 +62,8 @@ _MEASURED = re.compile(r"\b\d+(?:\.\d+)? ms used\b")
 _RECEIPT_TOKENS = re.compile(r"\(in \d+ tok, out \d+ tok\)")
 """A run receipt's token counts: an estimate includes the system prompt, which names the working directory (it is
 left out under a cassette, but a faux run's depends on where the notebook runs)."""
+_ENTRY_ID = re.compile(r"\b[0-9a-f]{8}\b")
+"""A session entry id (``session/_tree.py``; Pi's are the same), in an output marked as holding them."""
 _CELL = "IPyNbCell"
 
 
@@ -114,21 +116,24 @@ def comparable(outputs: list[Any]) -> list[Any]:
         data = output.get("data")
         marks = (output.get("metadata") or {}).get(METADATA_KEY)
         compared = marks.get("compare") if isinstance(marks, Mapping) else None
+        ids = isinstance(marks, Mapping) and marks.get("entry_ids") is True
         if isinstance(data, Mapping):
             if isinstance(compared, list):
                 data = {mimetype: value for mimetype, value in data.items() if mimetype in compared}
                 if not data:
                     continue
-            output["data"] = {mimetype: _normalized(value) for mimetype, value in data.items()}
+            output["data"] = {mimetype: _normalized(value, ids) for mimetype, value in data.items()}
         if "text" in output:
             output["text"] = _normalized(output["text"])
         kept.append(from_dict(output))
     return kept
 
 
-def _normalized(value: Any) -> Any:
+def _normalized(value: Any, entry_ids: bool = False) -> Any:
     if not isinstance(value, str):
         return value
+    if entry_ids:
+        value = _ENTRY_ID.sub("ID", value)
     value = _EVENT_TIME.sub("| T ", value)
     value = _EVENT_TIME_HTML.sub('<td style="text-align:right">T</td>', value)
     value = _EVENT_TIME_TEXT.sub("T", value)

@@ -66,7 +66,12 @@ def test_a_proof_the_saved_output_lacks_is_reported(tmp_path: Path) -> None:
     result = run("--notebooks", str(folder))
     assert result.returncode == 1
     why = "cell was saved without printing it; execute the notebook again (python notebooks/execute.py) and look at why"
-    assert result.stdout.splitlines() == [f"003-23: {citation}: {why}", f"003-24: {citation}: {why}"]
+    unsaved = "was saved with an error or without a ✓ line"  # notebook 01's table of differences cites it too
+    assert result.stdout.splitlines() == [
+        f"003-23: {citation}: {why}",
+        f"003-24: {citation}: {why}",
+        f"01 differences, 'the abort signal at a turn boundary': 03 [{index}] {unsaved}",
+    ]
 
 
 def test_a_claim_the_cell_no_longer_checks_is_reported(tmp_path: Path) -> None:
@@ -116,23 +121,44 @@ def test_a_shown_row_without_a_proof_is_reported(tmp_path: Path) -> None:
     assert result.stdout.splitlines() == ["003-31b: shown, but no proof is cited"]
 
 
+def test_a_differs_row_without_a_proof_is_reported(tmp_path: Path) -> None:
+    row = next(line for line in TABLE.splitlines() if line.startswith("| 003-54 |"))
+    bare = re.sub(r"\| differs \| .* \|$", "| differs | *they multiply* |", row)
+    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(row, bare), encoding="utf-8")
+    result = run("--table", str(tmp_path / "CLAIMS.md"))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["003-54: differs, but no proof is cited"]
+
+
 def test_counts_that_do_not_add_up_are_reported(tmp_path: Path) -> None:
-    row = next(line for line in TABLE.splitlines() if line.startswith("| 003-08 |"))
+    row = next(line for line in TABLE.splitlines() if line.startswith("| 000-15 |"))
     (tmp_path / "CLAIMS.md").write_text(TABLE.replace(row, row.replace("| prose |", "| wrong |")), encoding="utf-8")
     result = run("--table", str(tmp_path / "CLAIMS.md"))
     assert result.returncode == 1
-    assert "counts of 003: the table says" in result.stdout
+    assert "counts of 000: the table says" in result.stdout
     assert "counts of all: the table says" in result.stdout
+
+
+def test_a_chapter_without_its_counts_line_is_reported(tmp_path: Path) -> None:
+    line = next(line for line in TABLE.splitlines() if line.startswith("| 002 | "))
+    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(line + "\n", ""), encoding="utf-8")
+    result = run("--table", str(tmp_path / "CLAIMS.md"))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "counts of 002: no line in the Counts table (claims, then one column per status)"
+    ]
 
 
 def test_a_part_that_is_no_citation_is_reported(tmp_path: Path) -> None:
     # a prose citation that lost its "(prose)" would otherwise pass as if it were a note
-    cited = "02 [4] §1 Cancelling vs waiting (prose)"
-    assert cited in TABLE
-    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(cited, "02 [4] §1 Cancelling vs waiting", 1), encoding="utf-8")
+    match = re.search(r"02 \[\d+\] §1 Cancelling vs waiting \(prose\)", TABLE)
+    assert match is not None
+    cited = match[0]
+    bare = cited.removesuffix(" (prose)")
+    (tmp_path / "CLAIMS.md").write_text(TABLE.replace(cited, bare, 1), encoding="utf-8")
     result = run("--table", str(tmp_path / "CLAIMS.md"))
     assert result.returncode == 1
-    assert "02 [4] §1 Cancelling vs waiting: neither a proof, a prose citation nor a note" in result.stdout
+    assert f"{bare}: neither a proof, a prose citation nor a note" in result.stdout
 
 
 def test_cite_prints_the_citations_the_check_accepts() -> None:
@@ -140,3 +166,29 @@ def test_cite_prints_the_citations_the_check_accepts() -> None:
     result = run("--cite", "03", str(index))
     assert result.returncode == 0, result.stderr
     assert citation in result.stdout.splitlines()
+
+
+def edit_differences(folder: Path, edit: Callable[[str], str]) -> None:
+    (path,) = folder.glob("01-*.ipynb")
+    notebook = nbformat.read(path, as_version=4)
+    (cell,) = [cell for cell in notebook.cells if cell.source.startswith("## Where the chapters, Pi 0.83")]
+    cell.source = edit(cell.source)
+    nbformat.write(notebook, path)
+
+
+def test_a_difference_citing_a_cell_that_checks_nothing_is_reported(tmp_path: Path) -> None:
+    folder = notebooks_copy(tmp_path)
+    edit_differences(folder, lambda table: table.replace("| 06 [13] |", "| 06 [12] |"))  # 06 [12] is prose
+    result = run("--notebooks", str(folder))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "01 differences, 'messages still queued at `session.abort()`': 06 [12] is not a cell that checks a claim"
+    ]
+
+
+def test_a_difference_citing_no_cell_is_reported(tmp_path: Path) -> None:
+    folder = notebooks_copy(tmp_path)
+    edit_differences(folder, lambda table: table.replace("| 07 [20] |", "| notebook 07 |"))
+    result = run("--notebooks", str(folder))
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["01 differences, 'do the retry layers multiply?': cites no cell"]

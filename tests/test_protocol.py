@@ -99,6 +99,10 @@ def test_the_widget_traits_are_the_pythons() -> None:
     assert traits == python
 
 
+def test_the_session_tree_items_have_the_same_fields_on_both_sides() -> None:
+    assert set(ts_interfaces(RUN_VIEW.read_text())["TreeItem"]) == set(get_type_hints(protocol.TreeItem))
+
+
 def test_the_run_state_fields_are_what_the_toolbar_reads() -> None:
     fields = set(ts_interfaces(CONTROL.read_text())["IRunState"])
     state = set(get_type_hints(Run.state)["return"].__annotations__)

@@ -23,6 +23,7 @@ PINNED = {
     "pi_notebook.session": {
         "AgentSession", "QueueSnapshot", "SessionBusyError", "Settings", "SettingsError", "RetryPolicy",
         "ProviderRetrySettings", "CompactionSettings", "TimeoutSettings", "BudgetSettings", "SessionStore",
+        "CheckpointSettings", "PythonSettings",
         "LoadedSession", "load_session", "CompactionSummaryMessage", "ToolTimeoutError", "SessionEvent",
         "SessionListener", "AbortRun",
         "CompactionCancelled", "CompactionPlan", "plan_compaction",
@@ -35,6 +36,8 @@ PINNED = {
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
         "SessionInfo", "SessionsSettings", "list_sessions", "read_session_info", "session_folder", "StreamRedactor",
         "POLICY_ENV", "Policy", "PolicyError", "site_policy",
+        "BranchSummaryEndEvent", "BranchSummaryFailed", "BranchSummaryMessage", "BranchSummaryStartEvent",
+        "SessionTree", "SessionTreeEvent", "TreeEntry", "TreeError", "TreeNavigation", "TreeNode",
     },
     "pi_notebook.tools": {
         "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "BashError", "FileToolError",

@@ -74,6 +74,20 @@ def test_marked_outputs_are_compared_on_their_listed_mimetypes_and_event_times_r
     assert comparable(saved) != comparable(other)
 
 
+def test_entry_ids_read_id_only_in_outputs_marked_as_holding_them() -> None:
+    def tree(text: str, marked: bool = True) -> Any:
+        metadata = {METADATA_KEY: {"entry_ids": True}} if marked else {}
+        return nbformat.v4.new_output("display_data", data={"text/plain": text}, metadata=metadata)
+
+    saved = tree("* #1  3f2a9c01  first question\n  ├─ #2  a0b1c2d3  second")
+    fresh = tree("* #1  77e0aa12  first question\n  ├─ #2  0123abcd  second")
+    assert comparable([saved]) == comparable([fresh])
+    assert comparable([fresh])[0].data["text/plain"] == "* #1  ID  first question\n  ├─ #2  ID  second"
+    assert comparable([saved]) != comparable([tree("* #1  77e0aa12  another question\n  ├─ #2  0123abcd  second")])
+    yours = [tree("commit 3f2a9c01", marked=False)]
+    assert comparable(yours)[0].data["text/plain"] == "commit 3f2a9c01"  # not marked: compared as it is
+
+
 def test_nbval_has_what_the_plugin_uses() -> None:
     """nbval's cell items as the plugin reads them (a new nbval that renames them fails here, not in users' CI)."""
     assert IPyNbCell.__name__ == "IPyNbCell"

@@ -26,12 +26,25 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { ISharedCell } from '@jupyter/ydoc';
 
+import { applyRewind, beforeOf, cellState, confirm } from './rewind';
+
 export const AGENT_TAG = 'pi-agent';
 export const PROTECTED_TAG = 'pi-protected';
 export const METADATA_KEY = 'pi_notebook';
 
 /** What the kernel asks. */
-export type CellOp = 'read' | 'get' | 'insert' | 'edit' | 'delete' | 'run_begin' | 'run_output' | 'run_end';
+export type CellOp =
+  | 'read'
+  | 'get'
+  | 'insert'
+  | 'edit'
+  | 'delete'
+  | 'run_begin'
+  | 'run_output'
+  | 'run_end'
+  | 'state'
+  | 'confirm'
+  | 'rewind';
 /** Why the page refused. */
 export type CellError = 'not_found' | 'protected' | 'changed' | 'not_code' | 'invalid';
 export type CellType = 'code' | 'markdown' | 'raw';
@@ -116,6 +129,45 @@ export interface ICellsRunEndRequest {
   outputs: nbformat.IOutput[];
 }
 
+/** A cell the moment before a change (the run's checkpoint keeps it; see ./rewind.ts). */
+export interface ICellBefore {
+  cell: Record<string, unknown>;
+  index: number;
+  anchor: string;
+}
+
+export interface ICellsStateRequest {
+  type: 'cells';
+  request: number;
+  op: 'state';
+  cell_ids: string[];
+}
+
+export interface ICellsConfirmRequest {
+  type: 'cells';
+  request: number;
+  op: 'confirm';
+  title: string;
+  items: string[];
+}
+
+export interface IRewindStep {
+  action: 'delete' | 'insert' | 'restore';
+  cell_id: string;
+  cell?: Record<string, unknown>;
+  index?: number;
+  anchor?: string | null;
+  expect?: Record<string, unknown> | null;
+}
+
+export interface ICellsRewindRequest {
+  type: 'cells';
+  request: number;
+  op: 'rewind';
+  run: number;
+  steps: IRewindStep[];
+}
+
 export interface ICellsReply {
   action: 'cells';
   request: number;
@@ -133,7 +185,10 @@ export type CellsRequest =
   | ICellsDeleteRequest
   | ICellsRunBeginRequest
   | ICellsRunOutputRequest
-  | ICellsRunEndRequest;
+  | ICellsRunEndRequest
+  | ICellsStateRequest
+  | ICellsConfirmRequest
+  | ICellsRewindRequest;
 
 class Refusal extends Error {
   constructor(
@@ -266,9 +321,16 @@ export class NotebookCells {
     this._notebook = notebook;
   }
 
-  /** The answer to a request, or null for a notification (`request` 0). Never throws. */
-  handle(request: CellsRequest): ICellsReply | null {
+  /** The answer to a request, or null for a notification (`request` 0); a promise for a question the user answers
+   * (`confirm`). Never throws. */
+  handle(request: CellsRequest): ICellsReply | null | Promise<ICellsReply> {
     const number = typeof request.request === 'number' ? request.request : 0;
+    if (request.op === 'confirm') {
+      return confirm(request).then(
+        result => ({ action: 'cells', request: number, ok: true, result }),
+        error => ({ action: 'cells', request: number, ok: false, error: 'invalid', message: String(error) })
+      );
+    }
     try {
       const result = this._act(request);
       return number ? { action: 'cells', request: number, ok: true, result: result ?? {} } : null;
@@ -305,6 +367,10 @@ export class NotebookCells {
       case 'run_end':
         this._runEnd(request);
         return null;
+      case 'state':
+        return cellState(this._shared, request);
+      case 'rewind':
+        return applyRewind(this._shared, request);
       default:
         throw new Refusal('invalid', `unknown op ${JSON.stringify((request as { op?: unknown }).op)}`);
     }
@@ -381,6 +447,7 @@ export class NotebookCells {
     if (before !== request.expect) {
       throw new Refusal('changed', 'the cell changed since it was read');
     }
+    const was = beforeOf(this._shared, cell, index); // the run's checkpoint (./rewind.ts)
     const tags = tagsOf(cell);
     const marks: IEditMarks = {
       cellId: request.cell_id,
@@ -406,7 +473,7 @@ export class NotebookCells {
       undo?.stopCapturing();
     }
     setMark(cell, marks.after);
-    return { index };
+    return { index, before: was };
   }
 
   /** Undoing an agent edit takes its mark off, redoing it puts the mark back (once per undo manager). */
@@ -434,10 +501,11 @@ export class NotebookCells {
     this._check(cell, 'deletable');
     const was = info(cell, index);
     const shared = this._shared;
+    const before = beforeOf(shared, cell, index); // the run's checkpoint (./rewind.ts)
     stopCapturing(shared);
     shared.deleteCell(index);
     stopCapturing(shared);
-    return { cell: was };
+    return { cell: was, before };
   }
 
   private _runBegin(request: ICellsRunBeginRequest): Record<string, unknown> {
@@ -446,12 +514,13 @@ export class NotebookCells {
       throw new Refusal('not_code', `it is a ${cell.cell_type} cell; only code cells run`);
     }
     this._check(cell, null);
+    const before = beforeOf(this._shared, cell, index); // the run's checkpoint (./rewind.ts), before it is cleared
     const model = this._codeModel(request.cell_id);
     if (model !== null) {
       this._restore.set(request.cell_id, { outputs: model.outputs.toJSON(), count: model.executionCount });
       this._begin(model);
     }
-    return { index, source: cell.getSource() };
+    return { index, source: cell.getSource(), before };
   }
 
   /** What JupyterLab's own execute does before it sends the code: clear the cell, show it running. */

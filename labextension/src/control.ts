@@ -18,7 +18,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import type { CellsRequest, NotebookCells } from './cells';
+import type { CellsRequest, ICellsReply, NotebookCells } from './cells';
 import { Link, SubshellComm } from './subshell';
 
 export const TARGET = 'pi_notebook.control';
@@ -395,7 +395,15 @@ export class ControlConnection implements IDisposable {
 
   /** Act on a cells request and send the answer (none for a notification). */
   private _answerCells(comm: Kernel.IComm, request: CellsRequest): void {
-    const reply = this._cells?.handle(request) ?? null;
+    const answer = this._cells?.handle(request) ?? null;
+    if (answer instanceof Promise) {
+      void answer.then(reply => this._reply(comm, reply)); // a question the user answers (./rewind.ts)
+    } else {
+      this._reply(comm, answer);
+    }
+  }
+
+  private _reply(comm: Kernel.IComm, reply: ICellsReply | null): void {
     if (reply !== null && !comm.isDisposed) {
       try {
         comm.send(reply as unknown as Parameters<Kernel.IComm['send']>[0]);

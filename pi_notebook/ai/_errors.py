@@ -10,7 +10,8 @@ names the condition, and every one derives from :class:`PiNotebookError`. Each k
     │   ├── ApiKeyError            ai: a key with characters a header cannot carry (ValueError)
     │   ├── CassetteError          ai: a cassette that cannot record or replay a request
     │   ├── SettingsError          session: a setting's value (ValueError)
-    │   └── UsageError             notebook: a %pi command line
+    │   ├── UsageError             notebook: a %pi command line
+    │   └── RewindRefused          notebook: a run %pi rewind cannot take back (ValueError)
     ├── BusyError                  an operation is running (RuntimeError)
     │   ├── AgentBusyError         agent: prompt()/continue_() on a running Agent
     │   └── SessionBusyError       session: prompt()/continue_() on a working AgentSession

@@ -10,6 +10,10 @@ beside the run-state messages. The kernel asks, the page that shows the notebook
 * page -> kernel: ``{"action": "cells", "request": N, "ok": true, "result": {...}}`` or
   ``{"action": "cells", "request": N, "ok": false, "error": <CellError>, "message": "..."}``.
 
+A request that changes a cell (``insert`` aside) is answered with the cell as it was the moment before the change
+(``before``: a :class:`CellBefore`), which the run's checkpoint keeps (``_checkpoint_cells``); ``state``, ``confirm``
+and ``rewind`` take a run back (``pi_notebook.notebook._rewind``).
+
 The page enforces the rules that must hold at the moment of the change (a cell tagged :data:`PROTECTED_TAG` is
 neither edited, deleted nor run; an edit applies only if the cell's source is still the one the kernel read,
 :data:`CellError` ``changed``), so a user typing meanwhile never loses a keystroke. Everything else (matching
@@ -22,26 +26,31 @@ one side only. This module is the one definition; ``pi_notebook.notebook.widget.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "AGENT_TAG",
     "CELL_MESSAGES",
     "METADATA_KEY",
     "PROTECTED_TAG",
+    "CellBefore",
     "CellError",
     "CellInfo",
     "CellOp",
     "CellType",
     "CellsReply",
+    "ConfirmRequest",
     "DeleteRequest",
     "EditRequest",
     "GetRequest",
     "InsertRequest",
     "ReadRequest",
+    "RewindRequest",
+    "RewindStep",
     "RunBeginRequest",
     "RunEndRequest",
     "RunOutputRequest",
+    "StateRequest",
 ]
 
 AGENT_TAG = "pi-agent"
@@ -52,7 +61,9 @@ PROTECTED_TAG = "pi-protected"
 METADATA_KEY = "pi_notebook"
 """Cell metadata the agent's changes leave: ``{"run": N, "change": "inserted" | "edited"}``."""
 
-CellOp: TypeAlias = Literal["read", "get", "insert", "edit", "delete", "run_begin", "run_output", "run_end"]
+CellOp: TypeAlias = Literal[
+    "read", "get", "insert", "edit", "delete", "run_begin", "run_output", "run_end", "state", "confirm", "rewind"
+]
 CellError: TypeAlias = Literal["not_found", "protected", "changed", "not_code", "invalid"]
 """Why the page refused: no cell with that id; the cell is tagged ``pi-protected``; its source is no longer the one
 the kernel read (the user typed); the cell is not a code cell (``run_begin``); a malformed request."""
@@ -104,9 +115,19 @@ class InsertRequest(TypedDict):
     run: int
 
 
+class CellBefore(TypedDict):
+    """A cell the moment before a change: its nbformat JSON (``id``, ``cell_type``, ``source``, ``metadata`` and, for
+    code, ``outputs`` and ``execution_count``), its ``index`` and the id of the cell above it (``anchor``, ``""``
+    for the first cell)."""
+
+    cell: dict[str, Any]
+    index: int
+    anchor: str
+
+
 class EditRequest(TypedDict):
     """Set the cell's source to ``source`` if it is still ``expect`` (one undo step; tagged and marked with ``run``)
-    -> ``{"index": int}``."""
+    -> ``{"index": int, "before": CellBefore}``."""
 
     type: Literal["cells"]
     request: int
@@ -118,7 +139,7 @@ class EditRequest(TypedDict):
 
 
 class DeleteRequest(TypedDict):
-    """Delete the cell (one undo step) -> ``{"cell": CellInfo}`` (the cell as it was)."""
+    """Delete the cell (one undo step) -> ``{"cell": CellInfo, "before": CellBefore}`` (the cell as it was)."""
 
     type: Literal["cells"]
     request: int
@@ -129,7 +150,7 @@ class DeleteRequest(TypedDict):
 
 class RunBeginRequest(TypedDict):
     """The kernel is about to run this code cell: clear its outputs and count, show it running
-    -> ``{"index": int, "source": str}`` (the source the kernel then runs)."""
+    -> ``{"index": int, "source": str, "before": CellBefore}`` (the source the kernel then runs)."""
 
     type: Literal["cells"]
     request: int
@@ -164,6 +185,52 @@ class RunEndRequest(TypedDict):
     outputs: list[dict[str, Any]]
 
 
+class StateRequest(TypedDict):
+    """The cells ``cell_ids`` as they are now -> ``{"cells": {id: {"source", "cell_type", "execution_count",
+    "index"} | None}}`` (``None``: no such cell)."""
+
+    type: Literal["cells"]
+    request: int
+    op: Literal["state"]
+    cell_ids: list[str]
+
+
+class ConfirmRequest(TypedDict):
+    """Ask the user, in a dialog, whether a rewind overwrites what they changed since the run (``items``: one line
+    each) -> ``{"answer": "overwrite" | "keep"}`` (closing the dialog keeps theirs)."""
+
+    type: Literal["cells"]
+    request: int
+    op: Literal["confirm"]
+    title: str
+    items: list[str]
+
+
+class RewindStep(TypedDict):
+    """One step of a rewind: ``delete`` the cell, ``insert`` ``cell`` (nbformat JSON) after ``anchor`` (else at
+    ``index``), or ``restore`` the cell's content to ``cell``. ``expect``: what the cell must hold for the step to be
+    taken (``{"source", "cell_type"}``, ``None``: it must not exist; absent: no check); a step refused leaves the
+    cell's later steps out too."""
+
+    action: Literal["delete", "insert", "restore"]
+    cell_id: str
+    cell: NotRequired[dict[str, Any]]
+    index: NotRequired[int]
+    anchor: NotRequired[str | None]
+    expect: NotRequired[dict[str, Any] | None]
+
+
+class RewindRequest(TypedDict):
+    """Take the cells back, in one transaction of the notebook (one step of JupyterLab's undo) -> ``{"results":
+    [{"cell_id", "action", "done": bool, "why": str}]}``, one per step, in order."""
+
+    type: Literal["cells"]
+    request: int
+    op: Literal["rewind"]
+    run: int
+    steps: list[RewindStep]
+
+
 class CellsReply(TypedDict, total=False):
     """The page's answer to a request (``result`` when ``ok``, else ``error`` and ``message``)."""
 
@@ -185,6 +252,11 @@ CELL_MESSAGES: dict[str, type] = {
     "ICellsRunBeginRequest": RunBeginRequest,
     "ICellsRunOutputRequest": RunOutputRequest,
     "ICellsRunEndRequest": RunEndRequest,
+    "ICellBefore": CellBefore,
+    "ICellsStateRequest": StateRequest,
+    "ICellsConfirmRequest": ConfirmRequest,
+    "IRewindStep": RewindStep,
+    "ICellsRewindRequest": RewindRequest,
     "ICellsReply": CellsReply,
 }
 """Each message by the name of its TypeScript interface (``labextension/src/cells.ts``)."""

@@ -71,9 +71,10 @@ from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline
 from ..tools._output import OutputAccumulator
 from ..tools.bash import resolve_timeout
-from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument, record, source_preview
+from ._cell_common import CellKernelInterrupt, CellToolError, cell_id_argument, record, source_preview
 from ._cell_outputs import CellOutputs
 from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
+from ._checkpoint import ask_changing, note_ran
 from ._exec import AWAIT_HINT, current_shell
 from ._frontend import FRONTENDS, current_notebook
 from .python_tool import CodeRun, run_stoppable
@@ -166,6 +167,7 @@ class _CellRun:
             own = Deadline(time.monotonic() + timeout, f"Cell {cell_id} timed out after {timeout:g} seconds")
         source, index = await self._begin(cell_id, signal)
         ran, count, outputs, written = await self._run(tool_call_id, cell_id, source, own, signal)
+        note_ran(cell_id, count)  # the run's checkpoint: what the cell holds now
         stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
         reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
         failed = "error" if ran.result.error is not None and not stopped else ""
@@ -178,7 +180,7 @@ class _CellRun:
         target = current_notebook.get()
         try:
             message = {"op": "run_begin", "cell_id": cell_id, "run": target.run if target else 0}
-            begun = await ask(message, signal, cell_id)
+            begun = await ask_changing(message, signal, cell_id)
             if signal is not None and signal.aborted:
                 raise CellToolError(f"Cell {cell_id} was not run: the run was stopped", "aborted")
         except CellToolError as exc:

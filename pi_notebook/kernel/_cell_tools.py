@@ -32,6 +32,7 @@ from ..tools.edit import parse_edits, prepare_edit_arguments
 from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary, record, source_preview
 from ._cell_protocol import CellInfo
 from ._cell_text import cell_details, read_text
+from ._checkpoint import ask_changing
 from ._frontend import current_notebook
 
 __all__ = ["cell_delete_tool", "cell_edit_tool", "cell_insert_tool", "edit_preview", "notebook_read_tool"]
@@ -149,7 +150,7 @@ async def _insert(tool_call_id: str, args: Any, signal: AbortSignal | None, on_u
     if after is not None and not isinstance(after, str):
         raise CellToolError("Invalid cell_insert input: after must be a cell id", "invalid")
     message = {"op": "insert", "source": source, "cell_type": cell_type, "after": after, "run": _run_number()}
-    result = await ask(message, signal, after or "")
+    result = await ask_changing(message, signal, after or "")
     cell_id, index = str(result.get("cell_id")), int(result.get("index") or 0)
     record(tool_call_id, "inserted", cell_id)
     where = "at the end" if after is None else "at the top" if after == "" else f"after cell {after}"
@@ -241,7 +242,7 @@ async def _edit(tool_call_id: str, args: Any, signal: AbortSignal | None, on_upd
     cell = await _get(cell_id, signal)
     new = _new_source(args, cell_id, cell["source"])
     message = {"op": "edit", "cell_id": cell_id, "source": new, "expect": cell["source"], "run": _run_number()}
-    await ask(message, signal, cell_id)
+    await ask_changing(message, signal, cell_id)
     record(tool_call_id, "edited", cell_id)
     details = {**cell_summary(cell), **_diff(cell_id, cell["source"], new)}
     count = len(args["edits"]) if args.get("edits") is not None else 0
@@ -283,7 +284,7 @@ async def edit_preview(args: Any, signal: AbortSignal | None) -> str:
 # -- cell_delete ---------------------------------------------------------------------------------------------
 async def _delete(tool_call_id: str, args: Any, signal: AbortSignal | None, on_update: Any) -> AgentToolResult:
     cell_id = cell_id_argument(args, "cell_delete")
-    result = await ask({"op": "delete", "cell_id": cell_id, "run": _run_number()}, signal, cell_id)
+    result = await ask_changing({"op": "delete", "cell_id": cell_id, "run": _run_number()}, signal, cell_id)
     cell: CellInfo = result["cell"]
     record(tool_call_id, "deleted", cell_id)
     text = f"Deleted {cell['cell_type']} cell {cell_id} (it was at index {cell['index']})."

@@ -204,24 +204,26 @@ class Frontends:
         signal: AbortSignal | None,
         *,
         wait: float = RECONNECT_WAIT_S,
+        reply_within: float = REPLY_TIMEOUT_S,
     ) -> dict[str, Any]:
         """Send ``message`` (a request without its ``request`` number) to ``target``'s page and return the
-        ``result`` of its answer. Raises :class:`FrontendRefused` when the page refuses, and
-        :class:`NotebookUnavailable` when no page answers (a silent page is dropped)."""
+        ``result`` of its answer (waited for at most ``reply_within`` seconds: longer for a question the user
+        answers). Raises :class:`FrontendRefused` when the page refuses, and :class:`NotebookUnavailable` when no
+        page answers (a silent page is dropped)."""
         frontend = await self.wait_for(target, wait, signal)
         number = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[number] = future
         try:
             frontend.send({**message, "request": number})
-            await _first(future, REPLY_TIMEOUT_S, signal)
+            await _first(future, reply_within, signal)
         finally:
             self._pending.pop(number, None)
         if not future.done():
             if signal is None or not signal.aborted:
                 self.disconnect(frontend)
                 raise NotebookUnavailable(
-                    f"The notebook's page did not answer within {REPLY_TIMEOUT_S:g} s (was it closed or reloaded?)"
+                    f"The notebook's page did not answer within {reply_within:g} s (was it closed or reloaded?)"
                 )
             raise NotebookUnavailable("Operation aborted")
         answer = future.result()

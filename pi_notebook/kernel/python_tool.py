@@ -48,6 +48,9 @@ returns. So every stop path reaches the code without the loop:
   its tree: SIGTERM, then SIGKILL after :data:`KILL_GRACE_S` (``_code_processes``); the result names them. What
   the code leaves running when it completes normally is kept.
 
+With the setting ``python.namespace=scratch`` (a run sets :data:`~._scratch.current_scratch`) the code runs in the
+session's scratch namespace instead: it reads the user's variables and keeps what it binds (``_scratch``).
+
 Keys: while the code runs, the variables that hold keys are not in ``os.environ`` (``_hidden_env``: the kernel's
 own environment, which the code shares; ``provider_keys=True`` keeps them), and under an ``AgentSession`` every key
 the session knows is redacted from the result (``session._redact``) and from the full-output temp log.
@@ -100,6 +103,7 @@ from ..session import AbortRun
 from ..tools._common import js_number
 from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
 from ..tools.bash import resolve_timeout
+from ._checkpoint import watch_code
 from ._code_processes import CodeProcesses
 from ._exec import (
     MAX_RICH_OUTPUTS,
@@ -112,6 +116,7 @@ from ._exec import (
 from ._hidden_env import variables_hidden
 from ._interrupt import Execution, Interruption
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
+from ._scratch import current_scratch
 
 __all__ = [
     "ABORT_WAIT_S",
@@ -232,8 +237,10 @@ class _Python:
         code, own = self.prepare(args, signal)
         shell = current_shell()
         namespace = self.namespace
+        scratch = current_scratch.get() if namespace is None else None
         if namespace is None:
             namespace = shell.user_ns if shell is not None else self.own_namespace
+            namespace = scratch.prepare(namespace) if scratch is not None else namespace
         known = known_secrets()
         output = OutputAccumulator(self.max_lines, self.max_bytes, prefix="pi-python", secrets=known.values)
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
@@ -251,6 +258,8 @@ class _Python:
             text, details = self._report(ran.capture, ran.result)
         finally:
             output.close()
+            if scratch is not None:
+                scratch.settle()
         if ran.killed:
             killed = ", ".join(ran.killed)
             text = f"{text}\n\nStopped with the code: {killed}" if text else f"Stopped: {killed}"
@@ -344,6 +353,7 @@ async def run_stoppable(
     started, ending = False, "error"
     emit = kernel.listeners.emit
     processes = CodeProcesses()
+    watch = watch_code(namespace, code, shell)  # the run's checkpoint: the variables before (before any interrupt)
 
     def stuck() -> None:
         emit(PythonEvent(call_id, "stuck", STUCK_TEXT))
@@ -365,6 +375,8 @@ async def run_stoppable(
         ending = "ok" if result.error is None else "interrupted" if stop else "error"
         ran = CodeRun(capture, result, stop, execution.kernel_interrupted, execution.repeats)
     finally:
+        if watch is not None:
+            watch.finish()  # also after a stop: what the code bound before it was interrupted
         if started:
             emit(PythonEvent(call_id, "end", ending))  # always after a start: live views wait for it
     if stop is not None:

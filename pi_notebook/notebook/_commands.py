@@ -52,8 +52,16 @@ usage:
   %pi continue              continue from the transcript (queued messages first)
   %pi compact [FOCUS]       summarise the older transcript now (FOCUS: what the summary should keep)
   %pi wait                  wait for the active run to settle and show its report
-  %pi status                session state, model, queue, budget
+  %pi status                session state, model, queue, budget, what the runs' checkpoints hold
+  %pi rewind [N]            undo the last run (or run N and every later one): files, cells, variables and the
+                            conversation go back to before it; the receipt says what could not, and why
   %pi events [N]            the event log and transcript of run N (default: the last)
+  %pi tree                  the session tree: its prompts (numbered, with their ids), where branches part, the
+                            current branch
+  %pi fork N [--no-summary] [PROMPT]
+                            continue from before prompt N (its number in %pi tree, or its id); the branch left
+                            behind is summarised, as Pi does (--no-summary: not); then PROMPT is sent, or the old
+                            prompt comes back in the run's box to edit and send
   %pi queue                 the queued steering and follow-up messages
   %pi clear-queue           take every queued message back
   %pi model [SPEC]          show or set the model
@@ -63,6 +71,7 @@ usage:
                             holding its key, another server speaking the spec's API (e.g. a LiteLLM proxy's
                             /v1 for openai-responses:); --from-server reads the window from the server's /models
   %pi settings [KEY=VALUE]  show settings, or change some (e.g. retry.max_retries=5 budget.max_cost_usd=0.5)
+  %pi adopt NAME            copy variable NAME from the agent's scratch namespace (python.namespace=scratch) to yours
   %pi tools                 the agent's tools and whether each asks before it runs (tools.approval=ask|auto)
   %pi interrupt on|off      make the kernel's interrupt button stop active runs while the kernel is idle
   %pi cassette PATH [--mode once|none|all|new] [--timing fast|real]
@@ -86,7 +95,11 @@ CommandName: TypeAlias = Literal[
     "compact",
     "wait",
     "status",
+    "rewind",
+    "adopt",
     "events",
+    "tree",
+    "fork",
     "queue",
     "clear-queue",
     "model",
@@ -112,9 +125,10 @@ class PiCommand:
 
     ``text`` is the verbatim text argument: the prompt, the steer or follow-up text, the compaction focus, the
     model spec, the settings' ``KEY=VALUE`` list or the interrupt switch (``""`` when none was given).
-    ``number`` is the run number of ``events``. ``flags`` holds a sub-command's own flags, by name, as strings
-    (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
-    integers), ``key_env``, ``base_url`` and ``from_server`` (``"true"`` when given)). ``session`` is the
+    ``number`` is the run number of ``events`` and ``rewind``. ``flags`` holds a sub-command's own flags, by name, as
+    strings (``cassette``'s ``mode`` and ``timing``; ``model``'s ``context_window``, ``max_tokens`` (validated positive
+    integers), ``key_env``, ``base_url`` and ``from_server`` (``"true"`` when given); ``fork``'s ``entry`` and
+    ``no_summary``; its ``text`` is the prompt to send after it). ``session`` is the
     ``-s NAME`` option (``None``: the current session).
     """
 
@@ -147,8 +161,9 @@ def _session_name(text: str) -> str:
 
 
 # name -> how its arguments are read: "text" (the rest of the line, verbatim), "number" (an optional run
-# number), "cassette" (an optional path and its flags), "model" (an optional spec and its flags) or "none".
-_SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "none"]] = {
+# number), "cassette" (an optional path and its flags), "model" (an optional spec and its flags), "fork" (an entry id,
+# a flag and a prompt: _fork_command) or "none".
+_SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "fork", "none"]] = {
     "steer": "text",
     "follow": "text",
     "abort": "none",
@@ -156,7 +171,11 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "none"]
     "compact": "text",
     "wait": "none",
     "status": "none",
+    "rewind": "number",
+    "adopt": "text",
     "events": "number",
+    "tree": "none",
+    "fork": "fork",
     "queue": "none",
     "clear-queue": "none",
     "model": "model",
@@ -248,6 +267,8 @@ def parse_line(line: str) -> PiCommand:
                 f"did you mean %pi {meant}? ({first!r} is not a command; to send it to the model: %pi -- {prompt})"
             )
         return PiCommand("prompt", verbatim(words), session=head.session)
+    if first == "fork":
+        return _fork_command(words[1:], verbatim, head.session)
     if _SPECS[first] == "cassette":  # a path may be quoted, as in a shell: '%pi cassette "my runs.jsonl"'
         try:
             words = [first, *shlex.split(line[spans[len(spans) - len(words) + 1][0] :] if words[1:] else "")]
@@ -329,6 +350,39 @@ def _flag_hint(name: CommandName, extra: list[str]) -> str:
             if close:
                 return f" (did you mean {close[0]}?)"
     return ""
+
+
+def _fork_command(words: list[str], verbatim: Callable[[list[str]], str], session: str | None) -> PiCommand:
+    """``fork [--no-summary] [-s NAME] N [--no-summary] [--] [PROMPT]``: the options may come before or after the
+    prompt's number (or id); the prompt to send is the rest of the line, verbatim."""
+    flags: dict[str, str] = {}
+    rest = list(words)
+    while rest:
+        word = rest[0]
+        if word == "--no-summary":
+            flags["no_summary"] = "true"
+        elif word in ("-s", "--session") and len(rest) > 1:
+            session = _session_name_or_usage(rest[1])
+            rest = rest[1:]
+        elif word.startswith("-") and word != "--":
+            raise UsageError(
+                f"fork: unknown option {word!r} (a prompt that starts with a dash: %pi fork ID -- <prompt>)"
+            )
+        elif "entry" not in flags and word != "--":
+            flags["entry"] = word
+        else:
+            break
+        rest = rest[1:]
+    if "entry" not in flags:
+        raise UsageError("fork needs the number or id of a prompt (%pi tree lists them)")
+    return PiCommand("fork", verbatim(rest), flags=flags, session=session)
+
+
+def _session_name_or_usage(text: str) -> str:
+    try:
+        return _session_name(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_cell_line(line: str) -> str | None:

@@ -63,17 +63,24 @@ def default_tools(cwd: str | os.PathLike[str] | None = None) -> list[AgentTool]:
     return [tool for tool in (*coding_tools(root), python_tool(), *cell_tools()) if tool.name not in off]
 
 
+SCRATCH_GUIDELINE = (
+    "python runs in a scratch namespace: it reads the user's variables, and what you bind stays there (the user "
+    "takes a variable with %pi adopt NAME); objects are shared, so do not change the user's objects in place"
+)
+
+
 def system_prompt(
     tools: Sequence[AgentTool],
     *,
     cwd: str | None,
     namespace: Mapping[str, Any] | None,
     left_out: Collection[str] = (),
+    scratch: bool = False,
 ) -> str:
     """The notebook's system prompt for ``tools`` (see the module docstring). ``cwd=None``: the reproducible
     form (for cassettes), without the working directory, the Python version and the variables. ``left_out``: the
     session's tools not offered this time; when they are cell tools the prompt says why (not in the reproducible
-    form)."""
+    form). ``scratch``: the python tool runs in the scratch namespace (``python.namespace``); a guideline says so."""
     names = [tool.name for tool in tools]
     listed = [f"- {tool.name}: {tool.prompt.snippet}" for tool in tools if tool.prompt is not None]
     guidelines: list[str] = []
@@ -83,6 +90,8 @@ def system_prompt(
         for line in tool.prompt.guidelines if tool.prompt is not None else ():
             if line.strip() and line.strip() not in guidelines:
                 guidelines.append(line.strip())
+    if scratch and "python" in names:
+        guidelines.append(SCRATCH_GUIDELINE)
     guidelines += ["Be concise in your responses", "Show file paths clearly when working with files"]
     parts = [
         _INTRO,

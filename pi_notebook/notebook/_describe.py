@@ -14,6 +14,9 @@ from ..session import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryEndEvent,
+    BranchSummaryMessage,
+    BranchSummaryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
@@ -23,6 +26,7 @@ from ..session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionTreeEvent,
     SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -57,6 +61,9 @@ __all__ = [
     "result_text",
     "usage_line",
 ]
+
+
+_BRANCH_SUMMARY = "branch summary (of the branch left behind)"
 
 
 def _flag(value: bool) -> str:
@@ -107,6 +114,18 @@ def describe_event(event: SessionEvent) -> tuple[str, str] | None:
             return kind, detail + (f": {event.error_message}" if event.error_message else "")
         case BudgetExceededEvent() | SessionWriteFailedEvent():
             return kind, event.reason
+        case BranchSummaryStartEvent():
+            entries = f"{event.entries} entr{'y' if event.entries == 1 else 'ies'}"
+            return kind, f"summarising the {entries} left behind"
+        case BranchSummaryEndEvent():
+            detail = f"aborted={_flag(event.aborted)}"
+            if event.result is not None:
+                detail += f" summary={len(event.result.summary)} chars"
+            return kind, detail + (f": {event.error_message}" if event.error_message else "")
+        case SessionTreeEvent():  # no entry ids: they differ from one execution of a notebook to the next
+            return kind, "the conversation moved" + (
+                ", a branch summary written there" if event.summary_entry_id else ""
+            )
         case SummarizationRetryScheduledEvent():
             return kind, f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
         case (
@@ -186,6 +205,8 @@ def _message_markdown(message: AgentMessage) -> str:
         case CompactionSummaryMessage():
             head = f"**compaction summary** ({message.tokens_before} tokens before):\n\n"
             return head + _quote(literal(message.summary))
+        case BranchSummaryMessage():
+            return f"**{_BRANCH_SUMMARY}:**\n\n" + _quote(literal(message.summary))
         case CustomMessage():
             return f"*\\[{inline(message.role)}\\]*"
 
@@ -253,6 +274,9 @@ def _message_html(message: AgentMessage) -> str:
             return label + html_code(result_text(message) or "(no output)")
         case CompactionSummaryMessage():
             head = f"<p><strong>compaction summary</strong> ({message.tokens_before} tokens before):</p>"
+            return f"{head}<blockquote>{html_markdown(message.summary)}</blockquote>"
+        case BranchSummaryMessage():
+            head = f"<p><strong>{_BRANCH_SUMMARY}:</strong></p>"
             return f"{head}<blockquote>{html_markdown(message.summary)}</blockquote>"
         case CustomMessage():
             return f"<p><em>[{html_text(message.role)}]</em></p>"
@@ -322,6 +346,8 @@ def _message_text(message: AgentMessage) -> str:
             return f"{message.tool_name} {marker}:\n{result_text(message) or '(no output)'}"
         case CompactionSummaryMessage():
             return f"compaction summary ({message.tokens_before} tokens before):\n{message.summary}"
+        case BranchSummaryMessage():
+            return f"{_BRANCH_SUMMARY}:\n{message.summary}"
         case CustomMessage():
             return f"[{message.role}]"
 

@@ -31,15 +31,20 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError
+from ..kernel._exec import current_shell
 from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell
+from ._checkpoints import RewindRefused
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
 from ._model_line import model_limits
 from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
+from ._rewind import STOP_FIRST, rewind
+from ._rewind_plan import RewindReceipt
 from ._run import Run
 from ._session_magics import new_session, resume_session, show_sessions, use_session
+from ._tree_magics import fork, show_tree
 from ._volatile import show_volatile
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
@@ -69,10 +74,21 @@ def pi_transformer(lines: list[str]) -> list[str]:
             continue
         rest = (match["rest"] or "").strip()
         call = f"get_ipython().run_line_magic('pi', {rest!r})"
-        if rest == "wait":
+        if _awaited(rest):
             call = "await " + call
         out.append(f"{match['indent']}{match['assign'] or ''}{call}\n")
     return out
+
+
+_AWAITED: frozenset[CommandName] = frozenset({"wait", "rewind"})
+"""The sub-commands a cell awaits: they end later than the magic returns (a run settling, a rewind through the page)."""
+
+
+def _awaited(rest: str) -> bool:
+    try:
+        return parse_line(rest).name in _AWAITED
+    except UsageError:
+        return False
 
 
 class _Ready:
@@ -93,6 +109,7 @@ class PiMagics(Magics):
     @no_var_expand  # type: ignore[untyped-decorator, unused-ignore]
     def pi(self, line: str, cell: str | None = None) -> Any:
         """Run and control agent runs; ``%pi help`` lists the sub-commands."""
+        awaited = False  # the cell awaits what this returns (see pi_transformer): never None then
         try:
             _check_size(line if cell is None else cell, "%pi line" if cell is None else "%%pi cell")
             if cell is not None:
@@ -101,6 +118,7 @@ class PiMagics(Magics):
                 with REGISTRY.using(name):
                     return self._prompt(PiCommand("prompt", cell, session=name))
             command = parse_line(line)
+            awaited = command.name in _AWAITED
             _check_thread(command.name)
             with REGISTRY.using(command.session):  # -s NAME: this line acts on session NAME
                 return self._handlers()[command.name](command)
@@ -110,7 +128,7 @@ class PiMagics(Magics):
             print(f"pi: {exc}")  # noqa: T201
         except Exception as exc:  # never a bare traceback from a magic
             print(f"pi: internal error ({type(exc).__name__}): {exc}")  # noqa: T201
-        return None
+        return _Ready(None) if awaited else None
 
     def _handlers(self) -> dict[CommandName, Callable[[PiCommand], Any]]:
         return {
@@ -122,6 +140,8 @@ class PiMagics(Magics):
             "compact": self._compact,
             "wait": self._wait,
             "status": self._status,
+            "rewind": self._rewind,
+            "adopt": self._adopt,
             "events": self._events,
             "queue": self._queue,
             "clear-queue": self._clear_queue,
@@ -134,6 +154,8 @@ class PiMagics(Magics):
             "resume": lambda command: resume_session(REGISTRY, command),
             "new": lambda command: new_session(REGISTRY, command),
             "use": lambda command: use_session(REGISTRY, command),
+            "tree": lambda command: show_tree(REGISTRY, command),
+            "fork": lambda command: fork(REGISTRY, command, _start),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 
@@ -217,6 +239,30 @@ class PiMagics(Magics):
             return _Ready(run.report())
         return run  # awaited by the cell (see pi_transformer)
 
+    def _rewind(self, command: PiCommand) -> Any:
+        """``%pi rewind [N]``: awaited by the cell (``pi_transformer``), which shows the receipt (``_rewind``)."""
+        entry = REGISTRY.get()
+        if REGISTRY.active_runs() or entry.busy:
+            raise SessionBusyError(STOP_FIRST)
+        if _running_loop() is None:
+            return _Ready(asyncio.run(_rewound(entry, command.number)))
+        return _rewound(entry, command.number)
+
+    def _adopt(self, command: PiCommand) -> None:
+        name = command.text.strip()
+        if not name.isidentifier():
+            raise UsageError("adopt needs the name of a variable of the agent's scratch namespace")
+        entry, shell = REGISTRY.get(), current_shell()
+        if shell is None:
+            raise RuntimeError("%pi adopt needs IPython")
+        try:
+            value = entry.scratch.adopt(name, shell.user_ns)
+        except KeyError:
+            own = entry.scratch.own
+            has = f"it has: {', '.join(own)}" if own else "it is empty (%pi settings python.namespace=scratch)"
+            raise ValueError(f"no variable {name!r} in the agent's scratch namespace ({has})") from None
+        print(f"pi: adopted {name} ({type(value).__name__}), the scratch namespace's very object")  # noqa: T201
+
     # -- inspection -------------------------------------------------------------------------------------
     def _status(self, command: PiCommand) -> None:
         entry = REGISTRY.get()
@@ -231,7 +277,11 @@ class PiMagics(Magics):
             f"queue: {len(queue.steering)} steering, {len(queue.follow_up)} follow-up",
             f"interrupt hook: {'on' if REGISTRY.interrupt.on else 'off'}",
             REGISTRY.control.activity.describe(),
+            entry.checkpoints.describe(),
         ]
+        if session.settings.python.namespace == "scratch":
+            own = entry.scratch.own
+            lines.append(f"python namespace: scratch ({', '.join(own) if own else 'nothing bound yet'})")
         if run is not None:
             lines.append(f"usage: {run.usage_line()}")
         print("\n".join(lines))  # noqa: T201
@@ -382,6 +432,17 @@ def _assignments(text: str) -> dict[str, Any]:
             node = node.setdefault(part, {})
         node[parts[-1]] = None if value.lower() in ("none", "null") else value
     return changes
+
+
+async def _rewound(entry: NotebookSession, number: int | None) -> RewindReceipt | None:
+    """The rewind's receipt, or ``None`` after saying in one line why nothing was rewound."""
+    try:
+        return await rewind(entry, number, busy=lambda: bool(REGISTRY.active_runs()))
+    except (RewindRefused, SessionBusyError) as exc:
+        print(f"pi: {exc}")  # noqa: T201
+    except Exception as exc:  # never a bare traceback from a magic
+        print(f"pi: internal error ({type(exc).__name__}): {exc}")  # noqa: T201
+    return None
 
 
 def _show(value: Any) -> None:

@@ -10,6 +10,7 @@ else wants run state changes subscribes with :meth:`SessionRegistry.on_state`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,16 +24,21 @@ from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec, parse_compatible_spec
 from ..ai.providers.faux import FauxProvider
 from ..kernel import KERNEL, InterruptHook, Kernel
+from ..kernel._scratch import Scratchpad, current_scratch
 from ..session import AgentSession, SessionBusyError, Settings, site_policy
 from ._approval import NotebookApprover
 from ._cell_link import notebook_of_cell, with_cell_tools
+from ._checkpoints import RewindRefused, RunCheckpoints, with_checkpoint
 from ._control_comm import ControlChannel
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
+from ._fork import Fork, find_prompt, fork_label
 from ._recent import RecentRuns
+from ._rewind import rewind
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
+from ._tree_view import tree_items
 from .widget._view import RunView
 
 __all__ = [
@@ -67,7 +73,11 @@ class NotebookSession:
     model_missing: str | None = None
     """Why no run may start until a model is set: ``%pi resume`` could not restore the session's model (so the faux
     model's replies never land in a real session's file). ``set_model`` clears it."""
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+    checkpoints: RunCheckpoints = field(default_factory=RunCheckpoints, repr=False)
+    """The latest runs' checkpoints, which ``%pi rewind`` and a run's **Undo run** take back (``_rewind``)."""
+    scratch: Scratchpad = field(default_factory=Scratchpad, repr=False)
+    """The python tool's own namespace when ``python.namespace`` is ``scratch`` (``%pi adopt NAME``)."""
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
 
@@ -95,6 +105,9 @@ class NotebookSession:
         number = len(self.runs) + 1
         target = notebook_of_cell(number, self.notebook)
         operation = with_cell_tools(self, target, operation)
+        operation = with_checkpoint(self.checkpoints.start(number, self.session, target), operation)
+        operation = self._with_namespace(operation)
+        operation = self._then_show_trees(operation)
         self.refresh_prompt()
         run = Run(
             self.session,
@@ -104,8 +117,12 @@ class NotebookSession:
             with_view=with_view,
             notebook=target,
             on_send=self.send_from_view,
+            on_undo=lambda: self.undo_from_view(number),
         )
         self.runs.append(run)
+        if run.presenter is not None:
+            run.presenter.view.on_fork(self.fork_from_view)
+            run.presenter.show_tree(self.session.prompt_count, list)
         self._recent.admit(run)
         for listener in self._state_listeners:
             run.on_state(listener)
@@ -131,6 +148,78 @@ class NotebookSession:
         if run.view is not None:
             view.add_follow_on(run.view)
 
+    def undo_from_view(self, number: int) -> None:
+        """Run ``number``'s **Undo run** (on the kernel's loop): rewind it (``_rewind``); what stops it is said under
+        its box."""
+
+        async def undo() -> None:
+            try:
+                await rewind(self, number, busy=lambda: bool(REGISTRY.active_runs()))
+            except (RewindRefused, SessionBusyError) as exc:
+                view = self.runs[number - 1].view
+                if view is not None:
+                    view.say(f"Not undone: {exc}")
+
+        task = asyncio.ensure_future(undo())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _with_namespace(self, operation: Callable[[], Any]) -> Callable[[], Any]:
+        """``operation`` with the python tool in the scratch namespace when ``python.namespace`` says so."""
+        if self.session.settings.python.namespace != "scratch":
+            return operation
+
+        async def run() -> Any:
+            current_scratch.set(self.scratch)
+            return await operation()
+
+        return run
+
+    def start_fork(self, fork: Fork) -> Run:
+        """Start ``fork`` (a fork run's operation, see ``_fork``) as a run; it gets the run to give the prompt back
+        in."""
+        run = self.start(fork_label(fork.target), fork)
+        fork.run = run
+        return run
+
+    def fork_from_view(self, entry_id: str, view: RunView) -> None:
+        """A click on a prompt of a run widget's session tree (on the kernel's loop): a fork run from before it, drawn
+        in that view below its box. While a run is active, or for an entry that is not a prompt, the view says why
+        (one line) and nothing starts."""
+        active = self.active_run
+        if active is not None or not self.session.is_idle:
+            which = f"Run {active.number} is" if active is not None else "The session is"
+            view.say(f"{which} active: stop it (or wait) before forking")
+            return
+        try:
+            run = self.start_fork(Fork(self.session, find_prompt(self.session, entry_id)))
+        except (RuntimeError, ValueError) as exc:
+            view.say(f"Not forked: {exc}")
+            return
+        if run.view is not None:
+            view.add_follow_on(run.view)
+
+    def show_trees(self) -> None:
+        """Draw the session tree as it is now in the open view of each of this session's runs (the tree itself, made
+        once, only for views whose tree panel was opened)."""
+        presenters = [run.presenter for run in self.runs if run.presenter is not None]
+
+        @functools.cache
+        def items() -> list[dict[str, Any]]:
+            return [dict(item) for item in tree_items(self.session.tree())]
+
+        for presenter in presenters:
+            presenter.show_tree(self.session.prompt_count, items)
+
+    def _then_show_trees(self, operation: Callable[[], Any]) -> Callable[[], Any]:
+        async def operation_then_trees() -> Any:
+            try:
+                return await operation()
+            finally:
+                self.show_trees()
+
+        return operation_then_trees
+
     def refresh_prompt(self, left_out: Collection[str] = ()) -> None:
         """Make the notebook's system prompt again from the tools and the user's namespace now (unless the
         session was given a prompt of its own). With a cassette it leaves out the working directory, the Python
@@ -152,10 +241,12 @@ class NotebookSession:
         if self.cwd is None:
             return
         tools = [tool for tool in self.session.tools if tool.name not in left_out]
+        scratch = self.session.settings.python.namespace == "scratch"
         if self.cassette is not None:  # what a recording replays against must not depend on machine or state
-            prompt = system_prompt(tools, cwd=None, namespace=None)
+            prompt = system_prompt(tools, cwd=None, namespace=None, scratch=scratch)
         else:
-            prompt = system_prompt(tools, cwd=self.cwd, namespace=_user_namespace(), left_out=left_out)
+            namespace = _user_namespace()
+            prompt = system_prompt(tools, cwd=self.cwd, namespace=namespace, left_out=left_out, scratch=scratch)
         self.session.agent.state.system_prompt = prompt
 
     def abort_active(self) -> None:
@@ -226,6 +317,7 @@ class NotebookSession:
         """Start afresh: an empty transcript recorded to a new file (the previous file is kept as it is).
         Raises ``RuntimeError`` while a run is active."""
         self._check_idle("starting a new session")
+        self.checkpoints.release_all()  # their conversation is the old file's
         default = self.name == DEFAULT_NAME
         store = default_store(self.session.settings, name=self.name, notebook=self.notebook, default=default)
         self.session.use_store(store, messages=[])
@@ -250,6 +342,8 @@ class NotebookSession:
         and release the session (its store is closed)."""
         self.abort_active()
         self._recent.close(self.runs)
+        self.checkpoints.release_all()
+        self.scratch.clear()
         self.session.dispose()
 
 

@@ -34,6 +34,7 @@ from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,
     AgentSettledEvent,
+    BranchSummaryEndEvent,
     CompactionCancelled,
     CompactionEndEvent,
     MessageEndEvent,
@@ -110,14 +111,15 @@ class Run:
         with_view: bool = True,
         notebook: NotebookTarget | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
+        on_undo: Callable[[], None] | None = None,
     ) -> None:
         """``on_send(text, view)``: what the widget's box does with a text once the run has settled (the notebook
-        session starts a new run, drawn below it); without it the text is queued for the next prompt.
+        session starts a new run, drawn below it); without it the text is queued for the next prompt. ``on_undo``:
+        what the widget's **Undo run** does (shown once the run settled; none without it).
         ``notebook``: where the run's cell came from, and what its cell tools changed there (``_cell_link``)."""
         self.session = session
-        self._on_send = on_send
-        self.number = number
-        self.label = label
+        self._on_send, self._on_undo = on_send, on_undo
+        self.number, self.label = number, label
         self.events: list[SessionEvent] = []
         self.log: list[tuple[float, str, str]] = []
         self.messages: list[AgentMessage] = []
@@ -137,8 +139,7 @@ class Run:
         self._presenter = self._make_presenter() if with_view else None
         self.status = StatusMachine(number, self._loop, self._draw_state if with_view else None)
         """The run's state (``status.status``: ``starting``, ``streaming``, ... ``settled``) and its listeners."""
-        self._close_view_when_settled = False
-        self._refresh_pending = False
+        self._close_view_when_settled = self._refresh_pending = False
         self._display = RunDisplay(
             f"pi-run-{self._key}",
             plain=f"Run {number}: {_short(label)}",
@@ -162,6 +163,7 @@ class Run:
             number=self.number,
             key=self._key,
             on_send=self._on_send,
+            on_undo=self._on_undo,
         )
 
     # -- public -----------------------------------------------------------------------------------------
@@ -392,7 +394,7 @@ class Run:
                 self._tool_calls.discard(call)
             case MessageEndEvent(message=message):
                 self.messages.append(message)
-            case CompactionEndEvent(result=summary) if summary is not None:
+            case CompactionEndEvent(result=summary) | BranchSummaryEndEvent(result=summary) if summary is not None:
                 self.messages.append(summary)
             case _:
                 pass

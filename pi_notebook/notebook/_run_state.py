@@ -23,6 +23,7 @@ from ..session import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryStartEvent,
     CompactionStartEvent,
     MessageStartEvent,
     SessionEvent,
@@ -123,7 +124,7 @@ class StatusMachine:
                 self.set("streaming", retry_deadline=0.0)
             case AutoRetryEndEvent() if self.retry_deadline:
                 self.set(self.status, retry_deadline=0.0)
-            case CompactionStartEvent():
+            case CompactionStartEvent() | BranchSummaryStartEvent():  # Pi's isCompacting covers both
                 self.set("compacting")
             case _:
                 pass

@@ -10,7 +10,9 @@ them are compared (none: the output is left out).
   replaying, counts): :func:`show_volatile`, compared not at all;
 - a run's display (``widget._display``): its ``text/plain`` line (``Run 2: prompt``) is compared, its static copy
   is not (it is the transcript so far when shown, replaced by the settled one through ``update_display``, which
-  nbclient and JupyterLab apply to what they save and nbval does not).
+  nbclient and JupyterLab apply to what they save and nbval does not);
+- ``%pi tree`` (:func:`show_with_entry_ids`): compared, but the session's entry ids in it (8 hex digits, random) are
+  read as ``ID``: its metadata holds ``{"pi_notebook": {"entry_ids": true}}``.
 
 The ``await run`` report is compared whole except the event log's times, which the plugin reads as ``T`` (it knows
 a log row by its shape: ``| 0.029 | `agent_start` |``, from ``_describe.render_markdown``).
@@ -28,7 +30,7 @@ from typing import Any
 from IPython.core.getipython import get_ipython
 from IPython.display import display
 
-__all__ = ["METADATA_KEY", "RUN_DISPLAY", "VOLATILE", "interactive", "show_volatile"]
+__all__ = ["METADATA_KEY", "RUN_DISPLAY", "VOLATILE", "interactive", "show_volatile", "show_with_entry_ids"]
 
 METADATA_KEY = "pi_notebook"
 """The output metadata key the pytest plugin reads (``pytest_plugin.METADATA_KEY``: the same string)."""
@@ -41,6 +43,11 @@ RUN_DISPLAY: dict[str, Any] = {METADATA_KEY: {"compare": ["text/plain"]}}
 def show_volatile(text: str) -> None:
     """Show one line of text that a check of the saved notebook does not compare (see the module docstring)."""
     display({"text/plain": text}, raw=True, metadata=VOLATILE)  # type: ignore[no-untyped-call]
+
+
+def show_with_entry_ids(text: str) -> None:
+    """Show text holding the session's entry ids, which a check of the saved notebook reads as ``ID``."""
+    display({"text/plain": text}, raw=True, metadata={METADATA_KEY: {"entry_ids": True}})  # type: ignore[no-untyped-call]
 
 
 def interactive() -> bool:

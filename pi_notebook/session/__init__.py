@@ -1,8 +1,10 @@
 """The host layer (Pi's ``AgentSession``): ``agent_settled``, Stop that really stops, automatic retry,
-overflow compaction, timeouts and budgets, settings, and the JSONL session file. Every event a session emits is
+overflow compaction, timeouts and budgets, settings, and the JSONL session file with its tree (branches, branch
+summaries). Every event a session emits is
 importable from here (the agent's events are re-exported), so a consumer imports its events from one place."""
 
 from ._approval_gate import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
+from ._branch_summary import BranchSummaryMessage
 from ._catalog import SessionInfo, list_sessions, read_session_info, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
@@ -11,6 +13,8 @@ from ._events import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryEndEvent,
+    BranchSummaryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
@@ -20,6 +24,7 @@ from ._events import (
     QueueUpdateEvent,
     SessionEvent,
     SessionListener,
+    SessionTreeEvent,
     SessionWriteFailedEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
@@ -32,13 +37,16 @@ from ._events import (
 )
 from ._guard import AbortRun, ToolTimeoutError
 from ._lock import SessionInUseError
+from ._navigator import BranchSummaryFailed, TreeNavigation
 from ._policy import POLICY_ENV, Policy, PolicyError, site_policy
 from ._redact import StreamRedactor
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
+    CheckpointSettings,
     CompactionSettings,
     ProviderRetrySettings,
+    PythonSettings,
     RetryPolicy,
     SessionsSettings,
     Settings,
@@ -49,6 +57,7 @@ from ._settings import (
 from ._store import SessionStore
 from ._store_load import LoadedSession, LoadProblem, SessionFileError, load_session
 from ._summary import CompactionPlan, CompactionSummaryMessage, plan_compaction
+from ._tree import SessionTree, TreeEntry, TreeError, TreeNode
 
 __all__ = [
     "DECLINED",
@@ -63,8 +72,13 @@ __all__ = [
     "Approver",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
+    "BranchSummaryEndEvent",
+    "BranchSummaryFailed",
+    "BranchSummaryMessage",
+    "BranchSummaryStartEvent",
     "BudgetExceededEvent",
     "BudgetSettings",
+    "CheckpointSettings",
     "CompactionCancelled",
     "CompactionEndEvent",
     "CompactionPlan",
@@ -79,6 +93,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "ProviderRetrySettings",
+    "PythonSettings",
     "QueueSnapshot",
     "QueueUpdateEvent",
     "RetryPolicy",
@@ -89,6 +104,8 @@ __all__ = [
     "SessionInfo",
     "SessionListener",
     "SessionStore",
+    "SessionTree",
+    "SessionTreeEvent",
     "SessionWriteFailedEvent",
     "SessionsSettings",
     "Settings",
@@ -103,6 +120,10 @@ __all__ = [
     "ToolExecutionUpdateEvent",
     "ToolSettings",
     "ToolTimeoutError",
+    "TreeEntry",
+    "TreeError",
+    "TreeNavigation",
+    "TreeNode",
     "TurnEndEvent",
     "TurnStartEvent",
     "approval_mode",

@@ -40,8 +40,8 @@ from ._events import (
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
 )
+from ._journal import Journal
 from ._settings import Settings
-from ._store import SessionStore
 from ._summary import (
     CompactionPlan,
     SummarizationFailed,
@@ -79,7 +79,7 @@ class CompactionCancelled(PiNotebookError, RuntimeError):
 
 
 class Compactor:
-    """Compacts one agent's transcript: summarises the older part and replaces it (and records it in ``store``).
+    """Compacts one agent's transcript: summarises the older part and replaces it (and records it in ``journal``).
 
     ``settings`` are the session's (the owner updates them); events go to ``emit``. State kept between runs:
     whether an overflow was already compacted for the current prompt (Pi retries once), and which replies were
@@ -87,11 +87,11 @@ class Compactor:
     """
 
     def __init__(
-        self, agent: Agent, settings: Settings, store: SessionStore | None, emit: Callable[[SessionEvent], None]
+        self, agent: Agent, settings: Settings, journal: Journal, emit: Callable[[SessionEvent], None]
     ) -> None:
         self.settings = settings
         self._agent = agent
-        self.store = store
+        self.journal = journal
         self._emit = emit
         self._controller: AbortController | None = None
         self._overflow_attempted = False
@@ -261,8 +261,7 @@ class Compactor:
         if summary is None:
             self._emit(CompactionEndEvent(reason, aborted=True))
             return "aborted"
-        if self.store is not None:
-            self.store.append_compaction(summary, plan.keep[0] if plan.keep else None)
+        self.journal.append_compaction(summary, plan.keep[0] if plan.keep else None)
         agent.state.messages = [summary, *plan.keep]
         self._since = set()
         self._emit(CompactionEndEvent(reason, result=summary, will_retry=will_retry))

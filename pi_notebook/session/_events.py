@@ -24,6 +24,7 @@ from ..agent import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._branch_summary import BranchSummaryMessage
 from ._summary import CompactionSummaryMessage
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "AgentStartEvent",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
+    "BranchSummaryEndEvent",
+    "BranchSummaryStartEvent",
     "BudgetExceededEvent",
     "CompactionEndEvent",
     "CompactionReason",
@@ -42,6 +45,7 @@ __all__ = [
     "QueueUpdateEvent",
     "SessionEvent",
     "SessionListener",
+    "SessionTreeEvent",
     "SessionWriteFailedEvent",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
@@ -125,14 +129,50 @@ class SummarizationRetryScheduledEvent:
 
 @dataclass(slots=True)
 class SummarizationRetryAttemptStartEvent:
-    reason: CompactionReason
-    source: Literal["compaction"] = "compaction"
+    """A summary request starts (Pi's ``{source: "compaction", reason}`` or ``{source: "branchSummary"}``, whose
+    ``reason`` is ``None``)."""
+
+    reason: CompactionReason | None = None
+    source: Literal["compaction", "branchSummary"] = "compaction"
     type: Literal["summarization_retry_attempt_start"] = field(default="summarization_retry_attempt_start", init=False)
 
 
 @dataclass(slots=True)
 class SummarizationRetryFinishedEvent:
     type: Literal["summarization_retry_finished"] = field(default="summarization_retry_finished", init=False)
+
+
+@dataclass(slots=True)
+class BranchSummaryStartEvent:
+    """The session goes to another point of its tree and summarises the branch it leaves (``entries`` of it, from
+    ``old_leaf_id`` back to where the branches meet); ``abort()`` stops it."""
+
+    target_id: str
+    old_leaf_id: str | None
+    entries: int
+    type: Literal["branch_summary_start"] = field(default="branch_summary_start", init=False)
+
+
+@dataclass(slots=True)
+class BranchSummaryEndEvent:
+    """The branch summary is written (``result``), was stopped (``aborted``: the leaf did not move) or failed
+    (``error_message``: the leaf did not move)."""
+
+    result: BranchSummaryMessage | None = None
+    aborted: bool = False
+    error_message: str | None = None
+    type: Literal["branch_summary_end"] = field(default="branch_summary_end", init=False)
+
+
+@dataclass(slots=True)
+class SessionTreeEvent:
+    """The leaf moved (Pi's ``session_tree``): the conversation continues from ``new_leaf_id`` (``None``: from the
+    start); ``summary_entry_id`` is the branch summary written there, if one was."""
+
+    new_leaf_id: str | None
+    old_leaf_id: str | None
+    summary_entry_id: str | None = None
+    type: Literal["session_tree"] = field(default="session_tree", init=False)
 
 
 @dataclass(slots=True)
@@ -202,6 +242,9 @@ SessionEvent: TypeAlias = (
     | SummarizationRetryFinishedEvent
     | BudgetExceededEvent
     | SessionWriteFailedEvent
+    | BranchSummaryStartEvent
+    | BranchSummaryEndEvent
+    | SessionTreeEvent
 )
 """Every event a session emits: the agent's (with the session's ``agent_end``) and the host-level ones."""
 

@@ -41,11 +41,12 @@ from ..ai import AbortSignal, AssistantMessage, BusyError, Deadline, UserMessage
 from ._compactor import Compactor
 from ._events import AgentEndEvent, AgentSettledEvent, BudgetExceededEvent
 from ._guard import RunBudget
+from ._journal import Journal
 from ._listeners import Listeners
+from ._navigator import Navigator
 from ._queues import QueueTexts
 from ._redact_reply import ReplyRedaction
 from ._settings import Settings
-from ._store import SessionStore
 from ._summary import CompactionSummaryMessage
 from ._timers import RunTimers
 from ._turn_retry import TurnRetry
@@ -61,8 +62,9 @@ class Operation:
     """The operations of one session, one at a time, and their bookkeeping.
 
     The session passes what the operation works with: its ``agent``, the turn ``retry``, the ``compactor``, the
-    ``queue`` texts, its ``settings`` and ``store`` (the session sets :attr:`settings` and :attr:`store` again when
-    they change, between operations) and its ``listeners``, to which the operation emits the session's events.
+    ``navigator`` (whose branch summary an abort stops), the ``queue`` texts, its ``settings`` and ``journal`` (the
+    session file, or its stand-in in memory; the session sets :attr:`settings` and :attr:`journal` again when they
+    change, between operations) and its ``listeners``, to which the operation emits the session's events.
     The operation owns the run :attr:`budget` (new settings make a new one). The operation attaches
     itself to the agent: it hears every event (:meth:`on_agent_event`) and its :meth:`before_request` becomes the
     agent's ``prepare_request`` hook (calling the one the agent had after it); :meth:`dispose` detaches it. It is
@@ -75,9 +77,10 @@ class Operation:
         *,
         retry: TurnRetry,
         compactor: Compactor,
+        navigator: Navigator,
         queue: QueueTexts,
         settings: Settings,
-        store: SessionStore | None,
+        journal: Journal,
         listeners: Listeners,
         replies: ReplyRedaction,
     ) -> None:
@@ -85,13 +88,14 @@ class Operation:
         self._replies = replies
         self._retry = retry
         self._compactor = compactor
+        self._navigator = navigator
         self._queue = queue
         self.settings = settings
-        self.store = store
+        self.journal = journal
         self._listeners = listeners  # listeners.emit(...), a method call: cheaper per delta than a stored bound method
         self._timers = RunTimers(self.stop)
         self._active = False
-        self._compacting = False
+        self._aside: str | None = None  # what runs beside the agent: "compaction" or "navigation"
         self._idle: asyncio.Event | None = None
         self._aborted = False
         self._abort_reason: str | None = None
@@ -120,17 +124,24 @@ class Operation:
 
     @property
     def is_idle(self) -> bool:
-        return not self._active and not self._compacting
+        return not self._active and self._aside is None
 
-    def check_free(self) -> None:
-        """Raise :class:`SessionBusyError` while an operation is active or a manual compaction runs."""
+    def check_free(self, *, navigating: bool = False) -> None:
+        """Raise :class:`SessionBusyError` while an operation is active, a manual compaction runs or the session
+        tree is being navigated (``navigating``: the session is asked to go elsewhere in its tree)."""
+        if self._active and navigating:
+            raise SessionBusyError("Wait for the current response to finish before navigating the session tree.")
         if self._active:
             raise SessionBusyError(
                 "Agent is already processing. Use steer() or follow_up() to queue the message, or wait for it."
             )
-        if self._compacting:
+        if self._aside == "compaction":
             raise SessionBusyError(
                 "Cannot submit a prompt while compaction is in progress. Wait for compaction to finish and retry."
+            )
+        if self._aside == "navigation":
+            raise SessionBusyError(
+                "Cannot submit a prompt while a branch summary is being written. Wait for it, or abort it."
             )
 
     async def wait_for_idle(self) -> None:
@@ -142,14 +153,15 @@ class Operation:
             await idle.wait()
 
     @contextmanager
-    def compacting(self) -> Iterator[None]:
-        """The session is busy (not idle) while a manual compaction runs inside this block."""
-        self._compacting = True
+    def aside(self, what: str) -> Iterator[None]:
+        """The session is busy (not idle) while a manual compaction (``what="compaction"``) or a tree navigation
+        (``"navigation"``) runs inside this block."""
+        self._aside = what
         self._idle = asyncio.Event()
         try:
             yield
         finally:
-            self._compacting = False
+            self._aside = None
             self._idle.set()
 
     # -- running ------------------------------------------------------------------------------------------
@@ -193,15 +205,18 @@ class Operation:
 
     # -- stopping -----------------------------------------------------------------------------------------
     def abort(self) -> None:
-        """Stop the operation (run, retry backoff, compaction) without waiting; it settles as aborted."""
-        if self._active or self._compacting:
+        """Stop the operation (run, retry backoff, compaction, branch summary) without waiting; it settles as
+        aborted."""
+        if self._active or self._aside is not None:
             self._aborted = True
         self.abort_all()
 
     def abort_all(self, reason: object = "aborted") -> None:
-        """Abort the retry backoff, a compaction and the agent's run, without waiting."""
+        """Abort the retry backoff, then a compaction, then a branch summary (seed 002's order), then the agent's
+        run, without waiting."""
         self._retry.abort()
         self._compactor.abort()
+        self._navigator.abort()
         self._agent.abort(reason)
 
     def stop(self, event: BudgetExceededEvent) -> None:
@@ -286,9 +301,9 @@ class Operation:
         (durable first, unlike Pi), the budget's usage."""
         if isinstance(message, AssistantMessage) and message.stop_reason == "aborted" and self._abort_reason:
             message.error_message = self._abort_reason
-        if self.store is not None and not isinstance(message, CompactionSummaryMessage):
-            self.store.record_model(self._agent.state.model)  # a resumed session knows its model (model_change)
-            self.store.append_message(message)
+        if not isinstance(message, CompactionSummaryMessage):
+            self.journal.record_model(self._agent.state.model)  # a resumed session knows its model (model_change)
+            self.journal.append_message(message)
         if isinstance(message, AssistantMessage):
             self.budget.record(message, self._agent.state.model)
 

@@ -11,10 +11,23 @@ Where this differs from Pi 0.84, on purpose:
   with messages still queued: they stay queued, visible through ``queue_update``, delivered by the next
   ``prompt``/``continue_`` or handed back by ``clear_queue()``. Pi 0.84 continues straight away to deliver
   them. Steering drained but not yet delivered when the abort lands goes back to the queue (Pi #9340).
-* ``abort()`` also stops a running compaction and the retry backoff.
+* ``abort()`` also stops a running compaction and branch summary: it aborts the retry backoff, then the
+  compaction, then the branch summary, then the run (seed 002's order; Pi 0.83's ``abort()`` aborts only the retry
+  and the run, and its Escape key the compaction or the summary on its own).
+* The session tree (``_tree``, ``_navigator``): ``branch_to`` writes a leaf move to the file (Pi 0.83 keeps it in
+  memory only), and a tree navigation that writes a branch summary makes the session busy (Pi's stays idle).
 * An aborted retried reply ends the retry with ``auto_retry_end(success=False)`` (Pi reports success).
 * Tools that ignore the abort signal are cancelled after ``timeouts.abort_grace_ms``; run budgets and a turn
   timeout are built in (see ``Settings``).
+
+``approver`` asks the user before a tool runs, as the setting ``tools.approval`` says (see ``_approval``; without one
+every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
+
+Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every key the
+session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment variables that
+hold keys, the model's ``key_env`` among them) from their results, updates and error texts (``_redact``); the tools
+keep those variables out of the code they run. The model's replies are redacted too, as they stream and before they
+are recorded (``_redact_reply``).
 
 Session listeners are called synchronously, in order, like Pi's; an exception in one is logged and does not
 reach the run. The session is a façade over the objects that do the work: its
@@ -42,11 +55,14 @@ from ._compactor import Compactor
 from ._events import SessionListener
 from ._guard import RunBudget
 from ._listeners import Listeners
+from ._navigator import Navigator
 from ._operation import Operation, SessionBusyError
 from ._policy import site_policy
 from ._queues import QueueSnapshot, QueueTexts
 from ._redact import SessionKeys
 from ._redact_reply import ReplyRedaction
+from ._session_file import SessionFile
+from ._session_tree import SessionTreeMethods
 from ._settings import ApprovalMode, Settings
 from ._store import SessionStore
 from ._store_load import LoadedSession
@@ -56,23 +72,16 @@ from ._turn_retry import TurnRetry
 __all__ = ["AgentSession", "QueueSnapshot", "SessionBusyError"]
 
 
-class AgentSession:
+class AgentSession(SessionTreeMethods):
     """An agent with Pi's session behaviour plus budgets, timeouts and a session file.
 
     ``stream_fn`` defaults to :func:`pi_notebook.ai.stream` (the HTTP providers, chosen by ``model.api``).
     ``store`` (a :class:`SessionStore`) records every message that reaches ``message_end``; a store that
-    opened an existing file seeds the transcript with what it loaded. ``hooks`` are the agent's (the session
+    opened an existing file seeds the transcript with what it loaded. Without one the entries are kept in memory
+    (``_journal``), so the session tree works the same. ``hooks`` are the agent's (the session
     checks its budgets before calling ``hooks.prepare_request``). Other keyword arguments go to
-    :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...).
-
-    ``approver`` asks the user before a tool runs, as the setting ``tools.approval`` says (see ``_approval``;
-    without one every tool runs). It runs after ``hooks.before_tool_call``, which may block a call first.
-
-    Tools run through a guard (``_guard.guard_tool``): their timeout and abort grace, and the redaction of every
-    key the session knows (its ``api_key``, what ``get_api_key`` returned, credential headers, the environment
-    variables that hold keys, the model's ``key_env`` among them) from their results, updates and error texts
-    (``_redact``); the tools keep those variables out of the code they run. The model's replies are redacted too,
-    as they stream and before they are recorded (``_redact_reply``).
+    :class:`~pi_notebook.agent.Agent` (``system_prompt``, ``thinking_level``, ...). ``approver`` asks the user
+    before a tool runs; the module docstring says how tools are guarded and keys redacted.
     """
 
     def __init__(
@@ -97,7 +106,6 @@ class AgentSession:
         self.policy.check_model(model)
         tools = list(tools)
         self.policy.check_tools(tool.name for tool in tools)
-        self.store = store
         self._listeners = Listeners()
         emit = self._listeners.emit
         hooks = hooks or Hooks()
@@ -119,18 +127,21 @@ class AgentSession:
         replies = ReplyRedaction(self._keys, emit)
         self._retry = TurnRetry(agent, lambda: self._settings, emit)
         self._queue = QueueTexts(agent, emit)
-        self._unsubscribe_store = store.subscribe(emit) if store is not None else None  # write failures
-        self._compactor = Compactor(agent, settings, store, emit)
+        self._file = file = SessionFile(store, history, emit)
+        self._compactor = Compactor(agent, settings, file.journal, emit)
+        self._navigator = Navigator(agent, file.journal, lambda: self._settings, emit)
         self._operation = Operation(
             agent,
             retry=self._retry,
             compactor=self._compactor,
+            navigator=self._navigator,
             queue=self._queue,
             settings=settings,
-            store=store,
+            journal=file.journal,
             listeners=self._listeners,
             replies=replies,
         )
+        file.attach(self._compactor, self._navigator, self._operation)
         agent.hooks = replace(agent.hooks, get_api_key=self._keys.wrap(agent.hooks.get_api_key))
         self._setup = AgentSetup(agent, tools, keys=self._keys, run=self._operation)
         self._apply(settings)
@@ -193,6 +204,11 @@ class AgentSession:
         if tool is None:
             raise KeyError(f"the session has no tool {tool_name!r}")
         return self._approval.mode(tool)
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The session file's store (``None``: nothing is saved; the entries are kept in memory)."""
+        return self._file.store
 
     # -- observation ------------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -274,8 +290,8 @@ class AgentSession:
 
     # -- stopping ---------------------------------------------------------------------------------------
     async def abort(self) -> None:
-        """Stop the operation (run, retry backoff, compaction) and wait until the session is idle. Queued
-        messages stay queued (see ``clear_queue``)."""
+        """Stop the operation and wait until the session is idle: the retry backoff, then a compaction, then a
+        branch summary, then the run (seed 002's order). Queued messages stay queued (see ``clear_queue``)."""
         self._operation.abort()
         await self.wait_for_idle()
 
@@ -295,10 +311,7 @@ class AgentSession:
         """Abort everything without waiting, detach from the agent, close the store (listeners still hear
         whether its last write failed), drop listeners."""
         self._operation.dispose()
-        if self.store is not None:
-            self.store.close()
-        if self._unsubscribe_store is not None:
-            self._unsubscribe_store()
+        self._file.close()
         self._listeners.clear()
 
     # -- the session file -------------------------------------------------------------------------------
@@ -321,18 +334,11 @@ class AgentSession:
         given, replace the transcript (``%pi new`` passes ``[]``). Raises :class:`SessionBusyError` while an
         operation is active."""
         self._operation.check_free()
-        if self._unsubscribe_store is not None:
-            self._unsubscribe_store()
-        if self.store is not None and self.store is not store:
-            self.store.close()
-        self.store = store
-        self._compactor.store = store
-        self._operation.store = store
-        self._unsubscribe_store = store.subscribe(self._listeners.emit) if store is not None else None
-        if store is not None and store.session_id:
-            self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
         if messages is not None:
             self.agent.state.messages = list(messages)
+        self._file.use(store, self.agent.state.messages)
+        if store is not None and store.session_id:
+            self.agent.session_id = store.session_id  # a new session file starts a new prompt cache
 
     # -- compaction -------------------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None) -> None:
@@ -343,7 +349,7 @@ class AgentSession:
         is nothing to compact.
         """
         await self.abort()
-        with self._operation.compacting():
+        with self._operation.aside("compaction"):
             await self._compactor.compact_manual(instructions)
 
     def compaction_plan(self) -> CompactionPlan | None:

@@ -29,8 +29,10 @@ from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
 
 __all__ = [
     "BudgetSettings",
+    "CheckpointSettings",
     "CompactionSettings",
     "ProviderRetrySettings",
+    "PythonSettings",
     "RetryPolicy",
     "SessionsSettings",
     "Settings",
@@ -123,6 +125,29 @@ file; ``updated()`` turns a plain value into the ``"*"`` entry when one tool is 
 notebook's widget); a session without an approver runs every tool."""
 
 
+class CheckpointSettings(_Section):
+    """What the notebook keeps of each run so that ``%pi rewind`` (or a run's **Undo run**) can take it back: the files
+    the ``write`` and ``edit`` tools change (their content before), the cells the cell tools change, the variables the
+    agent's code binds (references to the objects they held, not copies). See ``pi_notebook.kernel._checkpoint``."""
+
+    keep_runs: int = Field(20, ge=0)
+    """How many of the latest runs keep their checkpoint (0: none). An older run's checkpoint is released: the objects
+    and file contents it held are freed, and it can no longer be rewound."""
+    max_run_bytes: int = Field(16 * 1024 * 1024, ge=0)
+    """How many bytes of file content (and copies of objects the agent's code changes in place) one run's checkpoint
+    may hold. A file past it is named as not restorable in the receipt of a rewind, never half-kept."""
+
+
+class PythonSettings(_Section):
+    """Where the ``python`` tool runs the agent's code."""
+
+    namespace: Literal["user", "scratch"] = "user"
+    """``user``: in the notebook's namespace (the variables it makes are the user's). ``scratch``: in a namespace of
+    its own that reads the user's variables and keeps what it binds to itself; ``%pi adopt NAME`` copies one into the
+    user's namespace. Objects are shared either way: code that changes one of the user's objects in place changes
+    it."""
+
+
 def _default_sessions_dir() -> str | None:
     """``PI_NOTEBOOK_SESSIONS__DIR`` if set (``none`` turns saving off), else :data:`DEFAULT_SESSIONS_DIR`.
     Read here, not only by :meth:`Settings.load`, so a plain ``Settings()`` (the notebook's default) honours it."""
@@ -162,6 +187,8 @@ class Settings(_Section):
     budget: BudgetSettings = BudgetSettings()
     tools: ToolSettings = ToolSettings()
     sessions: SessionsSettings = Field(default_factory=SessionsSettings)
+    checkpoints: CheckpointSettings = CheckpointSettings()
+    python: PythonSettings = PythonSettings()
     steering_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time"
     tool_execution: Literal["parallel", "sequential"] = "parallel"

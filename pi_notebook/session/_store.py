@@ -4,7 +4,7 @@ Line 1 is the header ``{"type": "session", "version": 3, "id", "timestamp", "cwd
 so Pi can open our files), plus the fields given as ``header=`` (the notebook writes ``notebook`` and ``name``;
 Pi keeps fields it does not know). ``SessionStore.new(folder)`` names the file as Pi does; with ``lazy=True``
 the file is created with its first entry, as Pi creates its own. Then one entry per line, each with ``id``,
-``parentId`` (the previous entry: a linear chain) and an ISO ``timestamp``:
+``parentId`` (the leaf: the previous entry, until the session goes elsewhere in its tree) and an ISO ``timestamp``:
 
 * ``{"type": "message", "message": {...}}`` for every user, assistant and tool-result message that reached
   ``message_end``, whatever its stop reason (aborted and error replies included);
@@ -13,7 +13,11 @@ the file is created with its first entry, as Pi creates its own. Then one entry 
 * ``{"type": "model_change", "provider", "modelId", ...}`` before the first message made with another model than
   the last recorded (Pi's entry; the rest of the record, base URL, context window and key variable, is ours: see
   ``ai/_model_record.py``), so a resumed session knows its model;
-* ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them).
+* ``{"type": "notebook_message", "message": {...}}`` for app-defined transcript entries (Pi skips them);
+* ``{"type": "branch_summary", "fromId", "summary", "details", "usage", "fromHook"}`` when the session goes to
+  another point of its tree with a summary of the branch it leaves (``_branch_summary``; its parent is the new
+  leaf, so it is not a linear chain any more), and a ``custom`` leaf-move entry when it goes there without one
+  (``_tree``).
 
 The file is created ``0600`` and the folders the store creates for it ``0700`` (the user's only).
 
@@ -46,18 +50,13 @@ import logging
 import os
 import secrets
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..agent import AgentMessage, CustomMessage
-from ..ai import Model
-from ..ai._model_record import model_record
-from ..ai.messages import message_key
 from ._events import SessionWriteFailedEvent
+from ._journal import Journal, encode_entry, now_iso
 from ._lock import lock_for_writing, release
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
-from ._summary import CompactionSummaryMessage
 
 __all__ = ["SessionStore"]
 
@@ -65,11 +64,7 @@ _log = logging.getLogger(__name__)
 WriteFailureListener = Callable[[SessionWriteFailedEvent], object]
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class SessionStore:
+class SessionStore(Journal):
     """Appends session entries to a JSONL file. Open with ``SessionStore(path)`` (created if missing;
     an existing file is continued) or ``SessionStore.new(directory)`` for a fresh Pi-style file name.
 
@@ -90,8 +85,6 @@ class SessionStore:
     ) -> None:
         self.path = Path(path)
         self._fsync = fsync
-        self._ids: dict[int, str] = {}  # message_key -> entry id
-        self._used: set[str] = set()
         self._pending: list[bytes] = []
         self._unterminated = False
         self._listeners: tuple[WriteFailureListener, ...] = ()
@@ -108,24 +101,16 @@ class SessionStore:
             self._release()
             raise
         self.loaded: LoadedSession | None = loaded
-        self.model: dict[str, Any] | None = loaded.model if loaded is not None else None
-        """The model the file names last (its ``model_change`` record, see ``record_model``)."""
-        self._model_seen: Model | None = None
+        super().__init__(loaded.index if loaded is not None else None, loaded.model if loaded is not None else None)
         if loaded is not None:
             self.session_id = str(loaded.header.get("id", ""))
-            self._leaf = loaded.leaf_id
-            for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
-                if entry_id:
-                    self._ids[message_key(message)] = entry_id
-            self._used.update(loaded.all_ids)
             self._unterminated = not _ends_with_newline(self.path)
         else:
             self.session_id = session_id or secrets.token_hex(8)
-            self._leaf = None
-            fields = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": _now_iso()}
+            fields = {"type": "session", "version": FORMAT_VERSION, "id": self.session_id, "timestamp": now_iso()}
             fields["cwd"] = os.getcwd()
             fields.update({key: value for key, value in (header or {}).items() if key not in fields})
-            self._header = _encode(fields)
+            self._header = encode_entry(fields)
             if not lazy:
                 try:
                     self._create()
@@ -139,7 +124,7 @@ class SessionStore:
         (``2026-12-01T02-37-36-123Z_9f1c….jsonl``). ``lazy=True`` creates the file with its first entry (as
         Pi does), so a session that never records anything leaves no file."""
         session_id = options.pop("session_id", None) or secrets.token_hex(8)
-        stamp = _now_iso().replace(":", "-").replace(".", "-")
+        stamp = now_iso().replace(":", "-").replace(".", "-")
         return cls(Path(directory) / f"{stamp}_{session_id}.jsonl", session_id=session_id, **options)
 
     @property
@@ -171,7 +156,7 @@ class SessionStore:
         assert self._header is not None
         try:
             self._open()
-            self._write(self._header)
+            self._write_bytes(self._header)
         except OSError:
             self._release()
             raise
@@ -191,47 +176,13 @@ class SessionStore:
 
         return unsubscribe
 
-    def append_message(self, message: AgentMessage) -> str:
-        """Record a message; returns its entry id."""
-        if isinstance(message, CompactionSummaryMessage):
-            raise ValueError("compaction summaries are recorded with append_compaction()")
-        kind = "notebook_message" if isinstance(message, CustomMessage) else "message"
-        data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-        entry_id = self._append({"type": kind, "message": data})
-        self._ids[message_key(message)] = entry_id
-        return entry_id
-
-    def append_compaction(self, summary: CompactionSummaryMessage, first_kept: AgentMessage | None) -> str:
-        """Record a compaction: ``summary`` replaces everything before ``first_kept`` (a recorded message)."""
-        first_kept_id = self.entry_id(first_kept) if first_kept is not None else None
-        details = {"readFiles": summary.read_files, "modifiedFiles": summary.modified_files}
-        return self._append(
-            {
-                "type": "compaction",
-                "summary": summary.summary,
-                "firstKeptEntryId": first_kept_id,
-                "tokensBefore": summary.tokens_before,
-                "details": details,
-            }
-        )
-
-    def record_model(self, model: Model) -> str | None:
-        """Record that the messages from now on are made with ``model`` (a ``model_change`` entry, see
-        ``ai/_model_record.py``); nothing when it is the model recorded last. Returns the entry id, if one was
-        written. Cheap when the model is the one seen last (called before every message)."""
-        if model is self._model_seen:
-            return None
-        self._model_seen = model
-        record = model_record(model)
-        if self.model == record:
-            return None
-        self.model = record
-        return self._append({"type": "model_change", **record})
-
-    def entry_id(self, message: AgentMessage) -> str | None:
-        """The entry id a message was recorded under (by its :func:`~pi_notebook.ai.messages.message_key`), if
-        it was."""
-        return self._ids.get(message_key(message))
+    def read_bytes(self) -> bytes:
+        """The file's lines and those a failed write left in memory (the header first, also before a lazy file
+        is created)."""
+        data = self.path.read_bytes() if self.created else (self._header or b"")
+        if self._pending and data and not data.endswith(b"\n"):
+            data += b"\n"
+        return data + b"".join(self._pending)
 
     def close(self) -> None:
         """Write what a failed write left in memory (a last try), then close. Entries that still cannot
@@ -249,25 +200,18 @@ class SessionStore:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _append(self, body: dict[str, Any]) -> str:
+    def _write(self, entry: dict[str, Any]) -> None:
         if self._closed:
             raise ValueError(f"session store {self.path} is closed")
-        entry_id = secrets.token_hex(4)
-        while entry_id in self._used:
-            entry_id = secrets.token_hex(4)
-        self._used.add(entry_id)
-        entry = {"type": body.pop("type"), "id": entry_id, "parentId": self._leaf, "timestamp": _now_iso(), **body}
-        self._pending.append(_encode(entry))
-        self._leaf = entry_id
+        self._pending.append(encode_entry(entry))
         self._flush()
-        return entry_id
 
     def _flush(self, *, final: bool = False) -> None:
         """Write every pending entry in one ``write``; on failure keep them all pending and report."""
         try:
             if self._header is not None:
                 self._create()
-            self._write(b"".join(self._pending))
+            self._write_bytes(b"".join(self._pending))
         except OSError as error:
             self._failed(_describe(error), final=final)
             return
@@ -279,7 +223,7 @@ class SessionStore:
             except OSError as error:
                 self._failed(f"fsync: {_describe(error)}", final=final)
 
-    def _write(self, data: bytes) -> None:
+    def _write_bytes(self, data: bytes) -> None:
         """Append ``data`` (whole lines); on failure remove what was written of it, then raise."""
         if self._unterminated:  # a torn or unterminated last line: end it so ``data`` starts a line
             data = b"\n" + data
@@ -380,14 +324,6 @@ def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as file:
         file.seek(-1, os.SEEK_END)
         return file.read(1) == b"\n"
-
-
-def _encode(entry: dict[str, Any]) -> bytes:
-    line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
-    try:
-        return line.encode()
-    except UnicodeEncodeError:  # lone surrogates: as JSON escapes (valid JSON; JSON.stringify writes them so)
-        return line.encode("utf-8", "backslashreplace")
 
 
 def _describe(error: OSError) -> str:

@@ -1,12 +1,14 @@
 """Reading session files (ours and Pi's), tolerating the damage a crash, a full disk or another tool leaves.
 
-:func:`load_session` follows the ``parentId`` chain from the last entry (Pi files can branch; the last entry
-is the current leaf), keeps ``message`` entries (Pi's ``custom`` message role and Pi's ``custom_message``
-entries are read as :class:`~pi_notebook.agent.CustomMessage` with role ``custom``), applies the latest
+:func:`load_session` follows the ``parentId`` chain from the last entry (session files are trees, see ``_tree``;
+the last entry is the current leaf, or names it: a leaf move), keeps ``message`` entries (Pi's ``custom`` message
+role and Pi's ``custom_message`` entries are read as :class:`~pi_notebook.agent.CustomMessage` with role
+``custom``) and ``branch_summary`` entries (a :class:`~._branch_summary.BranchSummaryMessage`), applies the latest
 ``compaction`` entry (its summary becomes a :class:`CompactionSummaryMessage`, followed by the messages from
 ``firstKeptEntryId`` on), reads the session's model as Pi does (:attr:`LoadedSession.model`), and ignores the
-other entry kinds (thinking-level changes, labels, branch summaries, custom data). Pi's version 1 files (no ids)
-are read in file order.
+other entry kinds (thinking-level changes, labels, custom data). Every entry of the file, on every branch, is in
+:attr:`LoadedSession.index`. :func:`read_session` reads the branch that ends at another entry. Pi's version 1
+files (no ids) are read in file order.
 
 What the loader tolerates, and how it reports it in :attr:`LoadedSession.problems` (one
 :class:`LoadProblem` per line, its 1-based number and a reason):
@@ -39,9 +41,20 @@ from pydantic_core import from_json
 from ..agent import AgentMessage, CustomMessage
 from ..ai import PiNotebookError
 from ..ai.messages import message_from_dict
+from ._branch_summary import BranchSummaryMessage
 from ._summary import CompactionSummaryMessage
+from ._tree import EntryIndex
 
-__all__ = ["FORMAT_VERSION", "LoadProblem", "LoadedSession", "SessionFileError", "load_session"]
+__all__ = [
+    "FORMAT_VERSION",
+    "LoadProblem",
+    "LoadedSession",
+    "SessionFileError",
+    "entries_by_id",
+    "load_session",
+    "message_of_entry",
+    "read_session",
+]
 
 FORMAT_VERSION = 3
 """The session format version we read and write (Pi 0.83's ``CURRENT_SESSION_VERSION``)."""
@@ -75,6 +88,9 @@ class LoadedSession:
     messages: list[AgentMessage] = field(default_factory=list)
     entry_ids: list[str | None] = field(default_factory=list)
     leaf_id: str | None = None
+    """The current leaf (where the next entry goes): the last entry, or the entry a final leaf move names."""
+    index: EntryIndex = field(default_factory=EntryIndex)
+    """Every entry of the file, every branch (``_tree``)."""
     all_ids: set[str] = field(default_factory=set)
     """Every entry id in the file (all branches), so a continued file never reuses one."""
     skipped_lines: int = 0
@@ -106,9 +122,22 @@ def load_session(path: str | Path) -> LoadedSession:
     if the file is not a session file, ``OSError`` if it cannot be read."""
     path = Path(path)
     data = path.read_bytes()
+    try:
+        return read_session(data)
+    except SessionFileError as error:
+        raise SessionFileError(f"{path} {error}") from None
+
+
+_LAST = object()
+
+
+def read_session(data: bytes, leaf_id: str | object | None = _LAST) -> LoadedSession:
+    """A session file's content (see :func:`load_session`), its transcript the branch that ends at ``leaf_id``
+    (``None``: before the first entry; by default the current leaf). Raises :class:`SessionFileError` if it is
+    not a session file, :class:`~._tree.TreeError` for a ``leaf_id`` it does not hold."""
     lines = _read_lines(data)
     if not lines.any_json and data.strip():
-        raise SessionFileError(f"{path} is not a session file: none of its lines is a JSON object")
+        raise SessionFileError("is not a session file: none of its lines is a JSON object")
     header = lines.header or {}
     problems = lines.problems
     if lines.header is None and lines.entries:
@@ -121,13 +150,39 @@ def load_session(path: str | Path) -> LoadedSession:
         problems.append(LoadProblem(lines.header_line, reason, skipped=False))
     loaded = LoadedSession(header=header, newer_version=version if newer else None)
     loaded.all_ids = {str(entry["id"]) for entry in lines.entries if entry.get("id") is not None}
-    branch = _current_branch(lines)
-    loaded.leaf_id = lines.entries[branch[-1]].get("id") if branch else None
+    index = loaded.index
+    for entry in lines.entries:
+        index.add(entry)
+    if leaf_id is _LAST:
+        branch = _current_branch(lines, len(lines.entries) - 1)
+    else:
+        index.path(leaf_id if isinstance(leaf_id, str) else None)  # TreeError for an unknown id
+        index.leaf_id = leaf_id if isinstance(leaf_id, str) else None
+        start = next((i for i, entry in enumerate(lines.entries) if entry.get("id") == leaf_id), -1)
+        branch = _current_branch(lines, start)
+    loaded.leaf_id = index.leaf_id
     _rebuild(loaded, lines, _apply_compaction(loaded, lines, branch))
+    for message, entry_id in zip(loaded.messages, loaded.entry_ids, strict=True):
+        if entry_id:
+            index.remember(message, entry_id)
     loaded.model = _model_of(lines, branch)
     loaded.problems = sorted(problems, key=lambda problem: problem.line)
     loaded.skipped_lines = sum(1 for problem in loaded.problems if problem.skipped)
     return loaded
+
+
+def entries_by_id(data: bytes) -> dict[str, dict[str, Any]]:
+    """The entries of a session file's content that have an id, by id (in file order)."""
+    return {entry["id"]: entry for entry in _read_lines(data).entries if isinstance(entry.get("id"), str)}
+
+
+def message_of_entry(entry: dict[str, Any]) -> AgentMessage | None:
+    """What an entry puts in the context, as Pi's branch summariser reads it: a message, a compaction's or a branch's
+    summary (``None``: nothing, e.g. a model change)."""
+    if entry.get("type") == "compaction":
+        summary = str(entry.get("summary", ""))
+        return CompactionSummaryMessage(summary=summary, tokens_before=_int(entry.get("tokensBefore")))
+    return _message_of(entry)
 
 
 def _read_lines(data: bytes) -> _Lines:
@@ -196,8 +251,8 @@ def _glued_entry(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _current_branch(lines: _Lines) -> list[int]:
-    """Indices of the entries from the first to the leaf (the last entry), following ``parentId``. A parent
+def _current_branch(lines: _Lines, last: int) -> list[int]:
+    """Indices of the entries from the first to the entry at ``last`` (-1: none), following ``parentId``. A parent
     that is not in the file (its line was lost) is bridged to the entry before the child in file order."""
     entries = lines.entries
     position = {entry["id"]: index for index, entry in enumerate(entries) if isinstance(entry.get("id"), str)}
@@ -205,7 +260,7 @@ def _current_branch(lines: _Lines) -> list[int]:
         return list(range(len(entries)))
     chain: list[int] = []
     seen: set[int] = set()
-    index: int | None = len(entries) - 1
+    index: int | None = last
     while index is not None and index >= 0 and index not in seen:
         seen.add(index)
         chain.append(index)
@@ -284,6 +339,8 @@ def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
         if kind == "custom_message":  # Pi's extension messages
             fields = {k: v for k, v in entry.items() if k not in ("type", "id", "parentId", "timestamp")}
             return CustomMessage(role="custom", **fields)
+        if kind == "branch_summary":
+            return _branch_summary(entry)
         data = entry.get("message")
         if kind not in ("message", "notebook_message") or not isinstance(data, dict):
             return None
@@ -294,6 +351,23 @@ def _message_of(entry: dict[str, Any]) -> AgentMessage | None:
         return message_from_dict(data)
     except (ValidationError, TypeError, ValueError):
         return None
+
+
+def _branch_summary(entry: dict[str, Any]) -> BranchSummaryMessage | None:
+    """A ``branch_summary`` entry as Pi reads it into the context (only one with a summary)."""
+    summary = entry.get("summary")
+    if not isinstance(summary, str) or not summary:
+        return None
+    details = entry.get("details")
+    details = details if isinstance(details, dict) else {}
+    from_id = entry.get("fromId")
+    return BranchSummaryMessage(
+        summary=summary,
+        from_id=from_id if isinstance(from_id, str) else "root",
+        read_files=_strings(details.get("readFiles")),
+        modified_files=_strings(details.get("modifiedFiles")),
+        from_hook=entry.get("fromHook") is True,
+    )
 
 
 def _int(value: object) -> int:

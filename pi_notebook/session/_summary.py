@@ -199,8 +199,9 @@ def estimate_tokens(message: AgentMessage) -> int:
             elif isinstance(block, ToolCall):
                 chars += len(block.name) + len(json.dumps(block.arguments, separators=(",", ":")))
         return math.ceil(chars / 4)
-    if isinstance(message, CompactionSummaryMessage):
-        return math.ceil(len(message.summary) / 4)
+    summary = getattr(message, "summary", None)
+    if isinstance(message, CustomMessage) and isinstance(summary, str):  # a compaction's or a branch's summary
+        return math.ceil(len(summary) / 4)
     if isinstance(message, UserMessage | ToolResultMessage):
         return math.ceil(_content_chars(message.content) / 4)
     content = getattr(message, "content", None)

@@ -57,6 +57,7 @@ from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, ToolError
 from ..ai._secret_env import known_secrets
 from ._common import js_number
+from ._file_journal import file_journal, note_untracked
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text
 from ._process import Outcome, run_shell
 
@@ -210,6 +211,7 @@ class _Bash:
         self, tool_call_id: str, args: Any, signal: AbortSignal | None, on_update: Any
     ) -> AgentToolResult:
         call = self.prepare(args, signal)
+        note_untracked(file_journal.get(), "bash", str(args.get("command", "")))  # a rewind names what it cannot undo
         output = OutputAccumulator(self.max_lines, self.max_bytes, secrets=known_secrets().values)
         progress = Progress(on_update, output, self.interval_s)
         try:

@@ -14,7 +14,8 @@ Differences from Pi: the file is replaced atomically (``_atomic``; never half-wr
 and bytes that are not valid UTF-8 are kept as they were (Pi rewrites them as U+FFFD); a line holding such
 bytes cannot be matched, and when an ``oldText`` contains U+FFFD the not-found error says so. Edits of the same
 file from parallel calls run one at a time (``_mutation``). The abort signal is checked between the steps and
-while writing; an abort before the rename leaves the file untouched. Devices, pipes and sockets are refused.
+while writing; an abort before the rename leaves the file untouched. Devices, pipes and sockets are refused. In a run
+that keeps a checkpoint (``_file_journal``) the bytes read are recorded before the file is replaced.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._atomic import write_atomic
 from ._common import FileToolError, Stop, in_thread, not_regular, required_string
 from ._diff import diff_lines, generate_diff_string, generate_unified_patch
 from ._edits import Edit, apply_edits, detect_line_ending, normalize_to_lf, restore_line_endings, strip_bom
+from ._file_journal import FileJournal, file_journal, note_after, note_before
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
@@ -156,7 +158,9 @@ def _apply(content: str, edits: list[Edit], path: str) -> tuple[str, str]:
         raise
 
 
-def _edit(absolute: str, path: str, edits: list[Edit], stop: Stop) -> dict[str, Any]:
+def _edit(
+    absolute: str, path: str, edits: list[Edit], stop: Stop, journal: FileJournal | None = None
+) -> dict[str, Any]:
     _check_access(absolute, path)
     stop.check()
     if not os.path.isdir(absolute) and not os.path.isfile(absolute):
@@ -176,10 +180,12 @@ def _edit(absolute: str, path: str, edits: list[Edit], stop: Stop) -> dict[str, 
     diff, first_changed = generate_diff_string(shown_base, shown_new, changes=changes)
     patch = generate_unified_patch(path, shown_base, shown_new, changes=changes)
     data = (bom + restore_line_endings(new, ending)).encode("utf-8", "surrogateescape")
+    note_before(journal, absolute, raw)  # the run's checkpoint: the bytes read above, before the file changes
     try:
         write_atomic(absolute, data, stop)
     except OSError as exc:
         raise node_error(exc, "open", absolute) from None
+    note_after(journal, absolute)
     return {"diff": diff, "patch": patch, "firstChangedLine": first_changed}
 
 
@@ -193,8 +199,9 @@ def edit_tool(cwd: str | Path | None = None) -> AgentTool:
         edits = parse_edits(args)
         path = required_string(args, "path", "edit")
         absolute = resolve_to_cwd(path, root if root is not None else os.getcwd())
+        journal = file_journal.get()
         async with file_mutation_lock(absolute):
-            details = await in_thread(lambda stop: _edit(absolute, path, edits, stop), signal)
+            details = await in_thread(lambda stop: _edit(absolute, path, edits, stop, journal), signal)
         text = f"Successfully replaced {len(edits)} block(s) in {path}."
         return AgentToolResult(content=[TextContent(text=text)], details=details)
 

@@ -10,7 +10,8 @@ an abort, a crash or ``kill -9`` mid-write leaves the old content or the new, ne
 file from parallel tool calls run one at a time, in call order (``_mutation``). The abort signal is checked
 before the directories are made, between 1 MB chunks and before the rename; once the rename happened the
 tool reports success (Pi would report "Operation aborted" for a file it had in fact written). A device, pipe or
-socket at ``path`` is refused, never replaced (``Cannot write <path>: not a regular file ...``).
+socket at ``path`` is refused, never replaced (``Cannot write <path>: not a regular file ...``). In a run that keeps a
+checkpoint (``_file_journal``) the file's content before the call is recorded before anything changes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, TextContent
 from ._atomic import encode_text, js_length, make_directories, write_atomic
 from ._common import Stop, in_thread, required_string
+from ._file_journal import FileJournal, file_journal, note_after, note_before
 from ._mutation import file_mutation_lock
 from ._paths import node_error, resolve_to_cwd
 
@@ -44,13 +46,16 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def _write(absolute: str, content: str, stop: Stop) -> None:
+def _write(absolute: str, content: str, stop: Stop, journal: FileJournal | None = None) -> None:
+    note_before(journal, absolute)  # the run's checkpoint: the file (and its folders) as they were
     make_directories(os.path.dirname(absolute))
     stop.check()
+    data = encode_text(content)
     try:
-        write_atomic(absolute, encode_text(content), stop)
+        write_atomic(absolute, data, stop)
     except OSError as exc:
         raise node_error(exc, "open", absolute) from None
+    note_after(journal, absolute)
 
 
 def write_tool(cwd: str | Path | None = None) -> AgentTool:
@@ -63,8 +68,9 @@ def write_tool(cwd: str | Path | None = None) -> AgentTool:
         path = required_string(args, "path", "write")
         content = required_string(args, "content", "write")
         absolute = resolve_to_cwd(path, root if root is not None else os.getcwd())
+        journal = file_journal.get()
         async with file_mutation_lock(absolute):
-            await in_thread(lambda stop: _write(absolute, content, stop), signal)
+            await in_thread(lambda stop: _write(absolute, content, stop, journal), signal)
         text = f"Successfully wrote {js_length(content)} bytes to {path}"
         return AgentToolResult(content=[TextContent(text=text)], details=None)
 

@@ -66,3 +66,36 @@ def test_without_jupyterlab_the_cell_tools_are_left_out_and_both_pi_tools_and_th
     assert "cell tools: not available here (the notebook is not open in JupyterLab with the pi-notebook" in out
     assert "tools: read bash edit write grep find ls python\n" in out  # what the model was offered
     assert "PROMPT True" in out
+
+
+REWIND = textwrap.dedent(
+    """
+    import os, sys, tempfile
+    os.chdir(tempfile.mkdtemp())
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "pi_notebook")
+    shell.run_cell(
+        "from pi_notebook.notebook import configure\\n"
+        "from pi_notebook.tools import write_tool\\n"
+        "from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call\\n"
+        "faux = FauxProvider()\\n"
+        "call = faux_tool_call('write', {'path': 'made.txt', 'content': 'x'})\\n"
+        "faux.set_responses([faux_assistant_message([call], 'toolUse'), faux_assistant_message('done')])\\n"
+        "configure(model=faux.model, stream_fn=faux.stream, tools=[write_tool()],\\n"
+        "          settings={'tools': {'approval': 'auto'}});"
+    )
+    shell.run_cell("%pi make a file")
+    print("MADE", os.path.exists("made.txt"))
+    shell.run_cell("%pi rewind")
+    print("GONE", not os.path.exists("made.txt"))
+    """
+)
+
+
+def test_without_a_running_loop_a_rewind_takes_the_run_back() -> None:
+    result = subprocess.run([sys.executable, "-c", REWIND], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "MADE True" in out and "GONE True" in out
+    assert "rewound run 1\nfiles removed (the run created them): `made.txt`\n" in out

@@ -11,17 +11,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from pi083 import MANAGER, NODE, require_pi
 
 from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook._registry import SessionRegistry
 from pi_notebook.session import CompactionSummaryMessage, SessionStore, load_session
-
-PI = Path(os.environ.get("PI083_DIR", "~/.cache/pi-notebook/pi083")).expanduser() / "node_modules"
-NODE = PI / ".bin" / "node"
-MANAGER = PI / "@earendil-works" / "pi-coding-agent" / "dist" / "core" / "session-manager.js"
 
 READ_WITH_PI = """
 const { SessionManager } = await import(process.argv[1]);
@@ -31,14 +27,6 @@ const text = (m) => typeof m.content === "string" ? m.content
 const messages = manager.buildSessionContext().messages;
 console.log(JSON.stringify(messages.map((m) => [m.role, m.role === "compactionSummary" ? m.summary : text(m)])));
 """
-
-
-def require_pi() -> None:
-    if not (NODE.exists() and MANAGER.exists()):
-        pytest.skip(
-            f"Pi 0.83 (Node 22 + pi-coding-agent) is not installed in {PI}: run `bash tests/pi083/up.sh` "
-            "(npm, ~1 min) or set PI083_DIR to a folder whose node_modules holds it"
-        )
 
 
 def read_with_pi(path: Path) -> list[list[Any]]:

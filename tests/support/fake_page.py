@@ -7,6 +7,7 @@ The browser tests check the real ``cells.ts``; this double lets the kernel side 
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
@@ -44,6 +45,12 @@ class FakePage:
         self._ids = itertools.count(1)
         self.answering = True
         """False: the page ignores requests (a closed tab whose comm the kernel still lists)."""
+        self.answer: str | None = "keep"
+        """What the user answers in the rewind's Overwrite / Keep mine dialog (``confirm``); ``None``: the dialog
+        stays open (no answer)."""
+        self.undo_steps: list[list[dict[str, Any]]] = []
+        """The cells before each rewind (one entry per ``rewind`` request): JupyterLab's undo step, taken back by
+        :meth:`undo`."""
         frontend.on_message = self._on_message
         self.subshell = frontend.create_subshell()
         self.comm = frontend.open(self.subshell, {"cells": 1, "path": path})
@@ -63,6 +70,8 @@ class FakePage:
         if data.get("type") != "cells" or not self.answering:
             return
         self.requests.append(data)
+        if data["op"] == "confirm" and self.answer is None:
+            return
         try:
             result = getattr(self, "_" + data["op"])(data)
             reply = {"action": "cells", "request": data["request"], "ok": True, "result": result or {}}
@@ -81,6 +90,15 @@ class FakePage:
     def _info(self, cell: dict[str, Any], index: int) -> dict[str, Any]:
         keys = ("id", "cell_type", "source", "execution_count", "outputs", "tags")
         return {"index": index, **{key: cell[key] for key in keys}}
+
+    def _before(self, cell: dict[str, Any], index: int) -> dict[str, Any]:
+        """The cell as ``cells.ts`` gives it to the run's checkpoint: its nbformat JSON, index and the cell above."""
+        metadata = {**cell["metadata"], "tags": list(cell["tags"])} if cell["tags"] else dict(cell["metadata"])
+        json = {"id": cell["id"], "cell_type": cell["cell_type"], "source": cell["source"], "metadata": metadata}
+        if cell["cell_type"] == "code":
+            json |= {"outputs": list(cell["outputs"]), "execution_count": cell["execution_count"]}
+        anchor = self.cells[index - 1]["id"] if index > 0 else ""
+        return {"cell": copy.deepcopy(json), "index": index, "anchor": anchor}
 
     def _check(self, cell: dict[str, Any]) -> None:
         if PROTECTED in cell["tags"]:
@@ -113,25 +131,28 @@ class FakePage:
         self._check(cell)
         if cell["source"] != data["expect"]:
             raise Refused("changed", "the cell changed since it was read")
+        before = self._before(cell, index)
         cell["source"] = data["source"]
         cell["tags"] = [*cell["tags"], "pi-agent"] if "pi-agent" not in cell["tags"] else cell["tags"]
         cell["metadata"]["pi_notebook"] = {"run": data["run"], "change": "edited"}
-        return {"index": index}
+        return {"index": index, "before": before}
 
     def _delete(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
         self._check(cell)
+        before = self._before(cell, index)
         self.cells.pop(index)
-        return {"cell": self._info(cell, index)}
+        return {"cell": self._info(cell, index), "before": before}
 
     def _run_begin(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
         if cell["cell_type"] != "code":
             raise Refused("not_code", f"it is a {cell['cell_type']} cell; only code cells run")
         self._check(cell)
+        before = self._before(cell, index)
         cell["outputs"], cell["execution_count"] = [], None
         self.running.add(cell["id"])
-        return {"index": index, "source": cell["source"]}
+        return {"index": index, "source": cell["source"], "before": before}
 
     def _run_output(self, data: dict[str, Any]) -> None:
         cell = self._find(data["cell_id"])[0]
@@ -144,3 +165,67 @@ class FakePage:
         self.running.discard(cell["id"])
         if data["ran"]:
             cell["outputs"], cell["execution_count"] = data["outputs"], data["execution_count"]
+
+    # -- a rewind (labextension/src/rewind.ts) ---------------------------------------------------------------------
+    def _state(self, data: dict[str, Any]) -> dict[str, Any]:
+        cells: dict[str, Any] = {}
+        for cell_id in data["cell_ids"]:
+            found = next(((index, cell) for index, cell in enumerate(self.cells) if cell["id"] == cell_id), None)
+            if found is None:
+                cells[cell_id] = None
+                continue
+            index, cell = found
+            state = {key: cell[key] for key in ("source", "cell_type", "execution_count")}
+            cells[cell_id] = {**state, "index": index}
+        return {"cells": cells}
+
+    def _confirm(self, data: dict[str, Any]) -> dict[str, Any]:
+        return {"answer": self.answer}
+
+    def _rewind(self, data: dict[str, Any]) -> dict[str, Any]:
+        self.undo_steps.append(copy.deepcopy(self.cells))
+        refused: set[str] = set()
+        return {"results": [self._step(step, refused) for step in data["steps"]]}
+
+    def undo(self) -> None:
+        """JupyterLab's notebook undo after a rewind: the whole rewind is one step."""
+        self.cells[:] = self.undo_steps.pop()
+
+    def _step(self, step: dict[str, Any], refused: set[str]) -> dict[str, Any]:
+        cell_id, action = step["cell_id"], step["action"]
+        result = {"cell_id": cell_id, "action": action, "done": False, "why": ""}
+        if cell_id in refused:
+            return result
+        found = next(((index, cell) for index, cell in enumerate(self.cells) if cell["id"] == cell_id), None)
+        if "expect" in step:
+            expect = step["expect"]
+            same = (
+                found is None
+                if expect is None
+                else found is not None and all(found[1][key] == value for key, value in expect.items())
+            )
+            if not same:
+                refused.add(cell_id)
+                return {**result, "why": "it changed a moment ago; left as you have it"}
+        if action == "delete":
+            if found is None:
+                return {**result, "why": "it was already gone"}
+            self.cells.pop(found[0])
+        elif action == "insert":
+            if found is not None:
+                return {**result, "why": "it was already back"}
+            anchors = [index for index, cell in enumerate(self.cells) if cell["id"] == step.get("anchor")]
+            at = 0 if step.get("anchor") == "" else anchors[0] + 1 if anchors else min(step["index"], len(self.cells))
+            self.cells.insert(at, self._from_json(step["cell"]))
+        elif found is None:
+            return {**result, "why": "it was deleted since"}
+        else:
+            self.cells[found[0]] = self._from_json(step["cell"])
+        return {**result, "done": True}
+
+    def _from_json(self, json: dict[str, Any]) -> dict[str, Any]:
+        metadata = dict(json.get("metadata") or {})
+        tags = list(metadata.pop("tags", []))
+        cell = {key: json.get(key) for key in ("id", "cell_type", "source")}
+        cell |= {"outputs": list(json.get("outputs") or []), "execution_count": json.get("execution_count")}
+        return {**cell, "tags": tags, "metadata": metadata}

@@ -9,6 +9,7 @@ import { MessageView, sanitize } from "./message";
 import { loadRemoteImage } from "./markdown/sanitize";
 import { isBatch, retryAt, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
+import { TreePanel } from "./tree";
 import { warmUp } from "./warmUp";
 
 /** Time one frame may spend catching up on a long backlog (a snapshot of a long run) before yielding. */
@@ -34,7 +35,11 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   side.append(queue, el("div", "pi-run-log-title", "Event log"), log.element);
   const body = el("div", "pi-run-body");
   body.append(transcript, side);
-  root.append(header, retry, body);
+  const tree = new TreePanel(
+    (entry) => model.send({ type: "fork", entry }),
+    () => model.send({ type: "tree" }),
+  );
+  root.append(header, retry, body, tree.element);
   const followTranscript = new FollowBottom(transcript);
   const followSide = new FollowBottom(side);
   followSide.watch(queue);
@@ -168,6 +173,11 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     for (const text of items) queue.append(el("div", "pi-queue-item", text));
   }
 
+  function showTree(): void {
+    tree.count(model.get("tree_prompts") ?? 0);
+    tree.show(model.get("tree") ?? []);
+  }
+
   let timer = 0;
   function showRetry(): void {
     const deadline = model.get("retry_deadline");
@@ -190,12 +200,15 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     ["change:usage", showState],
     ["change:title", showState],
     ["change:queue", showQueue],
+    ["change:tree", showTree],
+    ["change:tree_prompts", showTree],
     ["change:retry_deadline", showRetry],
     ["change:retry_text", showRetry],
   ];
   for (const [event, handler] of handlers) model.on(event, handler);
   showState();
   showQueue();
+  showTree();
   showRetry();
   model.send({ type: "hello" });
   warmUp(sanitize);

@@ -27,7 +27,7 @@ export type OpName =
   | "tool_end"
   | "event";
 export type BatchType = "batch" | "snapshot";
-export type WidgetRequest = "hello";
+export type WidgetRequest = "hello" | "tree" | "fork";
 
 export interface MessageOp {
   op: "message";
@@ -110,6 +110,20 @@ export type Op =
   | ToolEndOp
   | EventOp;
 
+/** A node of the session tree (the `tree` trait; parents before children): a prompt (kind "user": a click forks
+ * before it; `number`: its number, as `%pi fork N` takes it), a branch summary ("summary") or a compaction
+ * ("compaction"); parent "" is a root. */
+export interface TreeItem {
+  id: string;
+  parent: string;
+  kind: string;
+  text: string;
+  on_branch: boolean;
+  number: number;
+  here: boolean;
+  replies: number;
+}
+
 /** A tool panel's live output keeps its last this many characters (TOOL_TAIL_CHARS in _protocol.py). */
 export const TOOL_TAIL_CHARS = 50_000;
 
@@ -128,6 +142,8 @@ export interface Traits {
   retry_deadline: number;
   retry_text: string;
   queue: string[];
+  tree_prompts: number;
+  tree: TreeItem[];
 }
 
 /** The part of anywidget's model the view uses. */
@@ -135,7 +151,7 @@ export interface Model {
   get<K extends keyof Traits>(name: K): Traits[K];
   on(event: string, callback: (message: unknown) => void): void;
   off(event: string, callback: (message: unknown) => void): void;
-  send(content: { type: WidgetRequest }): void;
+  send(content: { type: WidgetRequest; entry?: string }): void;
 }
 
 /**

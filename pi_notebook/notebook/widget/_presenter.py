@@ -32,6 +32,8 @@ from ...session import (
     AgentStartEvent,
     AutoRetryEndEvent,
     AutoRetryStartEvent,
+    BranchSummaryEndEvent,
+    BranchSummaryStartEvent,
     BudgetExceededEvent,
     CompactionEndEvent,
     CompactionStartEvent,
@@ -40,6 +42,7 @@ from ...session import (
     MessageUpdateEvent,
     QueueUpdateEvent,
     SessionEvent,
+    SessionTreeEvent,
     SummarizationRetryAttemptStartEvent,
     SummarizationRetryFinishedEvent,
     SummarizationRetryScheduledEvent,
@@ -51,6 +54,7 @@ from ...session import (
 )
 from .._describe import result_text, usage_line
 from .._retried import RetriedReplies
+from .._tree_view import tree_items
 from .._visible import shown_json
 from ._live import LiveOutput
 from ._protocol import ToolOp
@@ -103,9 +107,10 @@ class RunPresenter:
         number: int | None = None,
         key: str = "",
         on_send: Callable[[str, RunView], None] | None = None,
+        on_undo: Callable[[], None] | None = None,
     ) -> None:
         """``key``: the run's key, which its task holds in :data:`~._live.current_run` (live python output);
-        ``on_send``: what the box does once the run settled (see :class:`RunView`)."""
+        ``on_send``: what the box does once the run settled, ``on_undo`` its **Undo run** (see :class:`RunView`)."""
         self._session = session
         self._loop = loop
         self._tasks: set[asyncio.Task[None]] = set()
@@ -118,8 +123,10 @@ class RunPresenter:
             loop=loop,
             number=number,
             on_send=on_send,
+            on_undo=on_undo,
         )
         self._live = LiveOutput(key, self.view.transcript, session.secret_keys)
+        self.view.transcript.tree_source = lambda: [dict(item) for item in tree_items(session.tree())]
         self._undrawn: set[int] = set()
         """Replies started but not drawn yet: a reply is drawn with its first text or thinking, or at its end."""
         self._retried = RetriedReplies()
@@ -153,6 +160,18 @@ class RunPresenter:
     def settle(self, aborted: bool) -> None:
         self._live.close()
         self.view.settle(aborted)
+
+    def undone(self, text: str) -> None:
+        """The run was taken back (``%pi rewind`` or its **Undo run**): ``text`` says what became of it."""
+        self.view.undone(text)
+
+    def show_tree(self, prompts: int, items: Callable[[], list[dict[str, Any]]]) -> None:
+        """The session tree changed: its panel's title gets the number of ``prompts``; a view that opened the panel
+        gets the tree (``items()``, made only then: the same for every view of one change)."""
+        transcript = self.view.transcript
+        transcript.tree_prompts = prompts
+        if transcript.tree_wanted:
+            transcript.tree = items()
 
     def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
         """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.
@@ -248,7 +267,7 @@ class RunPresenter:
                 transcript.retry_text = f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
             case BudgetExceededEvent():
                 transcript.usage = usage_line(self._session) + f" — {event.reason}"
-            case CompactionEndEvent(result=summary) if summary is not None:
+            case CompactionEndEvent(result=summary) | BranchSummaryEndEvent(result=summary) if summary is not None:
                 transcript.add(
                     {"op": "message", "id": message_key(summary), "role": "summary", "text": summary.summary}
                 )
@@ -266,5 +285,8 @@ class RunPresenter:
                 | SummarizationRetryScheduledEvent()
                 | SummarizationRetryAttemptStartEvent()
                 | SummarizationRetryFinishedEvent()
+                | BranchSummaryStartEvent()
+                | BranchSummaryEndEvent()
+                | SessionTreeEvent()
             ):
                 pass  # in the event log only

@@ -41,6 +41,8 @@ from ...kernel._cell_protocol import (
 STOP_CLASS = "pi-run-stop"
 """CSS class of a run widget's Stop button. The JupyterLab extension catches a click on it and forwards the stop
 over the control comm, which a subshell serves while the agent's code blocks the widget's own comm."""
+UNDO_CLASS = "pi-run-undo"
+"""CSS class of a settled run widget's **Undo run** button."""
 VIEW_CLASS = "pi-run-view"
 """CSS class of every run widget's view."""
 
@@ -64,6 +66,7 @@ __all__ = [
     "PROTECTED_TAG",
     "STOP_CLASS",
     "TOOL_TAIL_CHARS",
+    "UNDO_CLASS",
     "VIEW_CLASS",
     "ActiveStatus",
     "BatchType",
@@ -86,6 +89,7 @@ __all__ = [
     "ToolNoteOp",
     "ToolOp",
     "ToolOutputOp",
+    "TreeItem",
     "WidgetRequest",
     "process_class",
     "run_class",
@@ -127,8 +131,10 @@ OpName: TypeAlias = Literal[
 ]
 BatchType: TypeAlias = Literal["batch", "snapshot"]
 """Kernel -> widget: new operations, or every operation so far (the answer to a view's ``hello``)."""
-WidgetRequest: TypeAlias = Literal["hello"]
-"""Widget -> kernel: a new view asks for the snapshot."""
+WidgetRequest: TypeAlias = Literal["hello", "tree", "fork"]
+"""Widget -> kernel: a new view asks for the snapshot (``hello``); the reader opened the session tree panel, which
+asks for the tree (``tree``: it is sent to views that asked only, it can be long); a click on a prompt of the tree
+asks to continue from before it (``fork``, with ``entry``: the prompt's entry id)."""
 
 ControlAction: TypeAlias = Literal["abort", "status", "cells"]
 """``cells``: the page's answer to a cells request."""
@@ -267,6 +273,24 @@ OP_TYPES: tuple[type, ...] = (
     ToolEndOp,
     EventOp,
 )
+
+
+class TreeItem(TypedDict):
+    """A node of the session tree the widget shows (its ``tree`` trait; parents before children): a prompt (``kind``
+    ``user``: a click forks before it), a branch summary (``summary``) or a compaction (``compaction``). ``parent``:
+    its parent's ``id`` (``""``: a root); ``on_branch``: on the current branch; ``number``: a prompt's number
+    (``%pi fork N``; 0 for a summary); ``here``: the next prompt goes after it; ``replies``: how many replies follow
+    it before the next prompt."""
+
+    id: str
+    parent: str
+    kind: str
+    text: str
+    on_branch: bool
+    number: int
+    here: bool
+    replies: int
+
 
 TOOL_TAIL_CHARS = 50_000
 """A tool panel's live output keeps its last this many characters (the page and the kernel's operation log alike);

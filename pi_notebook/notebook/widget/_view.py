@@ -35,6 +35,7 @@ from .._visible import visible_html
 from ._protocol import (
     STOP_CLASS,
     TOOL_TAIL_CHARS,
+    UNDO_CLASS,
     VIEW_CLASS,
     BatchType,
     Op,
@@ -67,6 +68,12 @@ class TranscriptWidget(anywidget.AnyWidget):
     down with the ``now`` of the batches (see ``_protocol``)."""
     retry_text = traitlets.Unicode("").tag(sync=True)
     queue = traitlets.List(traitlets.Unicode(), []).tag(sync=True)
+    tree_prompts = traitlets.Int(0).tag(sync=True)
+    """How many prompts the session holds: the tree panel's title, and whether there is one."""
+    tree = traitlets.List(traitlets.Dict(), []).tag(sync=True)
+    """The session tree (:class:`~._protocol.TreeItem` list), drawn foldable; a click on a prompt calls
+    :attr:`on_fork` with its id, on the kernel's loop. Sent only once a view opened the panel (its ``tree``
+    request: :attr:`tree_wanted`), from :attr:`tree_source`, and from then on whenever it changes."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -82,6 +89,9 @@ class TranscriptWidget(anywidget.AnyWidget):
         self.rendered = False
         """A frontend rendered a view of this widget (its ``hello`` arrived): someone can see it."""
         self._rendered_waiters: list[asyncio.Future[None]] = []
+        self.on_fork: Callable[[str], None] | None = None
+        self.tree_source: Callable[[], list[dict[str, Any]]] | None = None
+        self.tree_wanted = False
         self.on_msg(self._on_frontend_message)
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -165,9 +175,24 @@ class TranscriptWidget(anywidget.AnyWidget):
 
     def _on_frontend_message(self, _: Any, content: Any, buffers: Any) -> None:
         hello: WidgetRequest = "hello"
-        if isinstance(content, dict) and content.get("type") == hello:
+        fork: WidgetRequest = "fork"
+        tree: WidgetRequest = "tree"
+        if not isinstance(content, dict):
+            return
+        if content.get("type") == hello:
             self._call_in_loop(self._send_snapshot)
             self._call_in_loop(self._mark_rendered)
+        elif content.get("type") == tree:
+            self._call_in_loop(self._load_tree)
+        elif content.get("type") == fork and isinstance(content.get("entry"), str) and self.on_fork is not None:
+            on_fork, entry = self.on_fork, content["entry"]
+            self._call_in_loop(lambda: on_fork(entry))
+
+    def _load_tree(self) -> None:
+        """A view opened the tree panel: send the tree now, and whenever it changes from now on."""
+        self.tree_wanted = True
+        if self.tree_source is not None:
+            self.tree = self.tree_source()
 
     def _mark_rendered(self) -> None:
         self.rendered = True
@@ -324,10 +349,12 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         loop: asyncio.AbstractEventLoop | None,
         number: int | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
+        on_undo: Callable[[], None] | None = None,
     ) -> None:
         """``on_send(text, view)``: what the box does with a text once the run has settled (start a new run, drawn
         below with :meth:`add_follow_on`); without it the text is queued as a follow-up for the next prompt and
-        the box says so."""
+        the box says so. ``on_undo``: the **Undo run** button's action, shown once the run has settled (no button
+        without it)."""
         self.transcript = TranscriptWidget(title=title)
         self.transcript.bind(loop)
         self.stop_button = widgets.Button(
@@ -347,6 +374,15 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         )
         self.steer_button = widgets.Button(description="Steer", tooltip="Deliver after the current turn")
         self.follow_up_button = widgets.Button(description="Follow up", tooltip="Deliver when the agent would stop")
+        self.undo_button = widgets.Button(
+            description="Undo run",
+            icon="undo",
+            tooltip="Take this run back (and any run after it): its files, cells, variables and the conversation",
+            layout=widgets.Layout(display="none"),
+        )
+        self.undo_button.add_class(UNDO_CLASS)
+        self._on_undo = on_undo
+        self.undo_button.on_click(lambda _: self._marshal(on_undo) if on_undo is not None else None)
         self.stop_button.on_click(lambda _: self._marshal(on_stop))
         self.cancel_retry_button.on_click(lambda _: self._marshal(on_cancel_retry))
         self._on_follow_up, self._on_send = on_follow_up, on_send
@@ -359,7 +395,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.notice.add_class("pi-run-notice")
         self.follow_ons = widgets.VBox([], layout=widgets.Layout(width="100%"))
         """The runs started from this view's box after it settled, each drawn here, below the box."""
-        controls = widgets.HBox([self.stop_button, self.cancel_retry_button])
+        controls = widgets.HBox([self.stop_button, self.undo_button, self.cancel_retry_button])
         queue_box = widgets.HBox(
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
@@ -370,6 +406,10 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.add_class(process_class(KERNEL.token))
         if number is not None:
             self.add_class(run_class(number))
+
+    def on_fork(self, callback: Callable[[str, RunView], None]) -> None:
+        """Call ``callback(entry_id, view)``, on the kernel's loop, for a click on a prompt of the session tree."""
+        self.transcript.on_fork = lambda entry: callback(entry, self)
 
     def _marshal(self, action: Callable[[], None]) -> None:
         self.transcript._call_in_loop(action)
@@ -395,6 +435,8 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.stop_button.button_style = "danger" if aborted else ""
         self.stop_button.icon = "stop" if aborted else "check"
         self._settled = True
+        if self._on_undo is not None and not self.undo_button.disabled:
+            self.undo_button.layout.display = None
         self.steer_button.layout.display = "none"
         if self._on_send is not None:
             self.follow_up_button.description = "Send"
@@ -404,6 +446,13 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             self.follow_up_button.tooltip = "Queue it for the next prompt"
             self.input.placeholder = "Queue a follow-up for the next prompt…"
         self.transcript.compact()
+
+    def undone(self, text: str) -> None:
+        """The run was taken back: **Undo run** reads **Undone** and stays disabled; ``text`` goes under the box."""
+        self.undo_button.disabled = True
+        self.undo_button.description = "Undone"
+        self.undo_button.layout.display = None
+        self.say(text)
 
     def _follow_up(self, text: str) -> None:
         """The Follow up / Send button, on the kernel's loop: a follow-up while the run is active; after it settled,

@@ -1,0 +1,85 @@
+"""Forking from the notebook: ``%pi fork N`` and a click on a prompt of the run widget's session tree continue
+the conversation from before that prompt (``AgentSession.navigate_tree``), in a run of their own, so the branch
+summary it writes shows, streams its events and stops with Stop like any run.
+
+:func:`find_prompt` reads what the user typed (an entry id, or the start of one) and says in one line why it is not
+a place to fork (no such entry, several, not a prompt). :class:`Fork` is the run's operation: the summary, then,
+with a new prompt, the run goes on with it; without one, the old prompt comes back in the run's box to edit and
+send (Pi puts it in its editor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..session import AgentSession, TreeEntry, TreeError, TreeNavigation
+from ._run import Run
+
+__all__ = ["Fork", "find_prompt", "fork_label"]
+
+_WHAT = {
+    "assistant": "a reply",
+    "toolResult": "a tool result",
+    "custom": "a note",
+    "branch_summary": "a branch summary",
+    "compaction": "a compaction summary",
+    "model_change": "a model change",
+}
+
+
+def find_prompt(session: AgentSession, text: str) -> TreeEntry:
+    """The user prompt ``text`` names: its number (``2`` or ``#2``: the session's second prompt, as ``%pi tree``
+    numbers them), its entry id, or the start of its id. Raises :class:`TreeError` (one line) when there is none,
+    when several ids start so, or when the entry is not a prompt."""
+    wanted = text.strip()
+    if not wanted:
+        raise TreeError("fork needs the number or id of a prompt (%pi tree lists them)")
+    entries = [node.entry for _, node in session.tree().walk()]
+    number = wanted.removeprefix("#")
+    if number.isdigit() and len(number) < 8:  # an entry id is 8 hex digits
+        prompt = next((entry for entry in entries if entry.prompt_number == int(number)), None)
+        if prompt is None:
+            raise TreeError(f"no prompt #{number} in this session (%pi tree lists them)")
+        return prompt
+    found = [entry for entry in entries if entry.id == wanted] or [e for e in entries if e.id.startswith(wanted)]
+    if not found:
+        raise TreeError(f"no entry {wanted!r} in this session (%pi tree lists the prompts)")
+    if len(found) > 1:
+        raise TreeError(f"{len(found)} entries' ids start with {wanted!r}: give more of the id (%pi tree)")
+    entry = found[0]
+    if not entry.is_user:
+        what = _WHAT.get(entry.role or entry.type, f"a {entry.type} entry")
+        raise TreeError(f"entry {entry.id} is {what}, not a prompt: %pi fork continues from before a prompt (%pi tree)")
+    return entry
+
+
+def fork_label(entry: TreeEntry) -> str:
+    """A fork run's label: the prompt it goes back to."""
+    return f"(fork before) {entry.text}"
+
+
+@dataclass
+class Fork:
+    """A fork run's operation: go back to before ``target`` (a prompt), summarising the branch left behind unless
+    ``summarize`` is false; then ``prompt``, if given, is sent. ``run`` (set once the run exists) gets the old
+    prompt back in its box; ``result`` is what the navigation did."""
+
+    session: AgentSession
+    target: TreeEntry
+    prompt: str | None = None
+    summarize: bool = True
+    run: Run | None = None
+    result: TreeNavigation | None = None
+
+    async def __call__(self) -> None:
+        self.result = result = await self.session.navigate_tree(self.target.id, summarize=self.summarize)
+        if result.cancelled:
+            return
+        if self.prompt:
+            await self.session.prompt(self.prompt)
+            return
+        run, text = self.run, result.editor_text or ""
+        if run is not None and text:
+            run.note("fork", f"the prompt is back in the box below, to edit and send: {text}")
+            if run.presenter is not None:
+                run.presenter.hand_back([text])
