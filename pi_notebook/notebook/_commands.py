@@ -317,8 +317,8 @@ def near_command(word: str, rest: list[str]) -> CommandName | None:
     the command takes. Words of under four letters are never taken for one (``now``, ``us`` are words)."""
     if len(word) < 4:
         return None
-    for name in _SPECS:
-        if len(name) < 4 or _distance(word.lower(), name) != 1:
+    for name in _SPECS:  # (a length more than one apart is more than one edit away: a long prompt costs nothing)
+        if len(name) < 4 or abs(len(word) - len(name)) > 1 or _distance(word.lower(), name) != 1:
             continue
         fits = _ARGUMENTS.get(name)
         if not rest or (fits is not None and fits(rest)):
