@@ -34,7 +34,7 @@ PINNED = {
         "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
         "LoadProblem", "SessionFileError", "SessionInUseError", "SessionWriteFailedEvent",
         "ToolSettings", "Approval", "ApprovalRequest", "Approver", "approval_mode", "DECLINED",
-        "SessionInfo", "SessionsSettings", "list_sessions", "session_folder", "StreamRedactor",
+        "SessionInfo", "SessionsSettings", "list_sessions", "read_session_info", "session_folder", "StreamRedactor",
         "POLICY_ENV", "Policy", "PolicyError", "site_policy",
         "BranchSummaryEndEvent", "BranchSummaryFailed", "BranchSummaryMessage", "BranchSummaryStartEvent",
         "SessionTree", "SessionTreeEvent", "TreeEntry", "TreeError", "TreeNavigation", "TreeNode",

@@ -75,6 +75,7 @@ class ProviderError(PiNotebookError):
         body: str = "",
         *,
         empty_stream: bool = False,
+        retryable: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -83,11 +84,16 @@ class ProviderError(PiNotebookError):
         self.body = body
         self.empty_stream = empty_stream
         """The server answered with a success and then sent nothing: it failed after its headers went out."""
+        self.retryable = retryable
+        """``False``: no retry layer may repeat it (a request refused before it was sent); ``None``: the classifier
+        decides."""
 
     @property
     def failure(self) -> RequestFailure | None:
         """What the response said, for the retry classifier; ``None`` when there was no response, or when it was
         not an error status (a 200 whose body is an error, a redirect): then its text decides."""
+        if self.retryable is False:
+            return RequestFailure(self.status, should_retry=False)
         if self.status is None or self.status < 400:
             return None
         hint = self.headers.get("x-should-retry")

@@ -25,6 +25,7 @@ __all__ = [
     "ThinkingLevel",
     "Tool",
     "cache_savings",
+    "input_tokens",
     "usage_with_cost",
 ]
 
@@ -164,6 +165,12 @@ def usage_with_cost(model: Model, usage: Usage) -> Usage:
     usage.cost = cost
     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
     return usage
+
+
+def input_tokens(usage: Usage) -> int:
+    """Every token a reply's request gave the model: plain input, read from the prompt cache and written to it (what
+    ``budget.max_input_tokens`` counts, and the usage line and a run's receipt show)."""
+    return usage.input + usage.cache_read + usage.cache_write
 
 
 def cache_savings(model: Model, usage: Usage) -> float:

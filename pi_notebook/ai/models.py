@@ -37,6 +37,7 @@ __all__ = [
     "model_from_server",
     "model_from_spec",
     "parse_compatible_spec",
+    "provider_base_url",
 ]
 
 SPEC_HELP = (
@@ -97,6 +98,14 @@ _COMPATIBLE_APIS = {"openai-compatible": "openai-completions", "anthropic-compat
 _ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[^/:\s\[\]]+)")
 _PORT = re.compile(r":(\d+)(?=[/:]|$)")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def provider_base_url(provider: str) -> str | None:
+    """The vendor's own server for a model of ``provider`` (``openai``: ``https://api.openai.com/v1``, whichever of
+    its APIs); ``None`` for a provider that has none (``openai-compatible``, the faux model, a provider of your
+    own)."""
+    entry = _PROVIDERS.get(provider)
+    return entry[1] if entry is not None else None
 
 
 def parse_compatible_spec(spec: str) -> tuple[str, str, str]:

@@ -81,7 +81,7 @@ def _greet() -> None:
     entry = REGISTRY.find()
     settings = entry.session.settings if entry is not None else Settings()
     try:
-        line = saving_problem(settings) or (last_session_line(settings) if interactive() else None)
+        line = saving_problem(settings) or (last_session_line(settings, REGISTRY.notebook) if interactive() else None)
     except Exception as exc:  # a greeting must never break %load_ext
         line = f"pi: cannot list saved sessions ({type(exc).__name__}: {exc})"
     if line:

@@ -21,7 +21,10 @@ run is active it stops and the kernel is culled as any other.
 
 A run that waits for an approval does not count: a question nobody answers (the tab was closed) must not keep a
 kernel alive forever. A run that works forever does (an endless tool): ``budget.wall_time_ms``, which an admin
-can cap in the policy file, bounds how long a run can keep a kernel.
+can cap in the policy file, bounds how long a run can keep a kernel. When the agent's code swallows every interrupt
+that wall time (or a Stop) sends, even escalated, it holds the kernel's main thread and the run cannot settle; once
+the escalation has failed the run reads ``aborted`` (``_run_state.StatusMachine.given_up``) and the signal stops, so
+the cullers reclaim the kernel (the only way left to end that code). It starts again if the code ever returns.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ DEFAULT_INTERVAL_S = 60.0
 """Seconds between two signals: well below the shortest cull timeouts admins set (minutes), and one tiny message
 a minute costs nothing. Set ``PI_NOTEBOOK_ACTIVITY_INTERVAL`` below a shorter timeout; ``0`` turns it off."""
 WAITING_ON_A_PERSON = "awaiting approval"
+_OVER = ("settled", "aborted", "error")
+"""States of a run that is not done only because its code holds the event loop (see the module docstring)."""
 
 _log = logging.getLogger(__name__)
 
@@ -106,7 +111,7 @@ class ActivitySignal:
         if self.every <= 0 or self._closed.is_set():
             return
         with self._lock:
-            if self._thread is None and self._active_runs():
+            if self._thread is None and any(run.state()["state"] not in _OVER for run in self._active_runs()):
                 self._thread = threading.Thread(target=self._beat, name="pi-notebook-activity", daemon=True)
                 self._thread.start()
 
@@ -118,7 +123,7 @@ class ActivitySignal:
     def beat(self) -> bool:
         """One beat: send a signal if a run works; ``False`` (and the thread is done) once no run is active."""
         with self._lock:
-            runs = self._active_runs()
+            runs = [run for run in self._active_runs() if run.state()["state"] not in _OVER]
             if self._closed.is_set() or not runs:
                 self._thread = None
                 return False

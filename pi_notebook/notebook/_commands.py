@@ -11,12 +11,15 @@ added there is accepted before the command word and after it); a sub-command's o
 Text arguments (prompts, steer
 and follow-up texts, the compaction focus, settings) are taken verbatim from the line — quotes, ``?`` and
 spacing kept — not re-joined from split words. Every parse error is a :class:`UsageError` with a one-line
-message; argparse never prints or exits here.
+message; argparse never prints or exits here. A first word one slip away from a command (``%pi stauts``, ``%pi
+modle openai:gpt-4o``) is not sent to the model: it is an error asking "did you mean" (:func:`near_command`), and a
+misspelt flag of ``model`` or ``cassette`` names the flag it is close to.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import shlex
 import textwrap
@@ -27,7 +30,7 @@ from typing import Literal, NoReturn, TypeAlias, get_args
 from ..ai import UserError
 from ..ai.models import SPEC_HELP
 
-__all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "parse_cell_line", "parse_line"]
+__all__ = ["USAGE", "CommandName", "PiCommand", "UsageError", "near_command", "parse_cell_line", "parse_line"]
 
 _MODEL_SPECS = textwrap.fill(
     SPEC_HELP,
@@ -113,7 +116,7 @@ CommandName: TypeAlias = Literal[
 
 
 class UsageError(UserError):
-    """Bad ``%pi`` arguments; the message is one line, meant to be printed with :data:`USAGE`."""
+    """Bad ``%pi`` arguments; the message is one line (the magic adds a pointer to ``%pi help``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,9 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "fork",
 assert set(_SPECS) == set(get_args(CommandName)) - {"prompt"}
 
 
+_SUBPARSERS: dict[CommandName, argparse.ArgumentParser] = {}
+
+
 def _build() -> tuple[_Parser, _Parser]:
     """The parser of the options and the words after them, and the parser of the sub-commands."""
     head = _Parser(prog="%pi", add_help=False)
@@ -197,7 +203,7 @@ def _build() -> tuple[_Parser, _Parser]:
     commands = _Parser(prog="%pi", add_help=False)
     sub = commands.add_subparsers(dest="command", parser_class=_Parser)
     for name, kind in _SPECS.items():
-        parser = sub.add_parser(name, add_help=False, prog=f"%pi {name}")
+        parser = _SUBPARSERS[name] = sub.add_parser(name, add_help=False, prog=f"%pi {name}")
         _options(parser)
         if kind == "text":
             parser.add_argument("text", nargs=argparse.REMAINDER)
@@ -254,6 +260,12 @@ def parse_line(line: str) -> PiCommand:
 
     first = words[0]
     if first not in _SPECS:
+        meant = near_command(first, words[1:])
+        if meant is not None:
+            prompt = f"{first} ..." if words[1:] else first
+            raise UsageError(
+                f"did you mean %pi {meant}? ({first!r} is not a command; to send it to the model: %pi -- {prompt})"
+            )
         return PiCommand("prompt", verbatim(words), session=head.session)
     if first == "fork":
         return _fork_command(words[1:], verbatim, head.session)
@@ -274,7 +286,7 @@ def parse_line(line: str) -> PiCommand:
         if kind == "number":
             raise UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
         if kind in ("cassette", "model"):
-            raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}")
+            raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}{_flag_hint(name, extra)}")
         raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
     if _SPECS[name] == "cassette":
         flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}
@@ -285,6 +297,59 @@ def parse_line(line: str) -> PiCommand:
         return PiCommand(name, parsed.spec, flags=flags, session=parsed.session or head.session)
     text = verbatim(getattr(parsed, "text", []))
     return PiCommand(name, text, getattr(parsed, "number", None), session=parsed.session or head.session)
+
+
+_ARGUMENTS: dict[CommandName, Callable[[list[str]], bool]] = {
+    "model": lambda rest: ":" in rest[0] or rest[0].startswith("--") or rest[0] == "faux",
+    "settings": lambda rest: all("=" in word for word in rest),
+    "events": lambda rest: len(rest) == 1 and rest[0].isdigit(),
+    "interrupt": lambda rest: rest in (["on"], ["off"]),
+    "cassette": lambda rest: rest[0] == "off" or rest[0].endswith(".jsonl") or rest[0].startswith("--"),
+    "resume": lambda rest: len(rest) == 1 and bool(re.fullmatch(r"latest|\d+|[0-9a-f]{4,}|\S+\.jsonl", rest[0])),
+}
+"""For a near-miss of a command word followed by more words: whether those words read as that command's
+arguments (``%pi modle openai:gpt-4o``), not as the rest of a sentence (``%pi about the data``)."""
+
+
+def near_command(word: str, rest: list[str]) -> CommandName | None:
+    """The sub-command ``word`` is one slip away from (a letter missing, extra, wrong, or two swapped:
+    ``stauts``, ``setings``, ``modle``), when the line reads as that command: ``word`` alone, or followed by what
+    the command takes. Words of under four letters are never taken for one (``now``, ``us`` are words)."""
+    if len(word) < 4:
+        return None
+    for name in _SPECS:  # (a length more than one apart is more than one edit away: a long prompt costs nothing)
+        if len(name) < 4 or abs(len(word) - len(name)) > 1 or _distance(word.lower(), name) != 1:
+            continue
+        fits = _ARGUMENTS.get(name)
+        if not rest or (fits is not None and fits(rest)):
+            return name
+    return None
+
+
+def _distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that make ``a`` into ``b`` (optimal string alignment)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        row = [i]
+        for j, y in enumerate(b, 1):
+            cost = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (x != y))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                cost = min(cost, previous2[j - 2] + 1)
+            row.append(cost)
+        previous2, previous = previous, row
+    return previous[-1]
+
+
+def _flag_hint(name: CommandName, extra: list[str]) -> str:
+    """`` (did you mean --context-window?)`` for a misspelt flag of ``model`` or ``cassette``."""
+    flags = [flag for action in _SUBPARSERS[name]._actions for flag in action.option_strings]
+    for word in extra:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1, cutoff=0.7)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
 
 
 def _fork_command(words: list[str], verbatim: Callable[[list[str]], str], session: str | None) -> PiCommand:

@@ -48,6 +48,7 @@ from ._inert import (
     inline,
     literal,
 )
+from ._spent import Spent, is_priced
 from ._visible import shown_json, visible_text
 
 __all__ = [
@@ -141,32 +142,25 @@ def result_text(result: AgentToolResult | ToolResultMessage) -> str:
 
 
 def usage_line(session: AgentSession) -> str:
-    """Turns, tokens and cost of the session's current (or last) operation, against the budget's limits."""
+    """Turns, tokens and cost of the session's current (or last) operation, against the budget's limits (worded as
+    the run's receipt words them: ``_spent``)."""
     budget = session.budget
     limits = budget.limits
-    parts = [f"turns {budget.turns}" + (f"/{limits.max_turns}" if limits.max_turns else "")]
-    parts.append(
-        f"in {budget.input_tokens} tok"
-        + (f"/{limits.max_input_tokens}" if limits.max_input_tokens else "")
-        + _cached(budget.cache_read_tokens, budget.cache_write_tokens, budget.cache_saved_usd)
+    spent = Spent(
+        input=budget.input_tokens,
+        cache_read=budget.cache_read_tokens,
+        cache_write=budget.cache_write_tokens,
+        output=budget.output_tokens,
+        cost=budget.cost_usd,
+        saved=budget.cache_saved_usd,
+        estimated=budget.estimated,
+        priced=is_priced(session.model),
     )
-    parts.append(
-        f"out {budget.output_tokens} tok" + (f"/{limits.max_output_tokens}" if limits.max_output_tokens else "")
+    turns = f"turns {budget.turns}" + (f"/{limits.max_turns}" if limits.max_turns else "")
+    limited = spent.parts(
+        max_input=limits.max_input_tokens, max_output=limits.max_output_tokens, max_cost=limits.max_cost_usd
     )
-    parts.append(f"${budget.cost_usd:.4f}" + (f"/${limits.max_cost_usd:.2f}" if limits.max_cost_usd else ""))
-    return " · ".join(parts)
-
-
-def _cached(read: int, written: int, saved: float) -> str:
-    """`` (30000 cached, 2000 written, saved $0.0810)``: the prompt cache's share of the input and what it saved
-    (for a priced model; writes cost more than plain input on Anthropic, so a first turn can cost more)."""
-    if not (read or saved):
-        return ""
-    shown = [f"{read} cached"]
-    if saved:
-        shown += [f"{written} written"] if written else []
-        shown.append(f"saved ${saved:.4f}" if saved > 0 else f"cost ${-saved:.4f} more")
-    return f" ({', '.join(shown)})"
+    return " · ".join([turns, *limited])
 
 
 def _quote(markdown: str) -> str:

@@ -5,8 +5,8 @@ with its :class:`Run`, having displayed the run's live widget (once: ``run = %pi
 ``%pi ...`` does; see ``_display``). ``%pi wait`` is rewritten (by an input transformer) into an ``await`` of
 the active run, which IPython then runs as an async cell; the same transformer keeps a trailing ``?`` in a
 prompt from being read as a help request. The line is read by one parser (``_commands``); every error becomes
-a short message, and bad arguments print the usage. Without a running loop (plain terminal IPython) runs
-complete before the magic returns.
+a short message, and bad arguments one line and a pointer to ``%pi help``. Without a running loop (plain terminal
+IPython) runs complete before the magic returns.
 
 A ``%pi`` line is taken literally, as a ``%%pi`` cell is: IPython does not expand ``{expr}`` or ``$name`` in it
 (pasted text never runs code, and the prompt is sent as typed). A ``%pi`` line or ``%%pi`` cell body longer than
@@ -49,6 +49,8 @@ from ._volatile import show_volatile
 
 __all__ = ["MAX_PROMPT_CHARS", "USAGE", "PiMagics", "pi_transformer"]
 
+HELP_POINTER = "pi: %pi help lists the commands and their options"
+"""What follows a bad ``%pi`` line's one-line error (the whole usage is ``%pi help``'s)."""
 MAX_PROMPT_CHARS = 1_000_000
 """Longest ``%pi`` line or ``%%pi`` cell body accepted (about 250k tokens, more than most context windows)."""
 
@@ -121,7 +123,7 @@ class PiMagics(Magics):
             with REGISTRY.using(command.session):  # -s NAME: this line acts on session NAME
                 return self._handlers()[command.name](command)
         except UsageError as exc:
-            print(f"pi: {exc}\n\n{USAGE}")  # noqa: T201 - magics talk to the user through stdout
+            print(f"pi: {exc}\n{HELP_POINTER}")  # noqa: T201 - magics talk to the user through stdout
         except (ValueError, SettingsError, RuntimeError) as exc:
             print(f"pi: {exc}")  # noqa: T201
         except Exception as exc:  # never a bare traceback from a magic

@@ -4,9 +4,9 @@ A session file records the model its messages were made with (``model_change`` e
 context window, output limit and the variable holding the key, never the key; see ``ai/_model_record.py``).
 ``%pi resume`` puts that model back, so a prompt after a restart goes to the model the session was using. When the
 file names a model this kernel cannot rebuild (a Pi session on a provider we do not speak, a local server's file
-written before the record held its base URL), no run starts until ``%pi model SPEC`` sets one: the faux model's
-replies must not be appended to a real session's file. A session run on the faux model (or a file that names no
-model) keeps the model the kernel has.
+written before the record held its base URL) or one the site policy does not allow, no run starts until ``%pi
+model SPEC`` sets one: the faux model's replies must not be appended to a real session's file. A session run on the
+faux model (or a file that names no model) keeps the model the kernel has.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..ai import Model, resolve_openai_compat
 from ..ai._model_record import model_from_record
 from ..ai.models import _PROVIDERS
 from ..ai.providers.faux import FAUX_PROVIDER
+from ..session import PolicyError
 from ._registry import NotebookSession
 
 __all__ = ["model_limits", "restore_model"]
@@ -59,7 +60,13 @@ def restore_model(entry: NotebookSession, record: Mapping[str, Any] | None) -> s
             "set it with %pi model SPEC (e.g. --context-window N --key-env VAR) before the next prompt"
         )
         return f"pi: {entry.model_missing}"
-    entry.use_model(model, _spec(model, record))
+    try:
+        entry.use_model(model, _spec(model, record))
+    except PolicyError as exc:  # never the faux model's replies in a real session's file
+        entry.model_missing = (
+            f"the resumed session's {exc}; set one it allows with %pi model SPEC before the next prompt"
+        )
+        return f"pi: {entry.model_missing}"
     unset = model.key_env is not None and not os.environ.get(model.key_env)
     note = f"; {model.key_env} is not set in this kernel" if unset else ""
     return f"pi: model {entry.model_spec} ({model_limits(model)}), restored from the session{note}"

@@ -11,7 +11,9 @@ static copy (``await run``'s report, the saved notebook) shows too; ``await run`
 - the files it wrote (``write``) and edited (``edit``), each once, from the calls that succeeded;
 - what the stop killed or interrupted besides cells: ``bash`` commands whose process tree was killed (aborted or
   timed out) and ``python`` code that was interrupted;
-- what the run cost so far: its replies' tokens and cost.
+- what the run cost so far: its replies' tokens and cost, worded as the widget's usage line words them
+  (``_spent``: every input token, the cached share, ``~`` and "usage estimated" for estimated counts, "cost unknown"
+  for a model without prices).
 
 Nothing here is sent to the model; the lines are the user's.
 """
@@ -23,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..agent import AgentMessage, ToolExecutionEndEvent, ToolExecutionStartEvent
-from ..ai import AssistantMessage, TextContent, ToolCall
+from ..ai import AssistantMessage, Model, TextContent, ToolCall
 from ..kernel import CellChanges
 from ..session import SessionEvent
+from ._spent import Spent
 
 __all__ = ["Receipt", "build_receipt"]
 
@@ -51,8 +54,29 @@ class Receipt:
     commands_killed: list[str] = field(default_factory=list)
     python_interrupted: int = 0
     input_tokens: int = 0
+    """Every input token: plain, read from the prompt cache and written to it (as the usage line counts them)."""
     output_tokens: int = 0
     cost_usd: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_saved_usd: float = 0.0
+    usage_estimated: bool = False
+    """Some count was estimated (the server did not report all of it)."""
+    priced: bool = True
+    """The model has prices (else ``cost_usd`` 0 means "unknown", not "free")."""
+
+    @property
+    def spent(self) -> Spent:
+        return Spent(
+            input=self.input_tokens,
+            cache_read=self.cache_read_tokens,
+            cache_write=self.cache_write_tokens,
+            output=self.output_tokens,
+            cost=self.cost_usd,
+            saved=self.cache_saved_usd,
+            estimated=self.usage_estimated,
+            priced=self.priced,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +128,7 @@ class Receipt:
             killed.append(f"python code interrupted ({self.python_interrupted})")
         if any(killed):
             lines.append("stopped: " + "; ".join(part for part in killed if part))
-        lines.append(f"cost ${self.cost_usd:.4f} (in {self.input_tokens} tok, out {self.output_tokens} tok)")
+        lines.append("spent " + " · ".join(self.spent.parts()))
         return lines
 
 
@@ -130,9 +154,15 @@ def _calls(messages: Sequence[AgentMessage]) -> list[ToolCall]:
 
 
 def build_receipt(
-    events: Sequence[SessionEvent], messages: Sequence[AgentMessage], cells: CellChanges | None, *, aborted: bool
+    events: Sequence[SessionEvent],
+    messages: Sequence[AgentMessage],
+    cells: CellChanges | None,
+    *,
+    aborted: bool,
+    model: Model | None = None,
 ) -> Receipt:
-    """The receipt of a run from its events, the messages it added and what its cell tools recorded."""
+    """The receipt of a run from its events, the messages it added (replies made with ``model``: its prices say
+    what caching saved, and whether a cost is known) and what its cell tools recorded."""
     started: dict[str, Mapping[str, Any]] = {}
     ended: dict[str, ToolExecutionEndEvent] = {}
     for event in events:
@@ -144,6 +174,7 @@ def build_receipt(
     interrupted = [change for change in changes if change.kind == "interrupted"]
     files = _files(started, ended)
     replies = [m for m in messages if isinstance(m, AssistantMessage)]
+    spent = Spent.of(replies, model or _UNKNOWN)
     return Receipt(
         aborted=aborted,
         cells_inserted=[c.cell_id for c in changes if c.kind == "inserted"],
@@ -157,10 +188,19 @@ def build_receipt(
         files_edited=files["edit"],
         commands_killed=_killed(started, ended),
         python_interrupted=sum(1 for call, end in ended.items() if _python_interrupted(end)),
-        input_tokens=sum(m.usage.input for m in replies),
-        output_tokens=sum(m.usage.output for m in replies),
-        cost_usd=sum(m.usage.cost.total for m in replies),
+        input_tokens=spent.input,
+        output_tokens=spent.output,
+        cost_usd=spent.cost,
+        cache_read_tokens=spent.cache_read,
+        cache_write_tokens=spent.cache_write,
+        cache_saved_usd=spent.saved,
+        usage_estimated=spent.estimated,
+        priced=spent.priced if model is not None else True,
     )
+
+
+_UNKNOWN = Model(id="", api="", provider="")
+"""Stands for the model when none is given: no prices, so nothing was saved by caching."""
 
 
 def _never_run(messages: Sequence[AgentMessage], cells: CellChanges | None, aborted: bool) -> list[str]:

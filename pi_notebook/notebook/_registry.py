@@ -286,8 +286,10 @@ class NotebookSession:
             self.faux = faux
         else:
             make = model_from_server if from_server else model_from_spec
-            if from_server:  # the listing's GET carries the key: not to a server the site policy does not allow
-                session.policy.check_base_url(parse_compatible_spec(spec)[1])
+            if from_server:  # the listing's GET carries the key: only for a model and server the policy allows
+                provider, url, model_id = parse_compatible_spec(spec)
+                listed = model_from_spec(f"{provider}:{url}:{model_id or '*'}")  # no model named: any of the server's
+                session.policy.check_request(listed, url)
             other: dict[str, Any] = {"base_url": base_url} if base_url else {}
             try:
                 model = make(spec, context_window=context_window, max_tokens=max_tokens, key_env=key_env, **other)
@@ -470,8 +472,10 @@ class SessionRegistry:
             raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
         if tools is None:
             tools = previous.session.tools if previous is not None else default_tools()
-        if settings is None or isinstance(settings, Mapping):
-            settings = Settings(**(settings or {}))
+        if settings is None:  # kept, as the tools are: what %pi settings set survives a change of model
+            settings = previous.session.settings if previous is not None else Settings()
+        elif isinstance(settings, Mapping):
+            settings = Settings(**settings)
         # The site policy is checked before the session in place is disposed: a refused configure() changes nothing.
         policy = site_policy()
         settings = policy.enforce(settings)
@@ -544,6 +548,9 @@ def configure(
     keyword arguments go to :class:`~pi_notebook.session.AgentSession`. An active run of the previous session is
     aborted. The new session starts with an empty transcript, saved to a new file under ``settings.sessions.dir``
     (unless that is ``none``, or a ``store=`` is given); the previous session's file is kept.
+
+    ``settings``: left out, the session keeps the settings it has (what ``%pi settings`` changed included);
+    given, they replace them all (``{}``: the defaults).
 
     ``tools``: left out, the session keeps the tools it has (at first the whole set, ``default_tools()``:
     ``read``, ``bash``, ``edit``, ``write``, ``grep``, ``find``, ``ls`` rooted at the working directory, and

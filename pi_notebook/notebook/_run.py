@@ -28,7 +28,9 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage
+from ..ai.messages import message_key
 from ..kernel import NotebookTarget, PythonEvent, add_python_listener
+from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -44,6 +46,7 @@ from ..session import (
 )
 from ._describe import describe_event, pointer_to_report, render_all, usage_line
 from ._receipt import Receipt, build_receipt
+from ._retried import RetriedReplies
 from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay, Static
 from .widget._live import current_run
@@ -145,6 +148,7 @@ class Run:
             cell_id=notebook.cell_id if notebook is not None else None,
         )
         self._tool_calls: set[str] = set()  # this run's tool calls that started and have not ended
+        self._retried = RetriedReplies()  # failed replies a retry replaced: left out of the report
         self._unsubscribe = session.subscribe(self._on_event)
         self._unlisten = add_python_listener(self._on_python)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -242,9 +246,21 @@ class Run:
         if self.error:
             status += f" — {self.error}"
         markdown, html, text = render_all(
-            self.messages, self.log, title=f"Run {self.number}", status=status, usage=self._cache_usage
+            self._shown_messages(), self.log, title=f"Run {self.number}", status=status, usage=self._cache_usage
         )
         return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
+
+    def _shown_messages(self) -> list[AgentMessage]:
+        """The messages the report shows: a failed reply a retry replaced is left out, the last one says how often
+        it was retried (``_retried``)."""
+        retried = self._retried
+        return [
+            message.model_copy(update={"error_message": retried.error_of(message)})
+            if isinstance(message, AssistantMessage) and message_key(message) in retried.notes
+            else message
+            for message in self.messages
+            if message_key(message) not in retried.replaced
+        ]
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -335,7 +351,7 @@ class Run:
         if self.session.budget.cache_saved_usd:
             self._cache_usage = usage_line(self.session)
         failed = self.error is not None or _ended_on_error(self.messages)
-        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted)
+        self.receipt = build_receipt(self.events, self.messages, self._cells, aborted=aborted, model=self.session.model)
         for line in self.receipt.lines():
             self.note("receipt", line)
         self.status.settle("aborted" if aborted else ("error" if failed else "settled"), aborted=aborted)
@@ -361,6 +377,7 @@ class Run:
 
     def _on_event(self, event: SessionEvent) -> None:
         self.events.append(event)
+        self._retried.see(event)
         self.status.heard()
         self._wake()
         if type(event) is MessageUpdateEvent:  # the per-delta hot path: no log line, no state change
@@ -391,7 +408,9 @@ class Run:
         """The ``python`` tool's events (any thread): its code stuck after a Stop, and back."""
         if event.call_id not in self._tool_calls:
             return
-        if event.kind == "stuck":
+        if event.kind == "stuck" and event.text == UNSTOPPABLE_TEXT:
+            self.status.given_up(event.text)  # no settling while the code holds the loop: say the run is over
+        elif event.kind == "stuck":
             self.status.note(event.text)
         elif event.kind == "end":
             self.status.note("")

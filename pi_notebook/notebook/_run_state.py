@@ -7,7 +7,8 @@ The status follows the run's session events: ``starting``, then ``streaming`` (a
 (``starting``, ``streaming``) a timer reports how long nothing has come (``silent_s``). While the agent's
 ``python`` code ignores a Stop, ``note`` says so; that change comes from the thread that noticed (the code blocks
 the event loop), so it reaches the listeners from that thread and not the widget, which shows the note in the
-tool's panel. Everything else runs on the kernel's event loop.
+tool's panel. Code that does not stop even after the escalation (it swallows every interrupt) makes the run
+``aborted`` the same way (:meth:`StatusMachine.given_up`). Everything else runs on the kernel's event loop.
 """
 
 from __future__ import annotations
@@ -133,6 +134,17 @@ class StatusMachine:
         if text != self._note:
             self._note = text
             self._tell_listeners()
+
+    def given_up(self, note: str) -> None:
+        """Any thread: the agent's code does not stop after the Stop and its escalation (it swallows every
+        interrupt), and holds the event loop that would settle the run. Say the run is over (``aborted``, with
+        ``note``) to the listeners (the status bar, the activity signal, which stops so idle cullers can reclaim
+        the kernel); the run settles for real if the code ever returns."""
+        self.aborted = True
+        self._silent_s = 0
+        self._note = note
+        self.status = "aborted"
+        self._tell_listeners()
 
     def settle(self, status: RunStatus, *, aborted: bool) -> None:
         """The run ended: its final status; no more silence checks."""

@@ -37,6 +37,7 @@ from ..session import (
     session_folder,
 )
 from ._describe import describe_event, render_html, render_markdown, result_text
+from ._retried import without_retried
 from ._session_home import hub_user, mine, why_unwritable
 from ._visible import shown_json
 from .widget._presenter import RunPresenter, drawn_as_message, tool_preview
@@ -52,7 +53,9 @@ __all__ = [
     "describe_sessions",
     "last_session_line",
     "notebook_path",
+    "offered",
     "pick_session",
+    "plural",
     "saved_sessions",
     "saving_problem",
 ]
@@ -134,7 +137,8 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
         return f"pi: no saved sessions in {where}"
     lines = [f"pi: {len(infos)} saved session(s) in {where} (newest first):"]
     for number, info in enumerate(infos, 1):
-        mark = f"  [live: {live[info.path]}]" if info.path in live else ""
+        mark = "  [compacted]" if info.compacted else ""
+        mark += f"  [live: {live[info.path]}]" if info.path in live else ""
         model = info.model or "-"
         prompt = repr(_short(info.first_prompt)) if info.first_prompt else "(no prompt)"
         lines.append(
@@ -142,17 +146,32 @@ def describe_sessions(infos: Sequence[SessionInfo], live: Mapping[Path, str], wh
             f"id {info.id[:8]}{mark}"
         )
     lines.append("%pi resume N (or ID, or a path) loads one; %pi resume loads the newest that is not live")
+    if any(info.compacted for info in infos):
+        lines.append("[compacted]: resumed, the model is given a summary of the earlier messages and the recent ones")
     return "\n".join(lines)
 
 
-def pick_session(infos: Sequence[SessionInfo], selector: str, live: Mapping[Path, str]) -> Path:
-    """The file ``%pi resume SELECTOR`` means: ``latest``/empty (the newest not live in this kernel), a number
-    from ``%pi sessions``, a session id (or a unique prefix of one), or a path. Raises ``ValueError``."""
+def offered(infos: Sequence[SessionInfo], notebook: str | None) -> list[SessionInfo]:
+    """The sessions a kernel of ``notebook`` is offered: that notebook's; without any, those that name no notebook
+    (written where the kernel did not know it); never one another notebook wrote. All of them when ``notebook`` is
+    not known."""
+    if not notebook:
+        return list(infos)
+    own = [info for info in infos if info.notebook == notebook]
+    return own or [info for info in infos if not info.notebook]
+
+
+def pick_session(
+    infos: Sequence[SessionInfo], selector: str, live: Mapping[Path, str], notebook: str | None = None
+) -> Path:
+    """The file ``%pi resume SELECTOR`` means: ``latest``/empty (the newest not live in this kernel: of
+    ``notebook`` when it has one, as the greeting offers, else of any notebook), a number from ``%pi sessions``, a
+    session id (or a unique prefix of one), or a path. Raises ``ValueError``."""
     selector = selector.strip()
     if selector in ("", "latest"):
-        for info in infos:
-            if info.path not in live:
-                return info.path
+        free = [info for info in infos if info.path not in live]
+        for info in offered(free, notebook) + free:
+            return info.path
         raise ValueError("no saved session to resume here (%pi sessions lists them)")
     if selector.isdigit() and 1 <= int(selector) <= len(infos):  # a number from the list wins over an id prefix
         return infos[int(selector) - 1].path
@@ -207,9 +226,12 @@ class Replayed:
         *,
         note: str | None = None,
         on_send: Callable[[str, RunView], None] | None = None,
+        counted: str | None = None,
     ) -> None:
-        """``on_send``: what the view's box does with a text (a new run, see :class:`RunView`)."""
-        self.messages = list(session.messages)
+        """``on_send``: what the view's box does with a text (a new run, see :class:`RunView`); ``counted``: the
+        messages as the resume line counts them (``12 messages``; default: the transcript's)."""
+        self.counted = counted or plural(len(session.messages), "message")
+        self.messages = without_retried(list(session.messages))  # as the run showed it (``_retried``)
         self.log: list[tuple[float, str, str]] = []
         self.title = title
         self.note = note
@@ -248,7 +270,7 @@ class Replayed:
         return self.presenter.view if self.presenter is not None else None
 
     def _status(self) -> str:
-        return f"replayed, {len(self.messages)} messages" + (f" — {self.note}" if self.note else "")
+        return f"replayed, {self.counted}" + (f" — {self.note}" if self.note else "")
 
     def markdown(self) -> str:
         return render_markdown(self.messages, self.log, title=self.title, status=self._status())
@@ -308,23 +330,34 @@ def _ops(message: AgentMessage, tools: Mapping[str, AgentTool]) -> list[Op]:
             return []
 
 
-def last_session_line(settings: Settings) -> str | None:
-    """``pi: last session 2 h ago, 12 messages — %pi resume to continue`` when this directory has one."""
+def last_session_line(settings: Settings, notebook: str | None = None) -> str | None:
+    """``pi: last session 2 h ago, 12 messages — %pi resume to continue`` when this directory has one (printed
+    text: no markdown). A kernel that knows its ``notebook`` is offered the sessions :func:`offered` says (``%pi
+    resume`` picks the same one); another notebook's are only counted."""
     where = folder(settings)
     if where is None:
         return None
     infos = saved_sessions(where)
     if not infos:
         return None
-    info = infos[0]
-    more = f" ({len(infos)} saved, %pi sessions lists them)" if len(infos) > 1 else ""
+    mine = offered(infos, notebook)
+    if not mine:
+        return f"pi: no saved session of this notebook; %pi sessions lists {plural(len(infos), 'other')} here"
+    info = mine[0]
+    more = f" ({len(infos)} saved here, %pi sessions lists them)" if len(infos) > 1 else ""
     cut = ""
     if info.last_role in ("user", "toolResult"):
         cut = "; its last reply was cut off"
     elif info.last_role == "assistant" and info.last_stop_reason == "toolUse":
         cut = "; its last tool call was cut off"
-    count = f"{info.message_count} messages" if info.message_count is not None else "a file too large to count"
-    return f"pi: last session {ago(info.modified)}, {count}{cut} — `%pi resume` to continue{more}"
+    count = plural(info.message_count, "message") if info.message_count is not None else "a file too large to count"
+    whose = " of this notebook" if notebook and info.notebook == notebook else ""
+    return f"pi: last session{whose} {ago(info.modified)}, {count}{cut} — %pi resume to continue{more}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _count(info: SessionInfo) -> str:

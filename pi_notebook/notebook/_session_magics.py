@@ -8,9 +8,11 @@ Errors are ``ValueError``/``RuntimeError`` with a one-line message, which the ma
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
-from ..session import SessionBusyError, SessionFileError
+from ..agent import AgentMessage
+from ..session import CompactionSummaryMessage, SessionBusyError, SessionFileError, SessionInfo, read_session_info
 from ._commands import PiCommand, UsageError
 from ._model_line import restore_model
 from ._registry import DEFAULT_NAME, SessionRegistry
@@ -22,6 +24,7 @@ from ._saved import (
     describe_sessions,
     folder,
     pick_session,
+    plural,
     saved_sessions,
     saving_problem,
 )
@@ -56,7 +59,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
     live = registry.live_files()
     where = folder(entry.session.settings)
     infos = saved_sessions(where) if where is not None else []
-    path = pick_session(infos, command.text, live)
+    path = pick_session(infos, command.text, live, entry.notebook)
     if path in live and live[path] != entry.name:
         raise RuntimeError(f"{path.name} is in use by session {live[path]!r} (%pi use {live[path]})")
     previous = entry.file
@@ -72,7 +75,11 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         note = f"{closed} tool call(s) were interrupted by the kernel's stop (given error results); " + (
             "%pi continue goes on from there"
         )
-    lines = [f"pi: resumed {path.name}: {len(entry.session.messages)} messages" + _name(entry.name, registry)]
+    info = next((info for info in infos if info.path == path), None) or read_session_info(path)
+    counted = _count(info, entry.session.messages)
+    lines = [f"pi: resumed {path.name}: {counted}" + _name(entry.name, registry)]
+    if info is not None and info.notebook and entry.notebook and info.notebook != entry.notebook:
+        lines[0] += f" (a session of {info.notebook})"
     if loaded.problems:
         lines.append(f"pi: {len(loaded.problems)} line(s) could not be read as written: {loaded.problems[0]}")
     if note:
@@ -81,7 +88,7 @@ def resume_session(registry: SessionRegistry, command: PiCommand) -> Replayed:
         lines.append(f"pi: the previous session stays in {previous.name}")
     lines.append(restore_model(entry, loaded.model))
     _say("\n".join(lines))
-    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view)
+    return Replayed(entry.session, f"Resumed {path.name}", note=note, on_send=entry.send_from_view, counted=counted)
 
 
 def new_session(registry: SessionRegistry, command: PiCommand) -> None:
@@ -111,6 +118,16 @@ def use_session(registry: SessionRegistry, command: PiCommand) -> None:
     registry.current = name
     entry = registry.get(name)
     _say(f"pi: %pi now uses session {name!r}" + (f" (new, model {entry.model_spec})" if created else ""))
+
+
+def _count(info: SessionInfo | None, messages: Sequence[AgentMessage]) -> str:
+    """The file's messages, as ``%pi sessions`` counts them, and what the model is given of them after a
+    compaction: ``12 messages (compacted: the model is given a summary of the earlier ones and the last 4)``."""
+    counted = info.message_count if info is not None else None
+    text = plural(counted if counted is not None else len(messages), "message")
+    if messages and isinstance(messages[0], CompactionSummaryMessage):
+        text += f" (compacted: the model is given a summary of the earlier ones and the last {len(messages) - 1})"
+    return text
 
 
 def _name(name: str, registry: SessionRegistry) -> str:

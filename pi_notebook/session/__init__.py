@@ -5,7 +5,7 @@ importable from here (the agent's events are re-exported), so a consumer imports
 
 from ._approval_gate import DECLINED, Approval, ApprovalRequest, Approver, approval_mode
 from ._branch_summary import BranchSummaryMessage
-from ._catalog import SessionInfo, list_sessions, session_folder
+from ._catalog import SessionInfo, list_sessions, read_session_info, session_folder
 from ._compactor import CompactionCancelled
 from ._events import (
     AgentEndEvent,
@@ -130,6 +130,7 @@ __all__ = [
     "list_sessions",
     "load_session",
     "plan_compaction",
+    "read_session_info",
     "session_folder",
     "site_policy",
 ]

@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["SessionInfo", "list_sessions", "session_folder"]
+__all__ = ["SessionInfo", "list_sessions", "read_session_info", "session_folder"]
 
 _MESSAGE = b'{"type":"message"'
+_COMPACTION = b'{"type":"compaction"'
 HEAD_BYTES = 1 << 20
 """What is read from a file's start: its header line and first prompt must lie within it."""
 TAIL_BYTES = 4 << 20
@@ -69,6 +70,9 @@ class SessionInfo:
     the kernel stopped while they ran)."""
     user: str = ""
     """The JupyterHub user whose kernel wrote it (the header's ``user``; ``""`` outside a hub)."""
+    compacted: bool = False
+    """The file holds a compaction: a resumed session gives the model a summary of the messages before it (``False``
+    for a file over :data:`COUNT_LIMIT`, which is not read through)."""
 
 
 def list_sessions(folder: str | Path) -> list[SessionInfo]:
@@ -93,7 +97,7 @@ def read_session_info(path: str | Path) -> SessionInfo | None:
             mtime = datetime.fromtimestamp(os.fstat(file.fileno()).st_mtime, UTC)
             head = file.read(HEAD_BYTES)
             tail = _tail(file, size, len(head))
-            count = _count_messages(file) if size <= COUNT_LIMIT else None
+            count, compacted = _count_messages(file) if size <= COUNT_LIMIT else (None, False)
     except OSError:
         return None
     head_lines = _whole_lines(head, at_end=size <= len(head))
@@ -121,6 +125,7 @@ def read_session_info(path: str | Path) -> SessionInfo | None:
         last_role=str(_message_of(last_message).get("role", "")) if last_message else "",
         last_stop_reason=str(_message_of(last_message).get("stopReason", "") or "") if last_message else "",
         user=str(header.get("user", "") or ""),
+        compacted=compacted,
     )
 
 
@@ -144,16 +149,18 @@ def _whole_lines(data: bytes, *, at_start: bool = True, at_end: bool = False) ->
     return [line for line in lines if line.strip()]
 
 
-def _count_messages(file: BinaryIO) -> int:
-    """Lines that start a message entry, in one streamed pass (1 MB at a time)."""
-    needle = b"\n" + _MESSAGE
+def _count_messages(file: BinaryIO) -> tuple[int, bool]:
+    """Lines that start a message entry, and whether a line starts a compaction, in one streamed pass (1 MB at a
+    time)."""
+    needle, compaction = b"\n" + _MESSAGE, b"\n" + _COMPACTION
     file.seek(0)
-    count, carry = 0, b""
+    count, compacted, carry = 0, False, b""
     while chunk := file.read(1 << 20):
         data = carry + chunk
-        count += data.count(needle)
-        carry = data[-(len(needle) - 1) :]
-    return count
+        count += data.count(needle) - carry.count(needle)  # one wholly in the carry was counted with its chunk
+        compacted = compacted or compaction in data
+        carry = data[-(len(compaction) - 1) :]
+    return count, compacted
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

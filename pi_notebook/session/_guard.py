@@ -17,7 +17,7 @@ import anyio
 
 from ..agent import AgentTool, AgentToolResult
 from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, Model, PiNotebookError
-from ..ai._request import cache_savings
+from ..ai._request import cache_savings, input_tokens
 from ..ai._secret_env import knowing_secrets
 from ._events import BudgetExceededEvent
 from ._redact import SessionKeys, redact_result, redact_text
@@ -181,12 +181,15 @@ class RunBudget:
     """Of ``input_tokens``, those written to the prompt cache (Anthropic charges a quarter more for them)."""
     cache_saved_usd: float = 0.0
     """What caching saved: cached and cache-written tokens at the input price, less what they cost."""
+    estimated: bool = False
+    """A reply's usage was estimated (the server reported none, or not all of it): ``usage.estimated``."""
 
     def start(self) -> None:
         self.started = time.monotonic()
         self.turns = self.input_tokens = self.output_tokens = 0
         self.cache_read_tokens = self.cache_write_tokens = 0
         self.cost_usd = self.cache_saved_usd = 0.0
+        self.estimated = False
 
     @property
     def elapsed_ms(self) -> float:
@@ -196,8 +199,9 @@ class RunBudget:
         """Count a reply; ``model`` (its prices) values what the cache saved."""
         usage = message.usage
         self.turns += 1
-        self.input_tokens += usage.input + usage.cache_read + usage.cache_write
+        self.input_tokens += input_tokens(usage)
         self.output_tokens += usage.output
+        self.estimated = self.estimated or bool(usage.estimated)
         self.cost_usd += usage.cost.total
         self.cache_read_tokens += usage.cache_read
         self.cache_write_tokens += usage.cache_write

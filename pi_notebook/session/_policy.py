@@ -19,9 +19,16 @@ Read once per process from ``sys.prefix/etc/pi_notebook/policy.toml``, ``/etc/pi
     base_urls = ["https://llm.internal.example/"]           # a model's server: same scheme, host and port, and a
                                                             # path under this one (whole segments)
 
+Without ``base_urls``, an ``allow`` list also fixes where a vendor's model is sent: to its vendor's own server
+(``openai:...`` to ``https://api.openai.com/v1``), never to another one a ``--base-url`` names; a
+``*-compatible:...`` model names its server in its spec, and an allowed one may be reached wherever it is.
+
 Where it binds: :class:`~pi_notebook.session.AgentSession` takes its settings through :meth:`Policy.enforce` (an
 unset limit becomes the ceiling; a looser value raises :class:`PolicyError`), refuses a model or a tool the policy
 does not allow, and its approval gate makes the ``ask`` tools ask (a session with nobody to ask does not run them).
+Every provider request of the process is checked once more as it leaves (:meth:`Policy.check_request`, added to
+``ai/_egress`` when this module is imported): the model and URL actually requested, so a ``stream_fn`` that relays
+a faux-labelled model to a real server, or a resumed session's model, cannot send a key where the policy forbids.
 The notebook's ``configure()``, ``%pi settings``, ``%pi model`` and ``%pi tools`` go through it and say "locked by
 policy". A policy file that cannot be read is an error at every use, never a policy quietly off.
 
@@ -48,6 +55,8 @@ from typing import Any
 import httpx
 
 from ..ai import Model, UserError
+from ..ai._egress import add_request_check
+from ..ai.models import provider_base_url
 from ..ai.providers.faux import FAUX_API
 from ._settings import Settings, SettingsError
 
@@ -135,15 +144,28 @@ class Policy:
 
     # -- models and tools ---------------------------------------------------------------------------------
     def check_model(self, model: Model) -> None:
-        """Raise :class:`PolicyError` unless the policy allows this model. A model of the offline faux API always
-        is (whatever its provider is called: what it reaches is decided by its API)."""
+        """Raise :class:`PolicyError` unless the policy allows this model at its ``base_url``
+        (:meth:`check_request`). A model of the offline faux API always is: it sends no request (what a
+        ``stream_fn`` given with it sends is checked as it leaves)."""
         if model.api == FAUX_API:
             return
+        self.check_request(model, model.base_url)
+
+    def check_request(self, model: Model, url: str) -> None:
+        """Raise :class:`PolicyError` unless a request of ``model`` may be sent to ``url``: the model is allowed,
+        and so is its server (``base_urls``; without them, a vendor's model only goes to its vendor's server when an
+        ``allow`` list applies: see the module docstring)."""
         spec = f"{model.provider}:{model.id}"
         for patterns in self.models:
             if not any(fnmatch.fnmatchcase(spec, pattern) for pattern in patterns):
                 raise self.error(f"model {spec} is not allowed by policy (allowed: {', '.join(patterns)})")
-        self.check_base_url(model.base_url)
+        self.check_base_url(url)
+        own = provider_base_url(model.provider)
+        if self.models and not self.base_urls and own is not None and not _under(url, own):
+            raise self.error(
+                f"base URL {url} is not allowed by policy: {spec} goes to {own} (a [models] base_urls list allows "
+                "other servers)"
+            )
 
     def check_base_url(self, url: str) -> None:
         """Raise :class:`PolicyError` unless a server at ``url`` may be sent requests (and keys): the same scheme,
@@ -298,3 +320,10 @@ def site_policy() -> Policy:
     """This process's site policy, read once from :func:`policy_files` (an empty one when no file exists). Raises
     :class:`PolicyError` at every call while a policy file cannot be read."""
     return Policy.read(policy_files())
+
+
+def _check_request(model: Model, url: str) -> None:
+    site_policy().check_request(model, url)
+
+
+add_request_check(_check_request)  # every provider request, as it leaves (see the module docstring)

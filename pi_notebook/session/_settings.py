@@ -13,6 +13,7 @@ timers), so any valid value can arm a timer; ``max_cost_usd`` must be finite.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -226,6 +227,7 @@ class Settings(_Section):
     def updated(self, **changes: Any) -> Settings:
         """A copy with ``changes`` deep-merged in (``settings.updated(retry={"enabled": False})``)."""
         data = self.model_dump()
+        _check_names(type(self), changes)
         changes = _by_name(type(self), changes)
         approval = (changes.get("tools") or {}).get("approval") if isinstance(changes.get("tools"), Mapping) else None
         if isinstance(approval, Mapping) and isinstance(data["tools"]["approval"], str):
@@ -261,6 +263,45 @@ def _by_name(model: type[BaseModel], changes: Mapping[str, Any]) -> dict[str, An
     return renamed
 
 
+def _check_names(model: type[BaseModel], changes: Mapping[str, Any], prefix: str = "") -> None:
+    """Raise :class:`SettingsError` for a change that names no setting (``no.such.setting``, with the closest
+    name if one is close) or gives a group of settings (``retry``) one value."""
+    for key, value in changes.items():
+        path = f"{prefix}{key}"
+        info = next((info for name, info in model.model_fields.items() if key in (name, info.alias)), None)
+        if info is None:
+            raise SettingsError(_unknown(path, value))
+        section = info.annotation
+        if not (isinstance(section, type) and issubclass(section, BaseModel)) or isinstance(value, BaseModel):
+            continue
+        if not isinstance(value, Mapping):
+            names = ", ".join(f"{path}.{name}" for name in section.model_fields)
+            raise SettingsError(f"{path} is a group of settings, not one: set one of {names}")
+        _check_names(section, value, path + ".")
+
+
+def _unknown(path: str, value: Any) -> str:
+    """``unknown setting 'retry.max_retrie' (did you mean 'retry.max_retries'?)``."""
+    while isinstance(value, Mapping) and len(value) == 1:  # the whole name given: no.such.setting=1
+        key, value = next(iter(value.items()))
+        path = f"{path}.{key}"
+    close = difflib.get_close_matches(path, _setting_names(Settings), n=1, cutoff=0.6)
+    groups = ", ".join(Settings.model_fields)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (the settings are under {groups})"
+    return f"unknown setting {path!r}{hint}"
+
+
+def _setting_names(model: type[BaseModel], prefix: str = "") -> list[str]:
+    names = []
+    for name, info in model.model_fields.items():
+        section = info.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            names += _setting_names(section, f"{prefix}{name}.")
+        else:
+            names.append(f"{prefix}{name}")
+    return names
+
+
 def _merge(into: dict[str, Any], extra: Mapping[str, Any]) -> None:
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(into.get(key), dict):
@@ -273,6 +314,9 @@ def _describe(error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         field = ".".join(str(part) for part in item["loc"]) or "settings"
+        if item["type"] == "extra_forbidden":
+            lines.append(_unknown(field, item.get("input")))
+            continue
         got = item.get("input")
         shown = "" if isinstance(got, dict) else f" (got {_short(repr(got))})"
         lines.append(f"settings.{field}: {item['msg']}{shown}")

@@ -55,7 +55,7 @@ from typing import Any
 
 from ._events import SessionWriteFailedEvent
 from ._journal import Journal, encode_entry, now_iso
-from ._lock import lock_for_writing
+from ._lock import lock_for_writing, release
 from ._store_load import FORMAT_VERSION, LoadedSession, SessionFileError, load_session
 
 __all__ = ["SessionStore"]
@@ -147,7 +147,7 @@ class SessionStore(Journal):
 
     def _release(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)  # releases the lock
+            release(self._fd)  # and the lock with it
             self._fd = -1
 
     def _create(self) -> None:
@@ -158,9 +158,7 @@ class SessionStore(Journal):
             self._open()
             self._write_bytes(self._header)
         except OSError:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            self._release()
             raise
         self._header = None
 

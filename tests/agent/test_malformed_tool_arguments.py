@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wire_apis import FIRST_APIS, model_for
+from wire_apis import APIS, model_for
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult
 from pi_notebook.ai import ToolResultMessage, stream
@@ -19,7 +19,7 @@ SCHEMA = {
 }
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_the_validation_error_quotes_the_salvaged_and_the_sent_arguments(api: str, server: FaultServer) -> None:
     runs: list[Any] = []
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wire_apis import FIRST_APIS, model_for
+from wire_apis import APIS, model_for
 
 from pi_notebook.ai import AssistantMessage, Context, StreamOptions, TextContent, ToolCall, UserMessage, complete
 from pi_notebook.ai.overflow import is_context_overflow
@@ -45,7 +45,7 @@ LITELLM_OVERFLOW = {
 }
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_json_error_sent_with_200_is_that_error(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, LITELLM_OVERFLOW)])
     message = await ask(api, server)
@@ -119,11 +119,20 @@ async def test_a_whole_anthropic_tool_use_message_gives_the_call(server: FaultSe
     assert message.content == [ToolCall(id="toolu_1", name="add", arguments={"a": 2, "b": 3})]
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+NEITHER = {
+    "openai": '200 {"status":"ok"}',
+    "anthropic": '200 {"status":"ok"}',
+    "responses": 'OpenAI API error (200): 200 {"status":"ok"}',  # it said "200 status code (no body)"
+    "google": '200 {"status":"ok"}',  # it said '{"status":"ok"}', without the status
+}
+"""Each format's words for a 200 JSON body that is neither a reply nor an error (as its errors are worded)."""
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_json_that_is_neither_error_nor_message_says_what_came(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, {"status": "ok"})])
     message = await ask(api, server)
-    assert (message.stop_reason, message.error_message) == ("error", '200 {"status":"ok"}')
+    assert (message.stop_reason, message.error_message) == ("error", NEITHER[api])
 
 
 # -- 200 that is not JSON, and empty streams ----------------------------------------------------------------
@@ -134,7 +143,7 @@ PAGE = (
 )
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_an_html_page_with_200_is_reported_by_type_and_title_and_not_retried(
     api: str, server: FaultServer
 ) -> None:
@@ -144,7 +153,7 @@ async def test_an_html_page_with_200_is_reported_by_type_and_title_and_not_retri
     assert "font-weight" not in (message.error_message or "")
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_an_empty_200_stream_is_not_transient(api: str, server: FaultServer) -> None:
     # llama-cpp-python's server: 200 and event-stream headers, then the chat template fails and the body ends.
     server.script([Fault.raw(200, b"", content_type="text/event-stream", chunked=True)])
@@ -152,7 +161,7 @@ async def test_an_empty_200_stream_is_not_transient(api: str, server: FaultServe
     assert_final_error(message, server, "200 response that ended before its first event", "see its log")
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflow(
     api: str, server: FaultServer
 ) -> None:
@@ -173,7 +182,7 @@ async def test_an_empty_200_stream_for_a_prompt_past_the_window_reads_as_overflo
     assert not is_retryable_assistant_error(failed)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_an_empty_200_json_body_says_so(api: str, server: FaultServer) -> None:
     server.script([Fault.raw(200, b"")])
     message = await ask(api, server)
@@ -183,7 +192,7 @@ async def test_an_empty_200_json_body_says_so(api: str, server: FaultServer) -> 
 # -- redirects and HTML error pages ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 async def test_a_redirect_is_reported_with_its_target_and_neither_followed_nor_retried(
     api: str, status: int, server: FaultServer
@@ -194,12 +203,21 @@ async def test_a_redirect_is_reported_with_its_target_and_neither_followed_nor_r
     assert_final_error(message, server, f"{status} redirect to {target}", "redirects are not followed")
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+TITLED = {
+    "openai": "404 404 Not Found",
+    "anthropic": "404 404 Not Found",
+    "responses": "OpenAI API error (404): 404 404 Not Found",
+    "google": '{"error":{"message":"404 Not Found","code":404,"status":"Not Found"}}',
+}
+"""Each format's words for an HTML error page: its title, as that format words an error body that is not JSON."""
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_an_html_error_page_is_described_by_its_title(api: str, server: FaultServer) -> None:
     page = "<html><head><title>404 Not Found</title><style>h1{font-weight:500}</style></head><body>nginx</body></html>"
     server.script([Fault.status(404, body=page, headers={"content-type": "text/html"})])
     message = await ask(api, server)
     assert message.stop_reason == "error"
-    assert message.error_message == "404 404 Not Found"
+    assert message.error_message == TITLED[api]
     assert not is_retryable_assistant_error(message)  # the page's CSS "500" made it look like a server error
     assert len(server.requests) == 1

@@ -160,7 +160,7 @@ def test_stop_during_the_second_of_three_cell_runs_interrupts_it_the_third_never
     log = page.locator(".pi-run-view").first.locator(".pi-log-receipt .pi-log-detail")
     expect(log.nth(0)).to_have_text("cells ran `a`")
     expect(log.nth(1)).to_have_text("stopped: cells interrupted `b` (Stopped by the user); never ran `c`")
-    expect(log.nth(2)).to_contain_text("cost $0.0000")
+    expect(log.nth(2)).to_contain_text("spent in ")
     lab.screenshot(page, "lab-cells-stopped.png")
     lab.run_cell(page, 4)  # the kernel is free: the user's own run of c works
     lab.wait_idle(page, 4)

@@ -71,3 +71,40 @@ def test_a_kernel_whose_run_has_a_silent_tool_is_not_culled_until_the_run_settle
     working.close()
     # Settled: culled as any other kernel.
     wait_until(lambda: not working.alive(), 6 * CULL_S, "the settled kernel is culled")
+
+
+NEVER_STOPS = """
+%load_ext pi_notebook
+from pi_notebook.notebook import configure
+from pi_notebook.kernel import python_tool
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+code = '''import time
+while True:
+    try:
+        while True:
+            try:
+                time.sleep(0.05)
+            except BaseException:
+                pass
+    except BaseException:
+        pass'''
+faux = FauxProvider(token_size=(1, 1))
+faux.set_responses([faux_assistant_message([faux_tool_call("python", {"code": code})], "toolUse")])
+settings = {"tools": {"approval": "auto"}, "budget": {"wall_time_ms": 1000}}
+configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings=settings)
+run = %pi loop
+"""
+
+
+def test_a_kernel_whose_code_never_stops_is_culled_once_the_wall_time_has_failed_to_stop_it(
+    server: tuple[str, str],
+) -> None:
+    """Issue 37 item 21: code that swallows every interrupt outlives ``budget.wall_time_ms`` and its escalation and
+    holds the kernel's main thread; its run could not settle, so the activity signal kept the kernel from the culler
+    forever. Once the escalation has failed the run is over for the signal, and the culler reclaims the kernel."""
+    base, token = server
+    stuck = RemoteKernel.start(base, token).connect()
+    out = stuck.run(NEVER_STOPS)
+    assert out.error is None, out.error
+    stuck.close()
+    wait_until(lambda: not stuck.alive(), 6 * CULL_S, "the kernel whose code never stops is culled")

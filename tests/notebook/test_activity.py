@@ -85,3 +85,14 @@ def test_off_starts_no_thread_and_status_says_so() -> None:
     signal.observe(FakeRun("streaming").state())
     assert not signal.running
     assert signal.describe() == "activity for idle cullers: off (PI_NOTEBOOK_ACTIVITY_INTERVAL=0)"
+
+
+def test_a_run_whose_code_would_not_stop_ends_the_signal() -> None:
+    """Issue 37 item 21: a run whose code swallows every interrupt reads ``aborted`` while its code still holds the
+    loop (it cannot settle): it no longer counts, so the idle cullers can reclaim the kernel."""
+    run = FakeRun("running tool")
+    signal, sent = signal_for([run])
+    assert signal.beat() and sent == [1]
+    run.status = "aborted"  # StatusMachine.given_up, from the watchdog thread
+    assert not signal.beat()
+    assert sent == [1]

@@ -258,7 +258,7 @@ def test_a_stop_during_the_second_of_three_runs_interrupts_it_and_the_third_neve
         ("receipt", "cells ran `a`"),
         ("receipt", "stopped: cells interrupted `b` (Stopped by the user); never ran `c`"),
     ]
-    assert tail[3][0] == "receipt" and tail[3][1].startswith("cost $0.0000 (in ")
+    assert tail[3][0] == "receipt" and tail[3][1].startswith("spent in ")
     last_row = report["markdown"].removesuffix("\n\n</div>").splitlines()[-1]  # the static copy's event log
     assert last_row.endswith(f"| {inline(tail[3][1])} |")
     assert frontend.run("print('next cell', n > 0 if 'n' in globals() else 'slept')").startswith("next cell")

@@ -91,3 +91,52 @@ def test_every_sub_command_is_in_the_usage() -> None:
                  "clear-queue", "model", "settings", "interrupt", "help"):  # fmt: skip
         assert f"%pi {word}" in USAGE
         assert parse_line(word).name == word
+
+
+@pytest.mark.parametrize(
+    ("line", "meant"),
+    [
+        ("stauts", "status"),  # two letters swapped
+        ("statu", "status"),  # one missing
+        ("models", "model"),  # one extra
+        ("Setings retry.max_retries=5", "settings"),  # followed by what settings takes
+        ("modle openai:gpt-4o-mini", "model"),
+        ("evnts 3", "events"),
+        ("resum latest", "resume"),
+        ("contineu", "continue"),
+    ],
+)
+def test_a_near_miss_of_a_command_asks_did_you_mean_instead_of_prompting(line: str, meant: str) -> None:
+    """Issue 37 item 11: ``%pi stauts`` was sent to the model as a prompt."""
+    word = line.split()[0]
+    with pytest.raises(UsageError) as info:
+        parse_line(line)
+    shown = f"{word} ..." if " " in line else word
+    assert str(info.value) == (
+        f"did you mean %pi {meant}? ({word!r} is not a command; to send it to the model: %pi -- {shown})"
+    )
+    assert parse_line(f"-- {line}") == PiCommand("prompt", line)  # the way to send it anyway
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "about the data",
+        "state the problem",
+        "now go",
+        "news",
+        "waits for it",
+        "settigns of the story",
+        "tool it up",
+        "modles",
+    ],
+)
+def test_a_sentence_that_starts_like_a_command_is_still_a_prompt(line: str) -> None:
+    assert parse_line(line) == PiCommand("prompt", line)
+
+
+def test_a_misspelt_flag_names_the_flag_it_is_close_to() -> None:
+    """Issue 37 item 12."""
+    with pytest.raises(UsageError, match=r"^model: unrecognized arguments: --context-windw 9 \(did you mean "
+                       r"--context-window\?\)$"):  # fmt: skip
+        parse_line("model m --context-windw 9")

@@ -142,6 +142,7 @@ def test_cell_magic_body_is_the_prompt(kernel: Kernel) -> None:
         ("%pi interrupt maybe", "pi: interrupt takes 'on' or 'off'"),
         ("%pi settings retry.max_retries=-4", "settings.retry.max_retries"),
         ("%pi settings nonsense", "pi: expected KEY=VALUE"),
+        ("%pi settings no.such.setting=1", "pi: unknown setting 'no.such.setting' (the settings are under retry,"),
         ("%pi model martian:laser", "unknown model spec 'martian:laser'"),
         ("%%pi --flag\nbody", "%%pi takes no arguments"),
     ],
@@ -151,6 +152,42 @@ def test_bad_arguments_print_a_message_never_a_traceback(kernel: Kernel, line: s
     outcome = kernel.run(line, allow_error=True)
     assert outcome.error is None
     assert expected in outcome.text
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "%pi stauts",
+            "pi: did you mean %pi status? ('stauts' is not a command; to send it to the model: %pi -- stauts)",
+        ),
+        (
+            "%pi model m --context-windw 9",
+            "pi: model: unrecognized arguments: --context-windw 9 (did you mean --context-window?)",
+        ),
+        ("%pi events 1 2", "pi: events takes at most one run number, got '2'"),
+    ],
+)
+def test_a_bad_line_is_one_line_and_a_pointer_to_help_and_starts_no_run(kernel: Kernel, line: str, said: str) -> None:
+    """Issue 37 items 11 and 12: a near-miss of a command was sent to the model; a bad flag printed the whole
+    usage after its line."""
+    kernel.run("from pi_notebook.notebook import configure, get_notebook_session; configure()")
+    out = kernel.run(line + "\nprint(len(get_notebook_session().runs))").stdout
+    assert out == f"{said}\npi: %pi help lists the commands and their options\n0\n"
+
+
+def test_configure_keeps_what_pi_settings_set_unless_settings_are_given(kernel: Kernel) -> None:
+    """Issue 37 item 5: ``configure(model=...)`` kept the tools and the system prompt but dropped what ``%pi
+    settings`` had set (``tools.approval=auto`` asked again)."""
+    show = "s = get_session().settings\nprint(s.tools.approval, s.retry.max_retries)"
+    kernel.run("from pi_notebook.notebook import configure, get_session\nconfigure(settings={})")
+    kernel.run("%pi settings tools.approval=auto retry.max_retries=7")
+    switched = "from pi_notebook.ai.providers.faux import FauxProvider\nfaux = FauxProvider()\n"
+    switched += "configure(model=faux.model, stream_fn=faux.stream)\n"
+    assert kernel.run(switched + show).stdout == "auto 7\n"
+    given = "configure(model=faux.model, stream_fn=faux.stream, settings={'retry': {'max_retries': 2}})\n"
+    assert kernel.run(given + show).stdout == "{} 2\n"  # settings= replaces them all
+    kernel.run("configure(settings={})")
 
 
 def test_a_kernel_interrupt_while_awaiting_a_run_aborts_it(kernel: Kernel) -> None:

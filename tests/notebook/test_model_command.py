@@ -64,14 +64,27 @@ def test_from_server_reads_the_context_window_of_the_only_model(
     assert f"model: {expected}" in out
 
 
+@pytest.mark.parametrize(
+    ("rule", "refused"),
+    [
+        ('base_urls = ["https://llm.internal.example/"]', "base URL {url} is not allowed by policy"),
+        ('allow = ["openai:gpt-4o-mini"]', "model openai-compatible:* is not allowed by policy"),  # issue 37 item 22
+    ],
+)
 def test_from_server_sends_no_request_to_a_server_the_site_policy_does_not_allow(
-    pi: Any, server: FaultServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+    pi: Any,
+    server: FaultServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+    rule: str,
+    refused: str,
 ) -> None:
-    """The listing's GET carries the key: the base URL is checked before it is sent."""
+    """The listing's GET carries the key: the model and the server are checked before it is sent."""
     from pi_notebook.session import site_policy
 
     policy = tmp_path / "policy.toml"
-    policy.write_text('[models]\nbase_urls = ["https://llm.internal.example/"]')
+    policy.write_text(f"[models]\n{rule}")
     monkeypatch.setenv("PI_NOTEBOOK_POLICY", str(policy))
     monkeypatch.setenv("PROXY_KEY", "sk-canary-from-server")
     site_policy.cache_clear()
@@ -82,7 +95,7 @@ def test_from_server_sends_no_request_to_a_server_the_site_policy_does_not_allow
     finally:
         site_policy.cache_clear()
     out = _out(capsys)
-    assert f"pi: base URL {server.openai_base_url} is not allowed by policy" in out
+    assert "pi: " + refused.format(url=server.openai_base_url) in out
     assert "pi: model faux (" in out
     assert server.connections_accepted == 0
 

@@ -18,6 +18,11 @@ from pathlib import Path
 import pytest
 from kernel_harness import Kernel
 
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.session import SessionStore, load_session
+from pi_notebook.testing import FaultServer, Reply
+
 pytestmark = pytest.mark.timeout(120)
 
 POLICY = """
@@ -146,7 +151,58 @@ def test_a_blanket_auto_leaves_the_tools_that_must_ask_asking(kernel: tuple[Kern
         assert re.search(r"^python +ask \(locked by policy\)", tools, re.M), tools
         assert re.search(r"^bash +auto ", tools, re.M), tools
     finally:
-        line(k, "configure()")
+        line(k, "configure(settings={})")  # (configure() keeps the settings)
+
+
+RELAY = """
+import dataclasses
+from pi_notebook.ai import stream
+from pi_notebook.ai.models import model_from_spec
+from pi_notebook.ai.providers.faux import FauxProvider
+relayed = model_from_spec("openai:gpt-4o", base_url={url!r})
+def relay(model, context, options):
+    return stream(relayed, context, dataclasses.replace(options, api_key="sk-relayed-key"))
+configure(model=FauxProvider().model, stream_fn=relay)
+"""
+
+
+def test_the_model_and_server_actually_requested_are_checked(kernel: tuple[Kernel, Path], server: FaultServer) -> None:
+    """Issue 37 item 22: with an allow-list and no ``base_urls``, ``--base-url`` sent an allowed model's key to any
+    server; ``configure(model=<faux>, stream_fn=<relay>)`` passed the allow-list and sent the key to a refused
+    model's server."""
+    k, path = kernel
+    out = line(k, f"%pi model openai:gpt-4o-mini --base-url {server.openai_base_url}")
+    assert out == (
+        f"pi: base URL {server.openai_base_url} is not allowed by policy: openai:gpt-4o-mini goes to "
+        f"https://api.openai.com/v1 (a [models] base_urls list allows other servers) ({path})\n"
+    )
+    assert line(k, "%pi model").startswith("pi: model faux ")
+    server.script([Reply.text("the key arrived")])
+    k.run(RELAY.format(url=server.openai_base_url))
+    error = line(k, "run = %pi hello\nr = await run\nprint(run.messages[-1].error_message)")
+    assert error == f"model openai:gpt-4o is not allowed by policy (allowed: openai:gpt-4o-mini) ({path})\n"
+    assert server.requests == []  # nothing was sent: no key reached the server
+    line(k, "configure(settings={})")
+
+
+def test_a_resumed_session_whose_model_the_policy_refuses_starts_no_run(
+    kernel: tuple[Kernel, Path], tmp_path: Path
+) -> None:
+    """Issue 37 item 22: the resumed session's model was refused, and the next prompt was answered by the offline
+    model (its reply appended to the real session's file)."""
+    k, path = kernel
+    file = tmp_path / "session.jsonl"
+    with SessionStore(file) as store:
+        store.record_model(model_from_spec("openai:gpt-4o"))
+        store.append_message(UserMessage(content=[TextContent(text="a question")]))
+    refused = (
+        f"the resumed session's model openai:gpt-4o is not allowed by policy (allowed: openai:gpt-4o-mini) ({path})"
+    )
+    out = line(k, f"%pi resume {file}")
+    assert f"pi: {refused}; set one it allows with %pi model SPEC before the next prompt\n" in out, out
+    assert line(k, "%pi go on").startswith(f"pi: {refused}")
+    assert len(load_session(file).messages) == 1  # nothing was added to its file
+    line(k, "configure(settings={})")
 
 
 def test_a_policy_in_the_environments_etc_applies_to_its_kernels(

@@ -7,14 +7,30 @@ returns. Processes the code started (a child, and one in a session of its own) a
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import psutil
 import pytest
 from control_frontend import Frontend
+from kernel_harness import Kernel
 from python_runs import finish, start, tool_text, wait_for_op, widget_ops
 
 from pi_notebook.kernel.python_tool import UNSTOPPABLE_TEXT
 
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def fresh_activity_kernel() -> Iterator[Frontend]:
+    """A kernel of its own (its agent code is never stopped: only shutting it down ends it) whose activity signal
+    beats every 0.1 s."""
+    kernel = Kernel(env={**os.environ, "PI_NOTEBOOK_ACTIVITY_INTERVAL": "0.1"})
+    try:
+        kernel.run("%load_ext pi_notebook", timeout=120)
+        yield Frontend(kernel)
+    finally:
+        kernel.shutdown()
 
 
 SWALLOWING = {
@@ -100,3 +116,43 @@ def test_stop_kills_the_processes_the_code_started(frontend: Frontend) -> None:
     assert [pid for pid in pids if alive(pid)] == []
     assert f"sleep (pid {pids[0]})" in text and f"sleep (pid {pids[1]})" in text
     assert report["aborted"] is True
+
+
+NESTED_SWALLOW = (
+    "import time\nprint('working', flush=True)\nwhile True:\n    try:\n        while True:\n            try:\n"
+    "                time.sleep(0.05)\n            except BaseException:\n                pass\n"
+    "    except BaseException:\n        pass"
+)
+SIGNAL = "from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.control.activity.running)"
+
+
+def test_code_that_never_stops_ends_its_run_for_the_status_bar_and_the_idle_cullers(
+    fresh_activity_kernel: Frontend,
+) -> None:
+    """Issue 37 item 21: code that swallows the interrupt at two levels outlives ``budget.wall_time_ms`` and every
+    escalation; it holds the loop, so the run never settled and the activity signal kept the kernel from its idle
+    culler forever. After the escalation the run reads aborted (with "Restart the kernel") and the signal stops."""
+    frontend = fresh_activity_kernel
+    subshell = frontend.create_subshell()
+    comm_id = frontend.open(subshell)
+    frontend.state(comm_id)
+    start(frontend, NESTED_SWALLOW, settings={"budget": {"wall_time_ms": 300}}, ready="working")
+    assert on_subshell(frontend, subshell, SIGNAL) == "True"  # the run works: the signal runs
+    frontend.state(comm_id, timeout=60, state="aborted", aborted=True, note=UNSTOPPABLE_TEXT)
+    assert on_subshell(frontend, subshell, SIGNAL, until="False") == "False"  # the signal stopped
+
+
+def on_subshell(frontend: Frontend, subshell: str, code: str, until: str | None = None) -> str:
+    """Run ``code`` on the subshell (the main thread is the agent's) and return what it printed; with ``until``,
+    again until it prints that (a state the kernel reaches at its next beat)."""
+    for _ in range(100):
+        msg_id = frontend.shell("execute_request", {"code": code, "silent": False}, subshell)
+        frontend.finished(msg_id)
+        out = "".join(
+            m["content"]["text"]
+            for m in frontend.seen
+            if m["msg_type"] == "stream" and m["parent_header"].get("msg_id") == msg_id
+        ).strip()
+        if until is None or out == until:
+            return out
+    return out

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import dummy_comm
 import pytest
 
 from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
-from pi_notebook.ai.providers.faux import FauxProvider
-from pi_notebook.notebook._saved import Replayed, close_dangling_tool_calls, cut_off, pick_session
-from pi_notebook.session import AgentSession, SessionStore, list_sessions, load_session
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+from pi_notebook.notebook._saved import Replayed, close_dangling_tool_calls, cut_off, offered, pick_session
+from pi_notebook.session import AgentSession, SessionStore, Settings, list_sessions, load_session
 
 
 def _transcript() -> list[object]:
@@ -66,3 +68,41 @@ def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
     for bad, message in ((str(number), f"no session {number}"), ("zzz", "no session 'zzz'")):
         with pytest.raises(ValueError, match=message):
             pick_session(infos, bad, {})
+
+
+def test_latest_is_this_notebook_s_then_one_that_names_none_then_the_newest(tmp_path: Path) -> None:
+    """Issue 37 item 17: what the greeting offers and ``%pi resume`` loads agree (the kernel test is
+    tests/notebook/test_saved_sessions_kernel.py)."""
+    for notebook in ("a.ipynb", "", "b.ipynb"):  # oldest first
+        header = {"notebook": notebook} if notebook else {}
+        with SessionStore.new(tmp_path, header=header) as store:
+            store.append_message(UserMessage(content=[TextContent(text="q")]))
+    infos = list_sessions(tmp_path)
+    by_notebook = {info.notebook: info.path for info in infos}
+    assert pick_session(infos, "", {}, "a.ipynb") == by_notebook["a.ipynb"]
+    assert pick_session(infos, "", {}, "c.ipynb") == by_notebook[""]  # named by no notebook: offered
+    assert [info.notebook for info in offered(infos, "c.ipynb")] == [""]
+    assert pick_session(infos, "", {by_notebook[""]: "default"}, "c.ipynb") == by_notebook["b.ipynb"]  # the newest
+    assert offered(infos, None) == infos
+
+
+async def test_a_resumed_retried_turn_shows_one_error_as_the_run_did(tmp_path: Path, monkeypatch: Any) -> None:
+    """Issue 37 item 15, after ``%pi resume``: the file keeps each attempt of a retried turn, and the replay drew a
+    red block for each; it shows them as the run did (the last failed one says how often it was retried)."""
+    dummy_comm.install(monkeypatch.setattr)
+    faux = FauxProvider()
+    down = faux_assistant_message([], "error", "Connection error.")
+    faux.set_responses([down] * 4 + [faux_assistant_message("back")])
+    settings = Settings(retry={"base_delay_ms": 1, "max_retries": 2}, compaction={"enabled": False})
+    with SessionStore.new(tmp_path) as store:
+        live = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings, store=store)
+        await live.prompt("hello?")  # three attempts, all failed
+        await live.prompt("again?")  # one failed attempt, then back
+    resumed = AgentSession(model=faux.model, stream_fn=faux.stream)
+    resumed.resume(store.path)
+    assert [m.role for m in resumed.messages].count("assistant") == 5  # the file keeps every attempt
+    replayed = Replayed(resumed, "Resumed", note=None)
+    assert replayed.view is not None
+    errors = [op["error"] for op in replayed.view.transcript.ops if op["op"] == "status" and op["error"]]
+    assert errors == ["Connection error. (retried 2x)"]
+    assert "back" in replayed.markdown() and "(retried 2x)" in replayed.markdown()

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import textwrap
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -56,9 +58,7 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
     second = Kernel()
     try:
         greeting = second.run("%load_ext pi_notebook").text
-        assert (
-            "pi: last session just now, 5 messages; its last reply was cut off — `%pi resume` to continue" in greeting
-        )
+        assert "pi: last session just now, 5 messages; its last reply was cut off — %pi resume to continue" in greeting
         faux(second, ["the cut-off answer, again", "a new answer"])
         resumed = second.run("r = %pi resume\nr")
         assert f"pi: resumed {saved.path.name}: 5 messages" in resumed.text
@@ -93,8 +93,72 @@ def test_the_greeting_is_for_people_and_left_out_of_a_notebook_check(sessions_di
         assert executed.outputs == []
         person = kernel.collect(kernel.client.execute("from pi_notebook.notebook import _greet\n_greet()"))
         [greeting] = person.of_type("display_data")
-        assert greeting["data"]["text/plain"].startswith("pi: last session just now, 1 messages")
+        assert greeting["data"]["text/plain"].startswith("pi: last session just now, 1 message; ")
         assert greeting["metadata"] == {"pi_notebook": {"compare": []}}
+    finally:
+        kernel.shutdown()
+
+
+def test_a_notebook_is_offered_its_own_sessions_and_not_another_notebook_s(sessions_dir: Path) -> None:
+    """Issue 37 item 17: a new notebook's greeting offered another notebook's session (the newest in the folder),
+    with literal backticks (the greeting is printed text, not markdown)."""
+    for notebook, prompt in (("report.ipynb", "an old report question"), ("analysis.ipynb", "an analysis question")):
+        with SessionStore.new(sessions_dir, header={"notebook": notebook}) as store:
+            store.append_message(UserMessage(content=[TextContent(text=prompt)]))
+        if notebook == "report.ipynb":  # an hour older than the other: the newest is the analysis
+            hour_ago = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+            lines = [json.loads(line) | {"timestamp": hour_ago} for line in store.path.read_text().splitlines()]
+            store.path.write_text("".join(json.dumps(entry, separators=(",", ":")) + "\n" for entry in lines))
+            report_file = store.path
+    fresh = Kernel(env={**os.environ, "JPY_SESSION_NAME": "new.ipynb"})
+    report = Kernel(env={**os.environ, "JPY_SESSION_NAME": "report.ipynb"})
+    try:
+        greeting = fresh.run("%load_ext pi_notebook").text
+        assert greeting == "pi: no saved session of this notebook; %pi sessions lists 2 others here"
+        greeting = report.run("%load_ext pi_notebook").text
+        assert greeting == (
+            "pi: last session of this notebook 1 h ago, 1 message; its last reply was cut off — %pi resume to "
+            "continue (2 saved here, %pi sessions lists them)"
+        )
+        resumed = report.run("%pi resume").stdout
+        assert resumed.startswith(f"pi: resumed {report_file.name}: 1 message\n"), resumed  # its own
+        resumed = fresh.run("%pi resume").stdout  # none of its own: the newest, saying whose it is
+        assert "1 message (a session of analysis.ipynb)" in resumed.split("\n")[0], resumed
+    finally:
+        fresh.shutdown()
+        report.shutdown()
+
+
+COMPACTING = """
+from pi_notebook.notebook import configure, get_session
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+faux = FauxProvider()
+replies = [f"answer {i} " + "y" * 400 for i in range(3)] + ["## Goal\\nAnswer the questions.", "after the summary"]
+faux.set_responses([faux_assistant_message(text) for text in replies])
+configure(model=faux.model, stream_fn=faux.stream, settings={"compaction": {"keep_recent_tokens": 200}})
+"""
+
+
+def test_sessions_and_resume_count_the_same_messages_after_a_compaction(sessions_dir: Path) -> None:
+    """Issue 37 item 16: ``%pi sessions`` counted the file's messages, ``%pi resume`` what the model is given
+    after the compaction (the summary and the recent ones): two numbers for one session."""
+    kernel = Kernel()
+    try:
+        kernel.run("%load_ext pi_notebook")
+        kernel.run(COMPACTING)
+        for i in range(3):
+            kernel.run(f"run = %pi question {i} {'x' * 400}\nawait run")
+        kernel.run("run = %pi compact\nawait run")
+        kernel.run("run = %pi and now?\nawait run")
+        kernel.run("%pi new")
+        [row] = [line for line in kernel.run("%pi sessions").stdout.splitlines() if " msgs " in line]
+        assert "    8 msgs " in row and row.endswith("  [compacted]"), row
+        resumed = kernel.run("%pi resume").stdout.splitlines()[0]
+        kept = int(kernel.run("print(len(get_session().messages) - 1)").stdout)
+        assert 0 < kept < 8
+        assert resumed.endswith(
+            f": 8 messages (compacted: the model is given a summary of the earlier ones and the last {kept})"
+        ), resumed
     finally:
         kernel.shutdown()
 
@@ -129,7 +193,7 @@ def test_a_kernel_killed_while_the_agents_code_runs_resumes_with_the_call_answer
     second = Kernel()
     try:
         greeting = second.run("%load_ext pi_notebook").text
-        assert "2 messages; its last tool call was cut off — `%pi resume` to continue" in greeting
+        assert "2 messages; its last tool call was cut off — %pi resume to continue" in greeting
         faux(second, ["going on"])
         resumed = second.run("r = %pi resume\nr").text
         assert "1 tool call(s) were interrupted by the kernel's stop (given error results)" in resumed

@@ -5,11 +5,13 @@ process), B resumes the file at once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from kernel_harness import Kernel
 
@@ -76,3 +78,42 @@ def test_a_second_kernel_cannot_continue_a_file_the_first_appends_to(
     process.wait(30)
     resumed = b.run(f"%pi resume {file}").stdout
     assert f"pi: resumed {file.name}: 4 messages" in resumed, resumed
+
+
+FORK_CHILDREN = """
+import multiprocessing, os
+read_end, write_end = os.pipe()
+forked = os.fork()
+if forked == 0:  # a child the user's code forked: it lives on after the kernel, blocked on the pipe
+    os.close(write_end)
+    os.read(read_end, 1)
+    os._exit(0)
+worker = multiprocessing.get_context("fork").Process(target=os.read, args=(read_end, 1), daemon=False)
+worker.start()
+print(forked, worker.pid)
+"""
+
+
+def test_a_killed_kernel_s_forked_children_do_not_keep_its_file_locked(
+    kernels: tuple[Kernel, Kernel], sessions: Path
+) -> None:
+    """Issue 37 item 4: children the kernel forked (``os.fork``, ``multiprocessing``) inherit the descriptor that
+    holds the lock; they outlive a SIGKILLed kernel, and the lock with them (a flock belongs to the open file,
+    not to the process), so ``%pi resume`` was refused naming the dead kernel."""
+    a, b = kernels
+    assert "reply A 1" in prompt(a, "hello from A")
+    [file] = list(sessions.glob("*.jsonl"))
+    children = [int(pid) for pid in a.run(FORK_CHILDREN).stdout.split()]
+    try:
+        process = a.manager.provisioner.process  # type: ignore[union-attr]
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(30)
+        assert all(psutil.pid_exists(pid) for pid in children)  # the children live on
+        resumed = b.run(f"%pi resume {file}").stdout
+        assert f"pi: resumed {file.name}: 2 messages" in resumed, resumed
+        assert "reply B 1" in prompt(b, "go on from B")
+        assert [m.role for m in load_session(file).messages] == ["user", "assistant"] * 2
+    finally:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,13 @@ import pytest
 from agent_helpers import copying_stream_fn
 from session_helpers import DiskFull
 
+from pi_notebook.ai import AssistantMessage, Model
 from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
 from pi_notebook.notebook import Run
 from pi_notebook.notebook.widget._view import FLUSH_INTERVAL, TranscriptWidget
 from pi_notebook.session import AgentSession, SessionStore, Settings
+from pi_notebook.testing import FaultServer
 
 
 @pytest.fixture(autouse=True)
@@ -170,6 +173,45 @@ async def test_retry_countdown_and_cancel_button_follow_the_retry(dummy_comm: li
     assert transcript.retry_deadline == 0
     assert run.view.cancel_retry_button.layout.display == "none"
     assert "Retry cancelled" in report.markdown
+
+
+def error_blocks(ops: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The errors the transcript draws (one red block each)."""
+    return [op["error"] for op in ops if op["op"] == "status" and op["stop_reason"] == "error"]
+
+
+async def test_a_server_that_is_down_shows_one_error_that_says_how_often_it_was_retried(
+    dummy_comm: list[dict[str, Any]],
+) -> None:
+    """Issue 37 item 15: with the server down, each turn retry's failed reply was drawn as a red block of its own
+    (four for the default three retries), in the widget and in the report."""
+    model = Model(
+        id="local", api="openai-completions", provider="openai-compatible", base_url=FaultServer.refused_url()
+    )
+    settings = Settings(retry={"base_delay_ms": 1, "provider": {"max_retries": 0}}, compaction={"enabled": False})
+    session = AgentSession(model=model, settings=settings)
+    run = Run(session, 1, lambda: session.prompt("hello?"), label="hello?")
+    report = await run
+    assert run.view is not None
+    [error] = error_blocks(run.view.transcript.ops)
+    assert error.startswith("Connection error") and error.endswith(" (retried 3x)"), error
+    assert report.text.count("assistant: [error: Connection error") == 1  # the transcript; the log says each
+    assert "(retried 3x)]" in report.text and report.markdown.count("**assistant:**") == 1
+    assert len([m for m in run.messages if isinstance(m, AssistantMessage)]) == 4  # all kept (the receipt counts them)
+
+
+async def test_a_cancelled_retry_shows_its_error_once(dummy_comm: list[dict[str, Any]]) -> None:
+    faux = FauxProvider(token_size=(1, 1))
+    faux.set_responses([faux_assistant_message([], "error", "503 service unavailable")])
+    settings = Settings(retry={"base_delay_ms": 60_000}, compaction={"enabled": False})
+    session = AgentSession(model=faux.model, stream_fn=faux.stream, settings=settings)
+    run = Run(session, 1, lambda: session.prompt("go"), label="go")
+    await run.wait_for("auto_retry_start")
+    assert run.view is not None
+    assert error_blocks(run.view.transcript.ops) == []  # the countdown says it meanwhile
+    run.view.cancel_retry_button.click()
+    await run
+    assert error_blocks(run.view.transcript.ops) == ["503 service unavailable (retry cancelled)"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ tests/notebook/test_policy_kernel.py and tests/deploy/test_hub.py."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +14,12 @@ import pytest
 from agent_helpers import ToolLog, recording_tool
 
 from pi_notebook.agent import AgentTool
+from pi_notebook.ai import AssistantMessage, AssistantMessageEventStream, Context, Model, StreamOptions, stream
 from pi_notebook.ai.models import model_from_spec
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.session import AgentSession, Approval, Policy, PolicyError, Settings, site_policy
 from pi_notebook.session._policy import policy_files
+from pi_notebook.testing import FaultServer, Reply
 
 POLICY = """
 [tools]
@@ -293,3 +296,46 @@ def _results(session: AgentSession) -> list[str]:
     from pi_notebook.ai import ToolResultMessage
 
     return [m.content[0].text for m in session.messages if isinstance(m, ToolResultMessage)]  # type: ignore[union-attr]
+
+
+# -- the model and URL actually requested (issue 37 item 22) ---------------------------------------------------
+
+
+ALLOW_ONLY = '[models]\nallow = ["openai:gpt-4o-mini"]\n'
+
+
+def test_with_an_allow_list_and_no_base_urls_a_vendors_model_goes_to_its_vendor_only(tmp_path: Path) -> None:
+    """``--base-url`` sent an allowed model's key to any server when the policy listed no ``base_urls``."""
+    policy = read(tmp_path, ALLOW_ONLY)
+    policy.check_model(model_from_spec("openai:gpt-4o-mini"))
+    policy.check_model(model_from_spec("openai-responses:gpt-4o-mini"))  # the same vendor's server
+    to_openai = r"base URL http://evil\.example/v1 is not allowed by policy: openai:gpt-4o-mini goes to https://api"
+    with pytest.raises(PolicyError, match=to_openai):
+        policy.check_model(model_from_spec("openai:gpt-4o-mini", base_url="http://evil.example/v1"))
+    local = read(tmp_path, '[models]\nallow = ["openai-compatible:*"]\n')  # its spec names its server
+    local.check_model(model_from_spec("openai-compatible:http://127.0.0.1:8000/v1:smollm2"))
+
+
+@pytest.mark.parametrize("spec", ["openai:gpt-4o", "openai:gpt-4o-mini"])  # a model, a server it does not allow
+async def test_a_relay_behind_a_faux_model_cannot_send_a_key_where_the_policy_forbids(
+    site: Path, server: FaultServer, spec: str
+) -> None:
+    """A faux-labelled model passes the allow-list (it sends nothing itself); a ``stream_fn`` that relays it to a
+    real server sent that server the key. The request is checked as it leaves: nothing is sent."""
+    server.script([Reply.text("the key arrived")])
+    relayed = model_from_spec(spec, base_url=server.openai_base_url)
+
+    def relay(model: Model, context: Context, options: StreamOptions) -> AssistantMessageEventStream:
+        return stream(relayed, context, dataclasses.replace(options, api_key="sk-relayed-key"))
+
+    session = AgentSession(model=FauxProvider().model, stream_fn=relay)
+    retries: list[object] = []
+    session.subscribe(lambda event: retries.append(event) if event.type == "auto_retry_start" else None)
+    await session.prompt("hi")
+    reply = session.messages[-1]
+    assert isinstance(reply, AssistantMessage) and reply.stop_reason == "error"
+    refused = f"model {spec} is not allowed" if spec == "openai:gpt-4o" else f"base URL {relayed.base_url}/chat"
+    assert (reply.error_message or "").startswith(refused), reply.error_message
+    assert (reply.error_message or "").endswith(f"({site})")
+    assert server.requests == []
+    assert retries == []  # refused before it was sent: no retry layer repeats it

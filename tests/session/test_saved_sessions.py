@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,36 @@ def test_a_file_is_continued_by_one_store_at_a_time(tmp_path: Path) -> None:
     first.close()
     with SessionStore(first.path) as second:
         assert second.loaded is not None and len(second.loaded.messages) == 1
+
+
+C_FORKED_HOLDER = """
+import ctypes, os, sys
+from pi_notebook.ai import TextContent, UserMessage
+from pi_notebook.session import SessionStore
+store = SessionStore.new(sys.argv[1])
+store.append_message(UserMessage(content=[TextContent(text="hi")]))
+read_end, write_end = os.pipe()
+child = ctypes.CDLL(None).fork()  # libc's fork: Python's at-fork hooks do not run, so the child keeps the lock
+if child == 0:
+    os.closerange(0, 3)  # not the test's pipes: it reads until they close
+    os.read(read_end, 1)
+    os._exit(0)
+print(store.path, child, flush=True)
+os._exit(0)  # as a SIGKILL: no close, no exit handler
+"""
+
+
+def test_a_lock_left_by_a_child_of_an_ended_process_names_the_child(tmp_path: Path) -> None:
+    """Issue 37 item 4: a forked child lets go of the lock (os.register_at_fork; the kernel test is
+    tests/notebook/test_two_kernels_one_session.py); one forked behind Python's back keeps it, and the refusal
+    names that child, not the ended process that took the lock."""
+    done = subprocess.run(
+        [sys.executable, "-c", C_FORKED_HOLDER, str(tmp_path)], capture_output=True, text=True, check=True, timeout=60
+    )
+    path, child = done.stdout.split()
+    try:
+        with pytest.raises(SessionInUseError) as refused:
+            SessionStore(path)
+        assert f"in use by pid {child}, started by a kernel that has ended (pid " in str(refused.value)
+    finally:
+        os.kill(int(child), signal.SIGKILL)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_apis import FIRST_APIS, model_for
+from wire_apis import APIS, model_for
 
 from pi_notebook.agent import AgentTool, AgentToolResult, MessageUpdateEvent
 from pi_notebook.ai import Cassette, Model, TextContent, UserMessage, close_connections
@@ -19,7 +19,7 @@ from pi_notebook.session import AgentSession, CompactionSummaryMessage, Settings
 from pi_notebook.testing import EventRecorder, Fault, FaultServer, Reply, ScriptEntry
 
 CANARY = "sk-canary-session-0b7e41"
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 Outcome = tuple[list[str], list[dict[str, Any]]]
 Play = Callable[[AgentSession, EventRecorder], Awaitable[None]]
 PACE = 0.005
@@ -78,7 +78,7 @@ async def prompt(session: AgentSession, recorder: EventRecorder) -> None:
     await session.prompt("hello")
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_429_then_success(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script: list[ScriptEntry] = [
         Fault.rate_limit(headers={"retry-after-ms": "30"}),
@@ -91,7 +91,7 @@ async def test_a_429_then_success(api: str, tmp_path: Path, monkeypatch: pytest.
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_tool_call(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     script: list[ScriptEntry] = [
         Reply.tool_call("echo", {"text": "hi"}, id="call_1", delay_s=PACE),
@@ -102,7 +102,7 @@ async def test_a_tool_call(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_an_overflow_compacted_and_retried(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = model_for(api, "")  # the replies are this model's, as if it had written them
     history: list[Any] = []
@@ -125,7 +125,7 @@ async def test_an_overflow_compacted_and_retried(api: str, tmp_path: Path, monke
     assert replayed == live
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_stream_stopped_after_its_first_delta(
     api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

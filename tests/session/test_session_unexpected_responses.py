@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wire_apis import FIRST_APIS, model_for
+from wire_apis import APIS, model_for
 
 from pi_notebook.ai import close_connections
 from pi_notebook.session import AgentSession, Settings
@@ -21,7 +21,7 @@ ANSWERS: dict[str, Any] = {
 
 
 @pytest.mark.parametrize("answer", ANSWERS, ids=list(ANSWERS))
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_the_session_settles_after_one_request_and_says_what_came_back(
     api: str, answer: str, server: FaultServer
 ) -> None:

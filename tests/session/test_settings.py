@@ -46,7 +46,7 @@ def test_a_bad_value_names_the_field() -> None:
 
 
 def test_an_unknown_field_is_rejected_by_name() -> None:
-    with pytest.raises(SettingsError, match=r"settings\.retry\.max_retrys"):
+    with pytest.raises(SettingsError, match=r"unknown setting 'retry\.max_retrys' \(did you mean 'retry\.max_retries'"):
         Settings(retry={"max_retrys": 3})
 
 

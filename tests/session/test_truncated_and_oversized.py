@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_apis import FIRST_APIS, model_for
+from wire_apis import APIS, model_for, output_limit, sent_text
 
 from pi_notebook.ai import AssistantMessage, TextContent, UserMessage, close_connections
 from pi_notebook.ai.messages import text_of
@@ -62,14 +62,14 @@ def history(turns: int) -> list[Any]:
 
 
 def sent_texts(server: FaultServer, index: int) -> str:
-    """Everything the request ``index`` sent as messages, as one string."""
-    return str(server.requests[index].json["messages"])
+    """Everything the request ``index`` gave the model as text (any wire format)."""
+    return sent_text(server.requests[index])
 
 
 # -- item 2: a truncated reply ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_truncated_reply_with_nothing_to_compact_is_kept_and_said_so(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -85,7 +85,7 @@ async def test_a_truncated_reply_with_nothing_to_compact_is_kept_and_said_so(
     await settle(session, recorder, server)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_kept_truncated_reply_reaches_the_model_with_the_next_prompt(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -99,7 +99,7 @@ async def test_a_kept_truncated_reply_reaches_the_model_with_the_next_prompt(
     assert recorder.labels.count("agent_settled:aborted=false") == 2
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_truncated_reply_is_kept_when_the_summary_fails(api: str, server: FaultServer, tmp_path: Path) -> None:
     server.script([truncated(), Fault.unauthorized()])
     session, recorder = session_for(api, server, tmp_path, messages=history(4), keep=200)
@@ -111,7 +111,7 @@ async def test_a_truncated_reply_is_kept_when_the_summary_fails(api: str, server
     await settle(session, recorder, server)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_truncated_reply_leaves_only_when_its_turn_runs_again(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -133,7 +133,7 @@ async def test_a_truncated_reply_leaves_only_when_its_turn_runs_again(
 # -- item 5: a prompt that does not fit ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_prompt_too_large_to_compact_leaves_the_context_and_the_next_prompt_works(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:
@@ -158,25 +158,7 @@ async def test_a_prompt_too_large_to_compact_leaves_the_context_and_the_next_pro
 # -- item 5: the summary request fits the model's window ------------------------------------------------------
 
 
-def request_text(request: Any) -> str:
-    """The text a request sends to the model: system prompt and messages (either wire format)."""
-    body = request.json
-    parts: list[str] = []
-    system = body.get("system")
-    if isinstance(system, str):
-        parts.append(system)
-    elif isinstance(system, list):
-        parts.extend(block.get("text", "") for block in system)
-    for message in body["messages"]:
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(block.get("text", "") for block in content if isinstance(block, dict))
-    return "".join(parts)
-
-
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_the_summary_request_fits_a_small_window(api: str, server: FaultServer, tmp_path: Path) -> None:
     big = [
         m
@@ -192,12 +174,12 @@ async def test_the_summary_request_fits_a_small_window(api: str, server: FaultSe
     await session.prompt("go")  # the transcript is over the threshold: compacted before the prompt
     assert [(e.reason, e.error_message) for e in compaction_ends(recorder)] == [("threshold", None)]
     summary, turn_prefix, prompt = server.requests
-    assert "characters left out to fit the model's context window" in request_text(summary)
+    assert "characters left out to fit the model's context window" in sent_text(summary)
     for request in (summary, turn_prefix):
-        limit = request.json.get("max_tokens") or request.json.get("max_completion_tokens")
-        assert 0 < limit <= 2048 // 4
-        assert len(request_text(request)) / 3 + limit <= 2048  # even at 3 characters a token
-    assert len(request_text(prompt)) / 4 < 2048
+        limit = output_limit(request)
+        assert limit is not None and 0 < limit <= 2048 // 4
+        assert len(sent_text(request)) / 3 + limit <= 2048  # even at 3 characters a token
+    assert len(sent_text(prompt)) / 4 < 2048
     assert text_of(session.messages[-1]) == "ok"  # type: ignore[arg-type]
     await settle(session, recorder, server)
 
@@ -221,7 +203,7 @@ def test_a_conversation_is_shortened_in_its_middle() -> None:
     assert fit_conversation("small", 500) == "small"
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_resumed_transcript_ending_in_a_prompt_that_did_not_fit_recovers_too(
     api: str, server: FaultServer, tmp_path: Path
 ) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from pi_notebook.ai import Model
-from pi_notebook.testing import Api, FaultServer
+from pi_notebook.testing import Api, FaultServer, RecordedRequest
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,6 @@ WIRES: dict[Api, Wire] = {
 }
 APIS: list[Api] = list(WIRES)
 """What tests parametrize over: ``@pytest.mark.parametrize("api", APIS)``."""
-FIRST_APIS: list[Api] = ["openai", "anthropic"]
-"""The two wire APIs some fault-format and recovery tests were written for: their expected texts and event lists
-are those formats'. The two added later (``responses``, ``google``) have their own checks of the same faults in
-``tests/ai/test_responses_and_gemini.py`` and the modules parametrized on :data:`APIS`."""
 
 
 def model_for(api: str, server: FaultServer | str, *, keyless: bool = False, **fields: Any) -> Model:
@@ -49,3 +45,34 @@ def model_for(api: str, server: FaultServer | str, *, keyless: bool = False, **f
     base = server if isinstance(server, str) else server.base_url
     provider = f"{wire.vendor}-compatible" if keyless else wire.vendor
     return Model(**{"id": "test-model", "api": wire.api, "provider": provider, "base_url": base + wire.path, **fields})
+
+
+_TEXT_KEYS = frozenset({"text", "content", "system", "instructions"})
+"""Where the four formats put the text a request gives the model (a system prompt, a message, a part)."""
+
+
+def sent_text(request: RecordedRequest) -> str:
+    """Everything a request gives the model as text, its system prompt and messages, in any of the four formats
+    (chat completions' ``messages``, Anthropic's ``system`` and ``messages``, the Responses API's ``instructions``
+    and ``input``, Gemini's ``systemInstruction`` and ``contents``), in the order sent."""
+    return "".join(_texts(request.json))
+
+
+def _texts(node: Any, key: str | None = None) -> list[str]:
+    if isinstance(node, str):
+        return [node] if key in _TEXT_KEYS else []
+    if isinstance(node, dict):
+        return [text for name, value in node.items() for text in _texts(value, name)]
+    if isinstance(node, list):
+        return [text for item in node for text in _texts(item, key)]
+    return []
+
+
+def output_limit(request: RecordedRequest) -> int | None:
+    """The output limit a request asks for, in any of the four formats."""
+    body = request.json
+    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        if isinstance(body.get(name), int):
+            return int(body[name])
+    limit = (body.get("generationConfig") or {}).get("maxOutputTokens")
+    return int(limit) if isinstance(limit, int) else None

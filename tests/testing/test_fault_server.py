@@ -18,7 +18,7 @@ import anyio
 import httpx
 import openai
 import pytest
-from wire_apis import FIRST_APIS
+from wire_apis import APIS
 
 from pi_notebook.testing import (
     Api,
@@ -34,8 +34,18 @@ from pi_notebook.testing import (
     ToolCallBlock,
 )
 
-PATHS: dict[Api, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
-TERMINAL: dict[Api, str] = {"openai": "[DONE]", "anthropic": "message_stop"}
+PATHS: dict[Api, str] = {
+    "openai": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "responses": "/v1/responses",
+    "google": "/v1beta/models/test-model:streamGenerateContent?alt=sse",
+}
+TERMINAL: dict[Api, str] = {
+    "openai": "[DONE]",
+    "anthropic": "message_stop",
+    "responses": "response.completed",
+    "google": "finishReason",  # Gemini's last chunk: no event of its own
+}
 USER: Any = [{"role": "user", "content": "hi"}]  # Any: each SDK wants its own TypedDict
 
 SseEvent = tuple[str | None, str]  # (event name, data)
@@ -78,8 +88,12 @@ def request_body(api: Api, **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"model": "test-model", "stream": True, "messages": USER}
     if api == "openai":
         body["stream_options"] = {"include_usage": True}
-    else:
+    elif api == "anthropic":
         body["max_tokens"] = 100
+    elif api == "responses":
+        body = {"model": "test-model", "stream": True, "input": USER}
+    else:  # Gemini asks for a stream by its method (the URL), not in the body
+        body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
     return body | extra
 
 
@@ -330,21 +344,27 @@ async def test_length_stop_reason_maps_to_each_format(
         assert chunks[-2]["delta"]["stop_reason"] == wire_value
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_tool_call_arguments_given_as_a_string_are_sent_verbatim(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
     server.script([Reply.tool_call("bash", '{"command": ', chunk_chars=100)])
     _, events, _ = await stream_sse(http, server, api)
+    chunks = payloads(events)
     if api == "openai":
-        calls = [c["choices"][0]["delta"].get("tool_calls") for c in payloads(events) if c["choices"]]
+        calls = [c["choices"][0]["delta"].get("tool_calls") for c in chunks if c["choices"]]
         arguments = [call[0]["function"]["arguments"] for call in calls if call]
-    else:
-        arguments = [p["delta"]["partial_json"] for p in payloads(events) if p["type"] == "content_block_delta"]
+    elif api == "anthropic":
+        arguments = [p["delta"]["partial_json"] for p in chunks if p["type"] == "content_block_delta"]
+    elif api == "responses":
+        arguments = [p["delta"] for p in chunks if p["type"] == "response.function_call_arguments.delta"]
+    else:  # Gemini sends a call's arguments whole; text that is no JSON object is sent as it is
+        parts = [part for c in chunks for part in c["candidates"][0].get("content", {}).get("parts", [])]
+        arguments = [part["functionCall"]["args"] for part in parts if "functionCall" in part]
     assert "".join(arguments) == '{"command": '
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_wire_events_lists_exactly_the_events_sent(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -357,7 +377,7 @@ async def test_wire_events_lists_exactly_the_events_sent(
 # -------------------------------------------------------------------------------------------------- status faults
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_status_fault_sends_its_status_retry_headers_and_a_format_error_body(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -367,13 +387,17 @@ async def test_status_fault_sends_its_status_retry_headers_and_a_format_error_bo
     assert response.status_code == 429
     assert {name: response.headers[name] for name in headers} == headers
     assert response.headers["content-type"] == "application/json"
-    if api == "openai":
+    if api in ("openai", "responses"):
         error = response.json()["error"]
         assert (error["message"], error["type"]) == ("Rate limit exceeded", "requests")
-    else:
+    elif api == "anthropic":
         assert response.json() == {
             "type": "error",
             "error": {"type": "rate_limit_error", "message": "Rate limit exceeded"},
+        }
+    else:
+        assert response.json() == {
+            "error": {"code": 429, "message": "Rate limit exceeded", "status": "RESOURCE_EXHAUSTED"}
         }
 
 
@@ -512,7 +536,7 @@ async def test_models_are_listed_once_served(server: FaultServer, http: httpx.As
 # -------------------------------------------------------------------------------------------------- stream faults
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_reset_mid_stream_delivers_n_events_then_a_connection_reset(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -524,7 +548,7 @@ async def test_reset_mid_stream_delivers_n_events_then_a_connection_reset(
     assert caused_by(error, ConnectionResetError)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_reset_on_its_own_resets_before_any_response(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -545,7 +569,7 @@ async def test_sdks_report_a_reset_before_the_response_as_a_connection_error(
         await anthropic_client.messages.create(model="claude-test", max_tokens=10, messages=USER, stream=True)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_disconnect_mid_stream_leaves_the_chunked_body_incomplete(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -556,7 +580,7 @@ async def test_disconnect_mid_stream_leaves_the_chunked_body_incomplete(
     assert "incomplete chunked read" in str(error)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_truncate_ends_the_body_cleanly_without_the_terminal_event(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -571,7 +595,7 @@ async def test_truncate_ends_the_body_cleanly_without_the_terminal_event(
     assert server.connections_accepted == 1
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_a_fault_after_the_last_event_fires_before_the_body_ends(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -582,7 +606,7 @@ async def test_a_fault_after_the_last_event_fires_before_the_body_ends(
     assert isinstance(error, httpx.RemoteProtocolError)
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_stall_mid_stream_sends_nothing_more_so_the_client_read_times_out(server: FaultServer, api: Api) -> None:
     server.script([Reply.text("some text here", fault=Fault.stall(after_events=3))])
     async with http_client(read_timeout=0.1) as client:
@@ -626,7 +650,7 @@ async def test_close_ends_a_stalled_stream_promptly() -> None:
     assert server.open_connections == 0
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_malformed_event_is_invalid_json_after_n_events(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -660,7 +684,7 @@ async def test_malformed_payload_is_written_verbatim(server: FaultServer, http: 
     assert body.endswith(b"\n\nnot sse at all\n\n")
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_sse_error_is_an_in_stream_error_event_after_n_events(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:
@@ -672,6 +696,12 @@ async def test_sse_error_is_an_in_stream_error_event_after_n_events(
     if api == "anthropic":
         assert name == "error"
         assert json.loads(data) == {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    elif api == "responses":
+        assert name == "error"
+        assert json.loads(data) == {"type": "error", "code": "overloaded_error", "message": "Overloaded", "param": None}
+    elif api == "google":
+        assert name is None
+        assert json.loads(data) == {"error": {"code": 503, "message": "Overloaded", "status": "UNAVAILABLE"}}
     else:
         assert name is None
         assert json.loads(data)["error"] == {
@@ -849,7 +879,7 @@ async def test_script_is_fifo_and_each_request_records_the_entry_that_answered(
     assert server.pending == 0
 
 
-@pytest.mark.parametrize("api", FIRST_APIS)
+@pytest.mark.parametrize("api", APIS)
 async def test_exhausted_script_answers_500_no_scripted_reply(
     server: FaultServer, http: httpx.AsyncClient, api: Api
 ) -> None:

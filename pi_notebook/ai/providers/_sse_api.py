@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from .._egress import refusal
 from .._http import ProviderError, ProviderRun, ReadJson, post_sse, run_provider
 from .._keys import replay_key, resolve_api_key
 from .._request import Context, Model, StreamOptions, usage_with_cost
@@ -55,9 +56,12 @@ def stream_sse_api(
         key = resolve_api_key(model.provider, options, required=model.provider == key_required_for)
 
     async def body(run: ProviderRun) -> None:
+        url = model.base_url.rstrip("/") + path
+        refused = refusal(model, url)  # before anything, the key included, is sent (``_egress``)
+        if refused is not None:
+            raise ProviderError(refused, retryable=False)
         if isinstance(key, Exception):
             raise key
-        url = model.base_url.rstrip("/") + path
         payload = build_payload(model, context, options)
         try:
             await post_sse(run, url, payload, headers(key), describe_status, read, read_json)

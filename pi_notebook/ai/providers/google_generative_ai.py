@@ -64,16 +64,20 @@ def stream_google_generative_ai(
 
 def describe_status(status: int, body: str) -> str:
     """The error body as JSON (``{"error":{"code":429,"message":…,"status":"RESOURCE_EXHAUSTED"}}``), as Google's
-    SDK words it; a body that is not JSON is wrapped the way the SDK wraps it."""
-    text = body.strip()
+    SDK words it; a body that is not JSON is wrapped the way the SDK wraps it; JSON that is no error (a 200 that is
+    neither a reply nor an error) is said with its status (``200 {"status":"ok"}``)."""
     try:
-        return compact_json(json.loads(text))
+        data = json.loads(body.strip())
     except ValueError:
         try:
             phrase = HTTPStatus(status).phrase
         except ValueError:
             phrase = ""
         return compact_json({"error": {"message": body, "code": status, "status": phrase}})
+    errors = data if isinstance(data, list) else [data]  # the REST API sends a stream's error as a list of one
+    if any(isinstance(item, dict) and "error" in item for item in errors):
+        return compact_json(data)
+    return f"{status} {compact_json(data)}"
 
 
 class _Reply:
@@ -124,8 +128,9 @@ class _Reply:
         if part.get("thoughtSignature"):
             block.thought_signature = part["thoughtSignature"]
         self.run.push(start)
-        arguments = call.get("args") or {}
-        self.run.push(builder.toolcall_delta(index, compact_json(arguments)))
+        arguments = call.get("args") or {}  # an object; a proxy may send the JSON text instead: taken as text
+        text = arguments if isinstance(arguments, str) else compact_json(arguments)
+        self.run.push(builder.toolcall_delta(index, text))
         self.run.push(builder.toolcall_end(index))
 
     def chunk(self, chunk: dict[str, Any]) -> None:

@@ -59,7 +59,9 @@ def describe_status(status: int, body: str) -> str:
     error = data.get("error") if isinstance(data, dict) else None
     if error:
         return f"OpenAI API error ({status}): {compact_json(error)}"
-    return f"OpenAI API error ({status}): {status} status code (no body)"
+    if data is None:
+        return f"OpenAI API error ({status}): {status} status code (no body)"
+    return f"OpenAI API error ({status}): {status} {compact_json(data)}"  # a body that is neither: what it was
 
 
 class _Slots:

@@ -53,6 +53,7 @@ from ...session import (
     TurnStartEvent,
 )
 from .._describe import result_text, usage_line
+from .._retried import RetriedReplies
 from .._tree_view import tree_items
 from .._visible import shown_json
 from ._live import LiveOutput
@@ -128,6 +129,8 @@ class RunPresenter:
         self.view.transcript.tree_source = lambda: [dict(item) for item in tree_items(session.tree())]
         self._undrawn: set[int] = set()
         """Replies started but not drawn yet: a reply is drawn with its first text or thinking, or at its end."""
+        self._retried = RetriedReplies()
+        """A failed reply is drawn once its fate is known: not at all when a retry replaced it (``_retried``)."""
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)
@@ -213,9 +216,19 @@ class RunPresenter:
             self.view.transcript.add({"op": "message", "id": key, "role": "assistant", "text": ""})
         return key
 
+    def _show_failed(self, message: AssistantMessage) -> None:
+        """A failed reply no retry replaced: drawn (if it was not while it streamed) with its error, and how often
+        it was retried."""
+        key = self._drawn(message)
+        error = self._retried.error_of(message)
+        self.view.transcript.add({"op": "status", "id": key, "stop_reason": message.stop_reason, "error": error})
+
     def show(self, event: SessionEvent) -> None:
         """The widget operations of one session event."""
         transcript = self.view.transcript
+        failed = self._retried.see(event)
+        if failed is not None:
+            self._show_failed(failed)
         match event:
             case MessageUpdateEvent():
                 self.show_update(event)
@@ -225,7 +238,9 @@ class RunPresenter:
                 self._undrawn.add(message_key(message))  # drawn with its first text (see drawn_as_message)
             case MessageEndEvent(message=AssistantMessage() as message):
                 key, error = message_key(message), message.error_message
-                if key in self._undrawn and not drawn_as_message(message):
+                if self._retried.holds(message) and key in self._undrawn:
+                    pass  # nothing streamed: drawn once no retry replaces it (see _show_failed)
+                elif key in self._undrawn and not drawn_as_message(message):
                     self._undrawn.discard(key)
                 else:
                     self._drawn(message)
