@@ -90,6 +90,11 @@ class TimeoutSettings(_Section):
     """Longest time one provider request may take, connect to last byte, however the bytes trickle in (0 or
     None: no limit). On expiry the turn ends with an error that is not retried. The default, 30 minutes, lets a
     reply of about 100k tokens stream at 60 tokens/s; it does not cover tools or retries between requests."""
+    mcp_call_ms: int | None = Field(600_000, gt=0, le=MAX_TIMER_MS)
+    """One call of an MCP server's tool (``pi_notebook.mcp``), unless the server's own ``timeout`` is set (None: no
+    limit). On expiry the server is sent ``notifications/cancelled``, the call becomes an error result at once, and the
+    run goes on. It does not cover the server's start (its ``startupTimeout``), the approval wait, nor a tool that is
+    not an MCP server's (``tool_ms``); progress notifications do not extend it."""
     abort_grace_ms: int = Field(2000, ge=0, le=MAX_TIMER_MS)
     """After an abort or tool timeout, how long a tool may take to stop before its await is cancelled."""
 
