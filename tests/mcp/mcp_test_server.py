@@ -8,8 +8,7 @@ Its tools, one per behaviour the client must handle:
 - ``hang``: never returns; when the client's ``notifications/cancelled`` cancels it, it writes ``cancelled`` to the
   file it is given (so a test sees that the cancellation reached the server);
 - ``hang_deaf``: never returns and ignores cancellation (a shielded wait);
-- ``progress``: reports ``steps`` progress notifications, each after the client's previous one was sent, then
-  returns; it waits for the file ``go`` names before its last step when given one;
+- ``progress``: reports ``steps`` progress notifications, then returns (with ``hold``: then waits until cancelled);
 - ``exit_now``: the process exits in the middle of the call;
 - ``big``: returns ``megabytes`` MB of text in numbered lines;
 - ``picture``: returns a small PNG image and a caption;
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
@@ -65,7 +65,8 @@ async def hang(marker: str = "") -> str:
         await anyio.sleep_forever()
     finally:
         if marker:
-            Path(marker).write_text("cancelled", encoding="utf-8")
+            with anyio.CancelScope(shield=True):
+                await anyio.Path(marker).write_text("cancelled", encoding="utf-8")
     return "unreachable"
 
 
@@ -74,19 +75,18 @@ async def hang_deaf(marker: str = "") -> str:
     """Wait forever, ignoring cancellation."""
     with anyio.CancelScope(shield=True):
         if marker:
-            Path(marker).write_text("started", encoding="utf-8")
+            await anyio.Path(marker).write_text("started", encoding="utf-8")
         await anyio.sleep_forever()
     return "unreachable"
 
 
 @server.tool(annotations=READ_ONLY)
-async def progress(steps: int, ctx: Context, go: str = "") -> str:
-    """Report progress ``steps`` times, then finish."""
+async def progress(steps: int, ctx: Context, hold: bool = False) -> str:
+    """Report progress ``steps`` times, then finish (or, with ``hold``, wait until cancelled)."""
     for step in range(1, steps + 1):
-        if step == steps and go:
-            while not Path(go).exists():
-                await anyio.sleep(0.01)
         await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    if hold:
+        await anyio.sleep_forever()
     return f"done after {steps} steps"
 
 
@@ -124,7 +124,7 @@ def env(name: str) -> str:
 @server.tool(annotations=READ_ONLY)
 def fails(text: str) -> str:
     """Raise an error with the text."""
-    raise ValueError(text)
+    raise ToolError(text)
 
 
 def main(argv: list[str]) -> None:
