@@ -15,6 +15,7 @@ This room sits beside ``kernel`` on the fourth floor: it uses ``session`` (the s
 from __future__ import annotations
 
 from ._connection import KILL_GRACE_S, Connection, McpCallAborted, McpCallError, ServerState
+from ._mcp_tool import MCP_CALL_NOTE
 from ._server_config import (
     CONFIG_ENV,
     DEFAULT_CONFIG,
@@ -26,24 +27,32 @@ from ._server_config import (
     config_path,
     is_mcp_tool,
     read_config_file,
+    server_configs,
     servers_from_json,
 )
+from ._servers import MCP_TOOLS_NOTE, RUN_WAIT_S, McpServers, replay_only
 
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_CONFIG",
     "DEFAULT_STARTUP_TIMEOUT_MS",
     "KILL_GRACE_S",
+    "MCP_CALL_NOTE",
+    "MCP_TOOLS_NOTE",
+    "RUN_WAIT_S",
     "TOOL_PREFIX",
     "Connection",
     "McpCallAborted",
     "McpCallError",
     "McpConfigError",
+    "McpServers",
     "ServerConfig",
     "ServerState",
     "agent_tool_name",
     "config_path",
     "is_mcp_tool",
     "read_config_file",
+    "replay_only",
+    "server_configs",
     "servers_from_json",
 ]

@@ -166,9 +166,10 @@ class Connection:
                     try:
                         await self._initialize(session)
                     except Exception as exc:
-                        self._fail(self._describe_failure(exc))  # said now, not after the transport's shutdown
+                        why = self._describe_failure(exc)
                         if self._tree is not None:
                             await self._tree.kill(KILL_GRACE_S)
+                        self._fail(why)  # said now, not after the transport's bounded shutdown (seconds)
                         return
                     await self._stopping.wait()
         except Exception as exc:
@@ -249,8 +250,8 @@ class Connection:
                 scope.cancel()  # after an answer: nothing left to cancel; after a Stop: notifications/cancelled
         if result is None or signal.aborted:
             raise McpCallAborted(
-                f"Operation aborted: the call of {tool} was cancelled (MCP server {self.config.name!r} was sent "
-                "notifications/cancelled)"
+                f"Operation aborted: the call of {tool} was stopped (MCP server {self.config.name!r} is sent "
+                "notifications/cancelled if it had received it)"
             )
         return result
 

@@ -49,6 +49,7 @@ __all__ = [
     "config_path",
     "is_mcp_tool",
     "read_config_file",
+    "server_configs",
     "servers_from_json",
 ]
 
@@ -299,3 +300,13 @@ def unique(configs: Iterable[ServerConfig]) -> list[ServerConfig]:
             raise McpConfigError(f"MCP server {config.name!r} is named twice")
         seen[config.name] = config
     return list(seen.values())
+
+
+def server_configs(value: object) -> list[ServerConfig]:
+    """``configure(mcp_servers=...)``'s value as configurations: the ``mcpServers`` shape (a dict, with or without the
+    outer key) or :class:`ServerConfig` objects. Raises :class:`McpConfigError`."""
+    if isinstance(value, list | tuple) and all(isinstance(item, ServerConfig) for item in value):
+        return unique(value)
+    if isinstance(value, Mapping):
+        return unique(servers_from_json(value))
+    raise McpConfigError("mcp_servers takes the mcpServers shape ({'name': {'command': ...}}) or ServerConfig objects")

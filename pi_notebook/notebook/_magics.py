@@ -35,6 +35,7 @@ from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
+from ._mcp_magics import mcp_command
 from ._model_line import model_limits
 from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
@@ -67,10 +68,16 @@ def pi_transformer(lines: list[str]) -> list[str]:
             continue
         rest = (match["rest"] or "").strip()
         call = f"get_ipython().run_line_magic('pi', {rest!r})"
-        if rest == "wait":
+        if _awaited(rest):
             call = "await " + call
         out.append(f"{match['indent']}{match['assign'] or ''}{call}\n")
     return out
+
+
+def _awaited(line: str) -> bool:
+    """Whether a ``%pi`` line is awaited by the cell (``pi_transformer``): ``%pi wait``, and ``%pi mcp ...`` (a server
+    starting or stopping is waited for, see ``_mcp_magics``). The magic returns an awaitable for these, errors too."""
+    return line == "wait" or line.split(maxsplit=1)[:1] == ["mcp"]
 
 
 class _Ready:
@@ -108,7 +115,7 @@ class PiMagics(Magics):
             print(f"pi: {exc}")  # noqa: T201
         except Exception as exc:  # never a bare traceback from a magic
             print(f"pi: internal error ({type(exc).__name__}): {exc}")  # noqa: T201
-        return None
+        return _Ready(None) if cell is None and _awaited(line.strip()) else None  # the cell awaits what it returns
 
     def _handlers(self) -> dict[CommandName, Callable[[PiCommand], Any]]:
         return {
@@ -132,6 +139,7 @@ class PiMagics(Magics):
             "resume": lambda command: resume_session(REGISTRY, command),
             "new": lambda command: new_session(REGISTRY, command),
             "use": lambda command: use_session(REGISTRY, command),
+            "mcp": lambda command: mcp_command(REGISTRY, command),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 

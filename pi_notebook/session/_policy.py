@@ -192,9 +192,9 @@ class Policy:
         an allowed URL as for ``base_urls``; a pattern with ``://`` is a URL, any other a command line)."""
         for patterns in self.mcp_allow:
             if not any(_mcp_allows(pattern, target, url) for pattern in patterns):
-                what = "URL" if url else "command"
+                what, allowed = "URL" if url else "command", ", ".join(patterns)
                 raise self.error(
-                    f"MCP server {name!r}: its {what} {target} is not allowed by policy (allowed: {', '.join(patterns)})"
+                    f"MCP server {name!r}: its {what} {target} is not allowed by policy (allowed: {allowed})"
                 )
 
     def error(self, text: str) -> PolicyError:

@@ -5,9 +5,9 @@ Its tools, one per behaviour the client must handle:
 
 - ``echo`` (read-only): returns its text;
 - ``note`` (changes something): appends its text to the file ``$MCP_TEST_NOTES`` and says how many notes it holds;
-- ``hang``: never returns; when the client's ``notifications/cancelled`` cancels it, it writes ``cancelled`` to the
-  file it is given (so a test sees that the cancellation reached the server);
-- ``hang_deaf``: never returns and ignores cancellation (a shielded wait);
+- ``hang``: says it started (a progress notification) and never returns; when the client's ``notifications/cancelled``
+  cancels it, it writes ``cancelled`` to the file it is given (so a test sees that the cancellation reached it);
+- ``hang_deaf``: says it started and never returns, ignoring cancellation (a shielded wait);
 - ``progress``: reports ``steps`` progress notifications, then returns (with ``hold``: then waits until cancelled);
 - ``exit_now``: the process exits in the middle of the call;
 - ``big``: returns ``megabytes`` MB of text in numbered lines;
@@ -59,9 +59,10 @@ def note(text: str) -> str:
 
 
 @server.tool(annotations=READ_ONLY)
-async def hang(marker: str = "") -> str:
-    """Wait forever (until cancelled)."""
+async def hang(ctx: Context, marker: str = "") -> str:
+    """Say it started (a progress notification), then wait forever (until cancelled)."""
     try:
+        await ctx.report_progress(0, None, "started")
         await anyio.sleep_forever()
     finally:
         if marker:
@@ -71,11 +72,10 @@ async def hang(marker: str = "") -> str:
 
 
 @server.tool(annotations=READ_ONLY)
-async def hang_deaf(marker: str = "") -> str:
-    """Wait forever, ignoring cancellation."""
+async def hang_deaf(ctx: Context) -> str:
+    """Say it started (a progress notification), then wait forever, ignoring cancellation."""
     with anyio.CancelScope(shield=True):
-        if marker:
-            await anyio.Path(marker).write_text("started", encoding="utf-8")
+        await ctx.report_progress(0, None, "started")
         await anyio.sleep_forever()
     return "unreachable"
 
@@ -109,7 +109,7 @@ def big(megabytes: float) -> str:
     return "\n".join(lines)
 
 
-@server.tool(annotations=READ_ONLY)
+@server.tool(annotations=READ_ONLY, structured_output=False)
 def picture() -> list[object]:
     """A small image and its caption."""
     return ["a one-pixel PNG", Image(data=PIXEL, format="png")]

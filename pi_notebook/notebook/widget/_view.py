@@ -228,7 +228,13 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         self.add_class("pi-approval")
 
     def show(
-        self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True, group: str | None = None
+        self,
+        title: str,
+        preview: str,
+        on_answer: Callable[[str], None],
+        *,
+        always: bool = True,
+        group: str | None = None,
     ) -> None:
         """Ask about a call: ``preview`` is what it will run, drawn so that nothing in it hides (``_visible``:
         invisible and bidi characters marked, long blank runs collapsed, long text cut in the middle), with a line
@@ -391,7 +397,13 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self._marshal(lambda: action(text))
 
     def ask(
-        self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True, group: str | None = None
+        self,
+        title: str,
+        preview: str,
+        on_answer: Callable[[str], None],
+        *,
+        always: bool = True,
+        group: str | None = None,
     ) -> None:
         """Show a tool call waiting for approval; a click calls ``on_answer("run" | "skip" | "always")`` on the
         kernel's loop (``always=False``: without the Always button; ``group``: what Always allows, see
