@@ -13,6 +13,7 @@ Its tools, one per behaviour the client must handle:
 - ``big``: returns ``megabytes`` MB of text in numbered lines;
 - ``picture``: returns a small PNG image and a caption;
 - ``env``: the value of an environment variable of the server's process (``<unset>`` when it has none);
+- ``header_digest``: the SHA-256 of an HTTP request header it received (``--http``);
 - ``fails``: a tool error (``isError``) with its text.
 
 ``--hang-initialize`` reads its input and never answers (a server stuck before ``initialize``); ``--fail-start``
@@ -22,6 +23,7 @@ writes an error to stderr and exits with status 3 at once.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import sys
 import time
@@ -119,6 +121,14 @@ def picture() -> list[object]:
 def env(name: str) -> str:
     """The value of an environment variable of the server's process."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool(annotations=READ_ONLY)
+def header_digest(name: str, ctx: Context) -> str:
+    """The SHA-256 of an HTTP request header the server received (``<none>`` without it), so a test sees the value
+    arrived without it being shown."""
+    value = (ctx.headers or {}).get(name.lower())
+    return hashlib.sha256(value.encode()).hexdigest() if value is not None else "<none>"
 
 
 @server.tool(annotations=READ_ONLY)
