@@ -68,7 +68,7 @@ async def test_mcp_server_git_on_a_local_repository_looks_without_asking_and_com
 ) -> None:
     await ready(servers, ServerConfig("git", command="mcp-server-git", args=("--repository", str(repo))))
     approver = Approver()
-    where = {"repo_path": str(repo)}
+    where: dict[str, Any] = {"repo_path": str(repo)}
     calls = [
         ("mcp__git__git_status", where),
         ("mcp__git__git_add", {**where, "files": ["analysis.py"]}),
