@@ -148,7 +148,7 @@ def _config(words: list[str]) -> ServerConfig:
     """``%pi mcp add``'s words as a configuration: options before ``--``, the command after it."""
     split = words.index("--") if "--" in words else len(words)
     options, command = words[:split], words[split + 1 :]
-    parsed = _ADD.parse_args(options)
+    parsed = _ADD.parse_intermixed_args(options)
     if command and parsed.url:
         raise UsageError("mcp add: give a URL or '-- COMMAND', not both")
     if not command and not parsed.url:
