@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import secrets
 import time
@@ -42,7 +43,8 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import ValidationError
 
 from ..ai import AbortSignal, PiNotebookError, abort_scope
-from ..ai._secret_env import HELD_SECRETS, secret_variables
+from ..ai._secret import scrub_secrets
+from ..ai._secret_env import HELD_SECRETS, known_secrets, secret_variables
 from ..tools._lifeline import LIFELINE
 from ..tools._process import MARKER_ENV, ProcessTree, _spawn_mark
 from ._server_config import McpConfigError, ServerConfig
@@ -72,6 +74,7 @@ class McpCallAborted(McpCallError):
     for."""
 
 
+logging.getLogger("mcp").addHandler(logging.NullHandler())  # the SDK's own logs: not printed into the notebook's cells
 _live: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
@@ -264,20 +267,26 @@ class Connection:
         outcome: asyncio.Future[types.CallToolResult],
         scopes: list[anyio.CancelScope],
     ) -> None:
-        with anyio.CancelScope() as scope:
-            scopes.append(scope)
-            try:
-                result = await session.call_tool(tool, arguments, progress_callback=on_progress)
-            except Exception as exc:
+        try:
+            with anyio.CancelScope() as scope:
+                scopes.append(scope)
+                try:
+                    result = await session.call_tool(tool, arguments, progress_callback=on_progress)
+                except Exception as exc:
+                    if not outcome.done():
+                        outcome.set_exception(self._call_error(tool, exc))
+                    return
                 if not outcome.done():
-                    outcome.set_exception(self._call_error(tool, exc))
-                return
-            if not outcome.done():
-                outcome.set_result(result)
+                    outcome.set_result(result)
+        finally:
+            if not outcome.done():  # the server was stopped (%pi mcp remove) during the call
+                outcome.set_exception(McpCallError(f"MCP server {self.config.name!r} was stopped during the call"))
 
     def _call_error(self, tool: str, exc: Exception) -> McpCallError:
         """The one place the SDK's exceptions become ours."""
         name = self.config.name
+        if self.state == "stopped":
+            return McpCallError(f"MCP server {name!r} was stopped during the call")
         if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
             self._fail(f"it closed the connection during a call of {tool}{self._exited()}")
             return McpCallError(f"MCP server {name!r} closed the connection during the call{self._exited()}")
@@ -299,7 +308,7 @@ class Connection:
     def _fail(self, why: str) -> None:
         if self.state in ("stopped", "failed"):
             return
-        tail = self._stderr.tail()
+        tail = scrub_secrets(self._stderr.tail(), known_secrets().values)  # a server may log what it was given
         self.state = "failed"
         self.error = why + (f"; its stderr ended: {tail}" if tail else "")
         self._session = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from mcp_helpers import ready, results, server_config, session_calling, tool_res
 
 from pi_notebook.ai import ImageContent, TextContent
 from pi_notebook.mcp import McpServers
-from pi_notebook.session import Approval, ApprovalRequest
+from pi_notebook.session import Approval, ApprovalRequest, PolicyError, site_policy
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -262,3 +263,58 @@ def _running(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+async def test_removing_the_server_during_a_call_ends_the_call_with_an_error_and_the_run_goes_on(
+    servers: McpServers,
+) -> None:
+    await ready(servers, server_config())
+    session, recorder, _ = await session_calling(servers, [("mcp__test__hang_deaf", {})])
+    run = asyncio.create_task(session.prompt("go"))
+    await recorder.wait_for(started)
+    stopping = servers.remove("test")
+    assert stopping is not None
+    await stopping
+    await run
+    assert results(session)[0] == ("MCP server 'test' was stopped during the call", True)
+    assert recorder.labels[-1] == "agent_settled:aborted=false"
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Sets a site policy for this test (``PI_NOTEBOOK_POLICY``; the cached one is read again)."""
+    path = tmp_path / "policy.toml"
+    monkeypatch.setenv("PI_NOTEBOOK_POLICY", str(path))
+
+    def write(text: str) -> None:
+        path.write_text(text)
+        site_policy.cache_clear()
+
+    yield write
+    site_policy.cache_clear()
+
+
+async def test_the_site_policy_refuses_a_server_it_does_not_allow_before_it_starts(
+    servers: McpServers, site: Callable[[str], None]
+) -> None:
+    site('[mcp]\nallow = ["mcp-server-time"]\n')
+    with pytest.raises(PolicyError, match=r"MCP server 'test': its command .* is not allowed by policy"):
+        servers.add(server_config())
+    assert len(servers) == 0
+
+
+async def test_the_site_policy_makes_read_only_mcp_tools_ask_and_switches_others_off(
+    servers: McpServers, site: Callable[[str], None]
+) -> None:
+    site('[mcp]\nask = ["mcp__test__echo"]\ndisabled = ["mcp__test__note", "mcp__test__big"]\n')
+    await ready(servers, server_config())
+    approver = Approver("always", "run")
+    calls = [("mcp__test__echo", {"text": "a"}), ("mcp__test__echo", {"text": "b"}), ("mcp__test__note", {"text": "c"})]
+    session, _, _ = await session_calling(servers, calls, approver=approver)
+    names = {tool.name for tool in session.tools}
+    assert "mcp__test__echo" in names and not names & {"mcp__test__note", "mcp__test__big"}
+    await session.prompt("go")
+    assert approver.asked == ["mcp__test__echo", "mcp__test__echo"]  # read-only, yet asked; "always" did not stick
+    (a, _), (b, _), (note, note_error) = results(session)
+    assert (a, b) == ("a", "b")
+    assert note_error and "Tool mcp__test__note not found" in note
