@@ -77,7 +77,10 @@ def pi_transformer(lines: list[str]) -> list[str]:
 def _awaited(line: str) -> bool:
     """Whether a ``%pi`` line is awaited by the cell (``pi_transformer``): ``%pi wait``, and ``%pi mcp ...`` (a server
     starting or stopping is waited for, see ``_mcp_magics``). The magic returns an awaitable for these, errors too."""
-    return line == "wait" or line.split(maxsplit=1)[:1] == ["mcp"]
+    words = line.split()
+    while words[:1] in (["-s"], ["--session"]):
+        words = words[2:]
+    return words == ["wait"] or words[:1] == ["mcp"]
 
 
 class _Ready:

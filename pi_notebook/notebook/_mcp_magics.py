@@ -92,7 +92,7 @@ def mcp_command(registry: SessionRegistry, command: PiCommand) -> Pending:
             "%pi mcp needs a Jupyter kernel: MCP servers live on the kernel's running event loop"
         ) from None
     try:
-        words = shlex.split(command.text)
+        words = shlex.split(command.text, comments=True)  # a trailing "# ..." is a comment, as in a shell
     except ValueError as exc:
         raise UsageError(f"mcp: {exc}") from None
     if not words or words[0] not in _VERBS:

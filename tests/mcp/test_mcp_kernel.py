@@ -21,6 +21,8 @@ from mcp_helpers import SERVER
 
 pytestmark = pytest.mark.timeout(240)
 
+README = Path(__file__).resolve().parents[2] / "README.md"
+
 ADD = f"%pi mcp add test -- {sys.executable} {SERVER}"
 PID = "from pi_notebook.notebook._registry import REGISTRY; print(REGISTRY.mcp.get({name!r}).pid)"
 RUN = """
@@ -78,6 +80,32 @@ def test_add_list_tools_run_and_remove(kernel: Kernel) -> None:
     assert not running(pid)
     assert "mcp__test__echo" not in kernel.run("%pi tools").text
     assert kernel.run("%pi mcp list").text.startswith("pi: no MCP servers")
+
+
+def test_configure_makes_its_mcp_servers_the_kernels_and_otherwise_keeps_them(kernel: Kernel) -> None:
+    kernel.run(ADD, timeout=90)
+    servers = {"other": {"command": sys.executable, "args": [str(SERVER)]}}
+    kernel.run(f"from pi_notebook.notebook import configure\nconfigure(mcp_servers={servers!r})")
+    wait_for(lambda: kernel.run("%pi mcp list").text.startswith("other: ready"), "other ready", 60)
+    assert "test:" not in kernel.run("%pi mcp list").text  # replaced: exactly those given
+    kernel.run("configure()")
+    assert kernel.run("%pi mcp list").text.startswith("other: ready")  # kept
+    kernel.run("configure(mcp_servers={})")
+    assert kernel.run("%pi mcp list").text.startswith("pi: no MCP servers")
+
+
+def test_the_readmes_lines_for_the_reference_servers_run_as_written(kernel: Kernel) -> None:
+    section = README.read_text().split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith(("%pi mcp add time", "%pi mcp add git"))]
+    assert len(lines) == 2
+    for line in lines:  # trailing comments included
+        assert ": ready (mcp-" in kernel.run(line, timeout=90).text, line
+    listed = kernel.run("%pi mcp list").text
+    assert "time: ready; 2 tools; mcp-server-time --local-timezone UTC" in listed
+    assert "git: ready; 12 tools; mcp-server-git --repository ." in listed
+    assert "mcp__git__git_commit  ask" in kernel.run("%pi mcp tools git").text
+    for name in ("time", "git"):
+        kernel.run(f"%pi mcp remove {name}")
 
 
 @pytest.mark.parametrize(
