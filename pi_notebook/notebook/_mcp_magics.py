@@ -13,7 +13,8 @@ credential header or a variable whose name says key/token/secret/password must t
 (``configure(mcp_servers=...)`` takes any value).
 
 What these lines print depends on the machine (how long a server took, whether it runs or cassettes replay), so a
-check of the saved notebook leaves it out (``_volatile``), as the ``%pi cassette`` line.
+check of the saved notebook leaves it out (``_volatile``), as the ``%pi cassette`` line. What a server wrote in it (its
+tools' names and descriptions, its stderr) is shown with hidden characters marked (``_visible``).
 """
 
 from __future__ import annotations
@@ -30,11 +31,17 @@ from ..mcp._server_config import DEFAULT_STARTUP_TIMEOUT_MS
 from ._commands import PiCommand, UsageError
 from ._mcp_link import sync_mcp_tools
 from ._registry import SessionRegistry
+from ._visible import visible_text
 from ._volatile import show_volatile
 
 __all__ = ["Pending", "describe_servers", "describe_tools", "mcp_command"]
 
 _VERBS = ("add", "list", "tools", "remove", "restart")
+
+
+def _show(text: str) -> None:
+    """Show a line; a server's own words in it (names, descriptions, stderr) can hide nothing (``_visible``)."""
+    show_volatile(visible_text(text))
 
 
 class Pending:
@@ -54,9 +61,9 @@ class Pending:
         try:
             line = await asyncio.shield(self._task)
         except asyncio.CancelledError:
-            show_volatile(f"pi: stopped waiting; {self._what} goes on (%pi mcp list shows its state)")
+            _show(f"pi: stopped waiting; {self._what} goes on (%pi mcp list shows its state)")
             raise
-        show_volatile(line)
+        _show(line)
 
     def __repr__(self) -> str:
         return f"<pi: {self._what}; await it to see the outcome>" if self._task is not None else "<pi: done>"
@@ -104,7 +111,7 @@ def mcp_command(registry: SessionRegistry, command: PiCommand) -> Pending:
     if verb == "list":
         if rest:
             raise UsageError("mcp list takes no arguments")
-        show_volatile(describe_servers(servers))
+        _show(describe_servers(servers))
         return Pending()
     name = _one_name(verb, rest)
     connection = servers.get(name)
@@ -112,7 +119,7 @@ def mcp_command(registry: SessionRegistry, command: PiCommand) -> Pending:
         known = ", ".join(c.config.name for c in servers) or "none"
         raise ValueError(f"no MCP server {name!r} (servers: {known})")
     if verb == "tools":
-        show_volatile(describe_tools(registry, connection))
+        _show(describe_tools(registry, connection))
         return Pending()
     if verb == "restart":
         return _add(registry, connection.config)
