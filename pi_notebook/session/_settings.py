@@ -212,10 +212,24 @@ class Settings(_Section):
         return Settings(**data)
 
 
+NOT_SETTINGS = frozenset(
+    {
+        "PI_NOTEBOOK_POLICY",  # the site policy file (session._policy)
+        "PI_NOTEBOOK_CASSETTE_MODE",  # every cassette's mode (ai.cassette)
+        "PI_NOTEBOOK_CASSETTE_MISSES",  # where unmatched requests are reported (ai.cassette, the pytest plugin)
+        "PI_NOTEBOOK_ACTIVITY_INTERVAL",  # the kernel's activity signal (notebook._activity)
+        "PI_NOTEBOOK_MCP_CONFIG",  # the mcpServers file (mcp._server_config)
+        "PI_NOTEBOOK_BASH_RUN",  # the marker of a tool's processes (tools._process)
+        "PI_NOTEBOOK_PYTHON_CALL",  # the marker of the python tool's processes (kernel)
+    }
+)
+"""``PI_NOTEBOOK_*`` variables that are not settings: :meth:`Settings.load` leaves them alone."""
+
+
 def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
+        if not name.startswith(ENV_PREFIX) or name in NOT_SETTINGS:
             continue
         path = name[len(ENV_PREFIX) :].lower().split("__")
         node = data
