@@ -16,7 +16,8 @@ under a cassette, the answers are recorded and replayed.
 Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
 drawn by ``_view``), ``_approval`` (asking before a tool runs), ``_defaults`` (tools and system prompt),
 ``_control_comm`` (the JupyterLab control channel), ``_registry`` (the kernel's named
-sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``.
+sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``; ``_mcp_magics`` (``%pi mcp``) and
+``_mcp_link`` (the kernel's MCP servers' tools in each run; the servers themselves are ``pi_notebook.mcp``).
 """
 
 from __future__ import annotations
