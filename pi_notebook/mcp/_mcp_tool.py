@@ -41,6 +41,8 @@ MCP_CALL_NOTE = "mcp_call"
 """The kind of the cassette notes that hold MCP results (``{"content", "is_error", "details"?}``)."""
 PROGRESS_LINES = 20
 """The tool panel shows the last this many progress notifications."""
+PROGRESS_CHARS = 500
+"""Each at most this many characters of its message (a server could send megabytes)."""
 
 
 def mcp_agent_tool(connection: Connection, tool: types.Tool, *, timeout_ms: int | None) -> AgentTool:
@@ -107,6 +109,8 @@ class _Progress:
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         count = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
+        if message and len(message) > PROGRESS_CHARS:
+            message = message[:PROGRESS_CHARS] + "…"
         self._lines = [*self._lines, f"[progress {count}]" + (f" {message}" if message else "")][-PROGRESS_LINES:]
         self._on_update(AgentToolResult(content="\n".join(self._lines)))
 
