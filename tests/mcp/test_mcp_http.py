@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from mcp_helpers import SERVER, ready, results, session_calling, update_text
@@ -72,6 +73,22 @@ async def test_stop_ends_a_hanging_http_call_at_once(servers: McpServers, http_u
     await run
     assert time.monotonic() - stopped < 1.0
     assert recorder.labels[-1] == "agent_settled:aborted=true"
+
+
+async def test_stop_reaches_an_http_servers_handler_as_notifications_cancelled(
+    servers: McpServers, http_url: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled"
+    await ready(servers, ServerConfig("docs", url=http_url))
+    session, recorder, _ = await session_calling(servers, [("mcp__docs__hang", {"marker": str(marker)})])
+    run = asyncio.create_task(session.prompt("go"))
+    await recorder.wait_for(lambda event: "started" in update_text(event))
+    await session.abort()
+    await run
+    deadline = time.monotonic() + 10
+    while not marker.exists() and time.monotonic() < deadline:  # noqa: ASYNC110 - the server's process writes it
+        await asyncio.sleep(0.02)
+    assert marker.read_text() == "cancelled"
 
 
 async def test_a_url_where_nothing_listens_fails_to_start_in_one_line(servers: McpServers) -> None:
