@@ -1,11 +1,11 @@
 """Loaded by every pytest run of this repository (tests/ and the nbval notebooks): the notebook's default session
-saving is off (``PI_NOTEBOOK_SESSIONS__DIR=none``; kernels started by tests inherit it), so no test writes into
-the real home and no notebook sees another's saved sessions (``%load_ext`` would greet it with an extra line that
-nbval compares). Tests of saving point the variable at their own temporary folder. The quickstart's real-model
-cells make paid calls only when ``PI_PAID_EXAMPLES`` is not ``0``: the test run sets ``0`` unless it is
-already set, so a CI with ``OPENAI_API_KEY`` in its environment makes no paid calls by default; and then the
-loopback guard (``tests/support/loopback_guard.py``, loaded here) fails any test whose process reaches past
-127.0.0.1/::1."""
+saving is off (``PI_NOTEBOOK_SESSIONS__DIR=none``; kernels started by tests inherit it), so no test writes into the
+real home and no notebook sees another's saved sessions (``%load_ext`` would greet it with an extra line that nbval
+compares); nor does a kernel start the MCP servers of the developer's own ``~/.pi_notebook/mcp.json``. Tests of
+saving point the variable at their own temporary folder. The quickstart's real-model cells make paid calls only when
+``PI_PAID_EXAMPLES`` is not ``0``: the test run sets ``0`` unless it is already set, so a CI with ``OPENAI_API_KEY``
+in its environment makes no paid calls by default; and then the loopback guard (``tests/support/loopback_guard.py``,
+loaded here) fails any test whose process reaches past 127.0.0.1/::1."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import os
 import pytest
 
 os.environ["PI_NOTEBOOK_SESSIONS__DIR"] = "none"
+os.environ["PI_NOTEBOOK_MCP_CONFIG"] = "none"  # not the developer's ~/.pi_notebook/mcp.json; tests name their own
 os.environ.setdefault("PI_PAID_EXAMPLES", "0")  # not PI_NOTEBOOK_*: those names are settings
 
 pytest_plugins = ["loopback_guard"]  # tests/support, on the pythonpath (pyproject)

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
-FLOORS: list[set[str]] = [{"ai"}, {"agent"}, {"session", "tools"}, {"kernel"}, {"notebook"}]
+FLOORS: list[set[str]] = [{"ai"}, {"agent"}, {"session", "tools"}, {"kernel", "mcp"}, {"notebook"}]
 """In import order (DESIGN §6b): a floor may import the floors below it; rooms on one floor (``session`` and
-``tools``) do not import each other. ``testing`` may use any of them."""
+``tools``; ``kernel`` and ``mcp``) do not import each other. ``testing`` may use any of them."""
 LAYERS = [name for floor in FLOORS for name in sorted(floor)]
 
 
@@ -105,6 +105,7 @@ def test_the_floors_are_ai_agent_session_and_tools_kernel_notebook() -> None:
     assert allowed_targets("tools") == {"ai", "agent", "tools"}
     assert allowed_targets("session") == {"ai", "agent", "session"}
     assert allowed_targets("kernel") == {"ai", "agent", "session", "tools", "kernel"}
+    assert allowed_targets("mcp") == {"ai", "agent", "session", "tools", "mcp"}
     assert "kernel" in allowed_targets("notebook")
 
 

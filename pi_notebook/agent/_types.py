@@ -166,6 +166,10 @@ class AgentTool:
     """A per-call decision, for a tool that asks only for some calls: given the validated arguments, why this call
     needs the user's approval (``"it looks outside the working directory ..."``), or ``None`` to run it without
     asking. Consulted by ``AgentSession``'s approval when the tool's mode is ``ask``; without it every call asks."""
+    approval_group: str | None = None
+    """What an "Always" answer to one of its calls covers, when it is more than this tool: a group of tools allowed
+    together (an MCP server's tools carry ``"MCP server <name>"``: "Always" lets every tool of that server run
+    without asking). ``None``: the tool alone."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

@@ -5,6 +5,10 @@ Which environment variables hold keys (:func:`secret_variables`): the provider v
 (:data:`PROVIDER_KEY_VARIABLES`), every variable whose name says it holds a secret (``_secret.is_secret_name``:
 ``LITELLM_KEY``, ``HF_TOKEN``, ``PGPASSWORD``) and the variables a model names with ``key_env`` whatever their name.
 
+Secrets held outside the environment (:data:`HELD_SECRETS`): values the process was given for a purpose of its own,
+which every session redacts like its keys and cassettes keep out of their files: the environment values and headers
+given to the kernel's MCP servers (``pi_notebook.mcp``).
+
 What a tool call must keep secret (:class:`KnownSecrets`, :func:`known_secrets`): an ``AgentSession`` sets it for
 the duration of each tool call (``session._redact``: the keys it knows and the variables holding them); tools read
 it to leave those variables out of the environment the agent's code sees (``bash``'s child environment, the
@@ -24,7 +28,9 @@ from ._secret import ENV_KEYS, MIN_SECRET_LEN, is_secret_name
 
 __all__ = [
     "ENV_FALLBACK_KEYS",
+    "HELD_SECRETS",
     "PROVIDER_KEY_VARIABLES",
+    "HeldSecrets",
     "KnownSecrets",
     "knowing_secrets",
     "known_during_call",
@@ -88,6 +94,32 @@ def _os_environ_secrets() -> dict[str, str]:
     return _environ_secrets
 
 
+class HeldSecrets:
+    """Secret values the process holds outside its environment, by owner (see the module docstring). Thread-safe
+    enough for its use: each owner's values are replaced as a whole."""
+
+    def __init__(self) -> None:
+        self._by_owner: dict[str, tuple[str, ...]] = {}
+
+    def hold(self, owner: str, values: Iterable[str]) -> None:
+        """Make ``values`` (those at least ``MIN_SECRET_LEN`` characters long) the secrets ``owner`` holds."""
+        kept = tuple(sorted({value.strip() for value in values if value and len(value.strip()) >= MIN_SECRET_LEN}))
+        if kept:
+            self._by_owner[owner] = kept
+        else:
+            self._by_owner.pop(owner, None)
+
+    def release(self, owner: str) -> None:
+        self._by_owner.pop(owner, None)
+
+    def values(self) -> tuple[str, ...]:
+        return tuple(value for values in list(self._by_owner.values()) for value in values)
+
+
+HELD_SECRETS = HeldSecrets()
+"""This process's :class:`HeldSecrets`."""
+
+
 @dataclass(frozen=True, slots=True)
 class KnownSecrets:
     """What a tool call keeps secret: ``variables`` to leave out of the environment the agent's code sees,
@@ -116,7 +148,7 @@ def known_secrets() -> KnownSecrets:
     if known is not None:
         return known
     variables = secret_variables()
-    return KnownSecrets.of(variables, variables.values())
+    return KnownSecrets.of(variables, [*variables.values(), *HELD_SECRETS.values()])
 
 
 @contextmanager

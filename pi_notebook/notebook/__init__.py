@@ -16,11 +16,13 @@ under a cassette, the answers are recorded and replayed.
 Inside, by job: ``_run`` (a run's record and report), ``_presenter`` (session events -> widget operations,
 drawn by ``_view``), ``_approval`` (asking before a tool runs), ``_defaults`` (tools and system prompt),
 ``_control_comm`` (the JupyterLab control channel), ``_registry`` (the kernel's named
-sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``.
+sessions and their runs), ``_commands`` (the ``%pi`` parser) and ``_magics``; ``_mcp_magics`` (``%pi mcp``) and
+``_mcp_link`` (the kernel's MCP servers' tools in each run; the servers themselves are ``pi_notebook.mcp``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..session import PolicyError, Settings, site_policy
@@ -65,6 +67,30 @@ def load_ipython_extension(ipython: Any) -> None:
     REGISTRY.control.register(ipython)
     REGISTRY.notebook = REGISTRY.notebook or notebook_path(getattr(ipython, "user_ns", None))
     _greet()
+    _start_mcp_servers()
+
+
+def _start_mcp_servers() -> None:
+    """Start the servers of the ``mcpServers`` file (``~/.pi_notebook/mcp.json`` or ``$PI_NOTEBOOK_MCP_CONFIG``), once
+    per kernel, in the background: ``%load_ext`` never waits for them (``%pi mcp list`` shows their state). Its line is
+    marked so a check of the saved notebook leaves it out (it depends on the machine's file)."""
+    global _mcp_file_read
+    if _mcp_file_read:
+        return
+    _mcp_file_read = True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # plain IPython: no loop outlives a cell, so no server could live (%pi mcp says so when used)
+    try:
+        line = REGISTRY.mcp.load_file()
+    except Exception as exc:  # a server file must never break %load_ext
+        line = f"pi: MCP servers not started ({type(exc).__name__}: {exc})"
+    if line:
+        show_volatile(line)
+
+
+_mcp_file_read = False
 
 
 def _greet() -> None:

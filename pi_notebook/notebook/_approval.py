@@ -145,7 +145,8 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
     status = run.status
     previous = status.status
     run.note("approval", _asking(name))
-    presenter.ask(name, await preview_call(request, signal), on_answer, always=not run.session.policy.must_ask(name))
+    always, group = not run.session.policy.must_ask(name), request.tool.approval_group if request.tool else None
+    presenter.ask(name, await preview_call(request, signal), on_answer, always=always, group=group)
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
     try:
@@ -198,7 +199,7 @@ def describe_tools(session: AgentSession, left_out: Collection[str] = ()) -> str
             mode = "ask (locked by policy)"
         elif tool.needs_approval is not None and mode == "ask":
             mode = "ask (outside cwd, secrets)"
-        elif tool.name in session.approved_always:
+        elif tool.name in session.approved_always or tool.approval_group in session.approved_always:
             mode = "auto (always, this session)"
         summary = tool.description.split(". ")[0].strip().rstrip(".")
         lines.append(f"{tool.name.ljust(width)}  {mode.ljust(27)}  {_cut(summary, 70)}")

@@ -82,6 +82,12 @@ usage:
                             load a saved session (default: the newest not in use) and replay it
   %pi new                   start a fresh session (new file; the previous one is kept)
   %pi use [NAME]            make session NAME the default of %pi (created on first use); no NAME: list them
+  %pi mcp add NAME [--env VAR[=VALUE]] [--cwd DIR] [--timeout-ms N] -- COMMAND [ARGS...]
+                            start an MCP server (stdio); its tools are offered as mcp__NAME__TOOL
+  %pi mcp add NAME URL [--header 'Name: Bearer ${{VAR}}'] [--timeout-ms N]
+                            connect a streamable HTTP MCP server (keys as ${{VAR}}, from the environment)
+  %pi mcp list|tools NAME|remove NAME|restart NAME
+                            the MCP servers (state, tool count), a server's tools, stop one (its processes killed)
   %pi -s NAME ...           any command or prompt on session NAME (%%pi -s NAME for a cell)
   %pi help                  this text
 A prompt that starts with one of these words (or a dash): %pi -- steer the ship"""
@@ -111,6 +117,7 @@ CommandName: TypeAlias = Literal[
     "resume",
     "new",
     "use",
+    "mcp",
     "help",
 ]
 
@@ -187,6 +194,7 @@ _SPECS: dict[CommandName, Literal["text", "number", "cassette", "model", "fork",
     "resume": "text",
     "new": "none",
     "use": "text",
+    "mcp": "text",
     "help": "none",
 }
 assert set(_SPECS) == set(get_args(CommandName)) - {"prompt"}

@@ -37,6 +37,7 @@ from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell
 from ._checkpoints import RewindRefused
 from ._commands import USAGE, CommandName, PiCommand, UsageError, parse_cell_line, parse_line
+from ._mcp_magics import mcp_command
 from ._model_line import model_limits
 from ._policy_view import describe_policy
 from ._registry import REGISTRY, NotebookSession
@@ -80,8 +81,9 @@ def pi_transformer(lines: list[str]) -> list[str]:
     return out
 
 
-_AWAITED: frozenset[CommandName] = frozenset({"wait", "rewind"})
-"""The sub-commands a cell awaits: they end later than the magic returns (a run settling, a rewind through the page)."""
+_AWAITED: frozenset[CommandName] = frozenset({"wait", "rewind", "mcp"})
+"""The sub-commands a cell awaits: they end later than the magic returns (a run settling, a rewind through the
+page, an MCP server starting or stopping: see ``_mcp_magics``). The magic returns an awaitable for these, errors too."""
 
 
 def _awaited(rest: str) -> bool:
@@ -156,6 +158,7 @@ class PiMagics(Magics):
             "use": lambda command: use_session(REGISTRY, command),
             "tree": lambda command: show_tree(REGISTRY, command),
             "fork": lambda command: fork(REGISTRY, command, _start),
+            "mcp": lambda command: mcp_command(REGISTRY, command),
             "help": lambda command: print(USAGE),  # noqa: T201
         }
 

@@ -1,5 +1,5 @@
 """What ``%pi settings`` shows of the site policy (``session._policy``): each value it locks, marked "locked by
-policy", the tools it switches off or makes ask, and the models it allows."""
+policy", the tools it switches off or makes ask, the models and MCP servers it allows."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def describe_policy(policy: Policy, settings: Settings) -> str:
         lines.append(f"  models allowed: {', '.join(patterns)}  (locked by policy)")
     for prefixes in policy.base_urls:
         lines.append(f"  base URLs allowed: {', '.join(prefixes)}  (locked by policy)")
+    for patterns in policy.mcp_allow:
+        lines.append(f"  MCP servers allowed: {', '.join(patterns) or 'none'}  (locked by policy)")
+    if policy.mcp_ask:
+        lines.append(f"  MCP tools that always ask: {', '.join(sorted(policy.mcp_ask))}  (locked by policy)")
+    if policy.mcp_disabled:
+        lines.append(f"  MCP tools off: {', '.join(sorted(policy.mcp_disabled))}  (locked by policy)")
     return "\n".join(lines)
 
 

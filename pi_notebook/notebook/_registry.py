@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from ..ai.models import SPEC_HELP, model_from_server, model_from_spec, parse_com
 from ..ai.providers.faux import FauxProvider
 from ..kernel import KERNEL, InterruptHook, Kernel
 from ..kernel._scratch import Scratchpad, current_scratch
+from ..mcp import McpServers, ServerConfig, server_configs
 from ..session import AgentSession, SessionBusyError, Settings, site_policy
 from ._approval import NotebookApprover
 from ._cell_link import notebook_of_cell, with_cell_tools
@@ -33,6 +34,7 @@ from ._control_comm import ControlChannel
 from ._default_model import default_faux
 from ._defaults import default_tools, system_prompt
 from ._fork import Fork, find_prompt, fork_label
+from ._mcp_link import sync_mcp_tools, with_mcp_tools
 from ._recent import RecentRuns
 from ._rewind import rewind
 from ._run import Run
@@ -77,6 +79,8 @@ class NotebookSession:
     """The latest runs' checkpoints, which ``%pi rewind`` and a run's **Undo run** take back (``_rewind``)."""
     scratch: Scratchpad = field(default_factory=Scratchpad, repr=False)
     """The python tool's own namespace when ``python.namespace`` is ``scratch`` (``%pi adopt NAME``)."""
+    mcp: McpServers = field(default_factory=McpServers, repr=False)
+    """The kernel's MCP servers (the registry's): each run is offered the tools of those ready (``_mcp_link``)."""
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     _state_listeners: list[StateListener] = field(default_factory=list, repr=False)
     _recent: RecentRuns = field(default_factory=RecentRuns, repr=False)
@@ -104,7 +108,7 @@ class NotebookSession:
             operation = _within(self.cassette, operation)
         number = len(self.runs) + 1
         target = notebook_of_cell(number, self.notebook)
-        operation = with_cell_tools(self, target, operation)
+        operation = with_mcp_tools(self, self.mcp, with_cell_tools(self, target, operation))
         operation = with_checkpoint(self.checkpoints.start(number, self.session, target), operation)
         operation = self._with_namespace(operation)
         operation = self._then_show_trees(operation)
@@ -393,6 +397,9 @@ class SessionRegistry:
         self.recent = RecentRuns()
         """The runs (of every session) whose views are open; ``recent.keep`` settled ones stay open."""
         self.interrupt = InterruptHook(self.abort_active)
+        self.mcp = McpServers()
+        """The kernel's MCP servers (``%pi mcp``, ``configure(mcp_servers=...)``, the ``mcpServers`` file): every
+        session's runs are offered their tools; ``configure()`` keeps them."""
         self.current = DEFAULT_NAME
         """The name ``%pi`` and the functions below use when given none (``%pi use NAME`` sets it)."""
         self.notebook: str | None = None
@@ -501,10 +508,13 @@ class SessionRegistry:
             cassette=cassette,
             cwd=cwd,
             notebook=self.notebook,
+            mcp=self.mcp,
             _state_listeners=self._state_listeners,
             _recent=self.recent,
         )
         session.approver = NotebookApprover(entry)
+        if len(self.mcp):
+            sync_mcp_tools([entry], self.mcp)
         entry.refresh_prompt()
         self._entries[name] = entry
         return entry
@@ -540,6 +550,7 @@ def configure(
     tools: Iterable[AgentTool] | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     cassette: Cassette | str | os.PathLike[str] | None = _KEEP,
+    mcp_servers: Mapping[str, Any] | Sequence[ServerConfig] | None = None,
     **session_options: Any,
 ) -> AgentSession:
     """(Re)create the notebook's session. ``model`` is a :class:`~pi_notebook.ai.Model` or a spec string
@@ -561,8 +572,24 @@ def configure(
 
     ``cassette``: a :class:`~pi_notebook.ai.Cassette` (or a path, for ``Cassette(path)``) that every ``%pi`` run
     records to or replays from, as ``%pi cassette PATH`` sets; ``None`` turns it off. Left out, the cassette in
-    use is kept, so ``configure()`` after ``%pi cassette`` never makes a notebook call out unnoticed."""
-    return REGISTRY.configure(model, stream_fn, tools, settings, cassette=cassette, **session_options).session
+    use is kept, so ``configure()`` after ``%pi cassette`` never makes a notebook call out unnoticed.
+
+    ``mcp_servers``: the kernel's MCP servers, in the ``mcpServers`` shape (``{"time": {"command": "uvx", "args":
+    ["mcp-server-time"]}}``, with or without the outer ``"mcpServers"`` key) or as
+    :class:`~pi_notebook.mcp.ServerConfig` objects: they become exactly the kernel's servers (those configured the
+    same way keep running; the others are stopped). Left out, the servers stay as they are: they belong to the kernel,
+    not to the session (``%pi mcp``). Checked before anything changes (a bad entry, a ``${VAR}`` not set, a server the
+    site policy does not allow raise, and nothing changes)."""
+    configs = server_configs(mcp_servers) if mcp_servers is not None else None
+    if configs is not None:
+        policy = site_policy()
+        for config in configs:
+            policy.check_mcp_server(config.name, config.resolved().target(), url=config.transport == "http")
+    session = REGISTRY.configure(model, stream_fn, tools, settings, cassette=cassette, **session_options).session
+    if configs is not None:
+        REGISTRY.mcp.replace_all(configs)
+        sync_mcp_tools(REGISTRY, REGISTRY.mcp)
+    return session
 
 
 def get_notebook_session() -> NotebookSession:

@@ -10,7 +10,8 @@ per-call decision (``AgentTool.needs_approval``) asks only for the calls it flag
 working directory or a sensitive file (``~/.ssh``, ``/proc/<pid>/environ``, ``.env``;
 ``pi_notebook.tools._sensitive``) and run without asking otherwise.
 
-- ``run``: the call runs; ``always``: it runs, and this tool never asks again in this session;
+- ``run``: the call runs; ``always``: it runs, and this tool (or every tool of its ``approval_group``: an MCP
+  server's tools) never asks again in this session;
 - ``skip``: it does not run; the model gets an error result saying the user declined (:data:`DECLINED`);
 - ``unavailable``: nobody can answer (no frontend); it does not run, and the result says why and how to allow
   it (``reason``). A host must answer so at once rather than wait for an answer that cannot come.
@@ -104,14 +105,16 @@ class ApprovalGate:
         self._must_ask = must_ask
         self.approver: Approver | None = None
         self.always: set[str] = set()
-        """Tools the user allowed "always for this session"."""
+        """Tools (and tool groups, ``AgentTool.approval_group``) the user allowed "always for this session"."""
 
     def mode(self, tool: AgentTool) -> ApprovalMode:
-        """What this tool does now: ``ask`` when the site policy says so, ``auto`` when allowed for the session,
-        else what the setting says."""
+        """What this tool does now: ``ask`` when the site policy says so, ``auto`` when allowed for the session (the
+        tool, or its group), else what the setting says."""
         if self._must_ask(tool.name):
             return "ask"
-        return "auto" if tool.name in self.always else approval_mode(self._setting(), tool)
+        if tool.name in self.always or (tool.approval_group is not None and tool.approval_group in self.always):
+            return "auto"
+        return approval_mode(self._setting(), tool)
 
     async def __call__(self, context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult | None:
         if self._user_hook is not None:
@@ -132,7 +135,7 @@ class ApprovalGate:
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
         if answer.action == "always" and not self._must_ask(name):
-            self.always.add(name)
+            self.always.add(tool.approval_group or name)
         if answer.action in ("run", "always"):
             return None
         if answer.action == "skip":

@@ -19,13 +19,23 @@ Read once per process from ``sys.prefix/etc/pi_notebook/policy.toml``, ``/etc/pi
     base_urls = ["https://llm.internal.example/"]           # a model's server: same scheme, host and port, and a
                                                             # path under this one (whole segments)
 
+    [mcp]                             # MCP servers (pi_notebook.mcp) and their tools
+    allow = ["mcp-server-time", "uvx mcp-server-git *", "https://mcp.internal.example/"]
+                                      # what may be started or reached: a stdio server's command line (program and
+                                      # arguments, * and ?), an HTTP server's URL (as base_urls); others are
+                                      # refused, and [] allows none
+    disabled = ["mcp__*__git_push"]   # MCP tools the agent never gets, by the agent's name mcp__SERVER__TOOL
+    ask = ["mcp__*"]                  # MCP tools that always ask, read-only ones too (no "Always")
+
 Without ``base_urls``, an ``allow`` list also fixes where a vendor's model is sent: to its vendor's own server
 (``openai:...`` to ``https://api.openai.com/v1``), never to another one a ``--base-url`` names; a
 ``*-compatible:...`` model names its server in its spec, and an allowed one may be reached wherever it is.
 
 Where it binds: :class:`~pi_notebook.session.AgentSession` takes its settings through :meth:`Policy.enforce` (an
 unset limit becomes the ceiling; a looser value raises :class:`PolicyError`), refuses a model or a tool the policy
-does not allow, and its approval gate makes the ``ask`` tools ask (a session with nobody to ask does not run them).
+does not allow, and its approval gate makes the ``ask`` tools ask (a session with nobody to ask does not run them); the
+kernel's MCP servers (``pi_notebook.mcp``) are checked against ``[mcp] allow`` before one starts or is reached, and its
+tools against ``[mcp] disabled`` and ``ask`` (which are patterns; ``[tools]`` names tools exactly).
 Every provider request of the process is checked once more as it leaves (:meth:`Policy.check_request`, added to
 ``ai/_egress`` when this module is imported): the model and URL actually requested, so a ``stream_fn`` that relays
 a faux-labelled model to a real server, or a resumed session's model, cannot send a key where the policy forbids.
@@ -64,7 +74,13 @@ __all__ = ["POLICY_ENV", "Policy", "PolicyError", "policy_files", "site_policy"]
 
 POLICY_ENV = "PI_NOTEBOOK_POLICY"
 _ZERO_IS_NO_LIMIT = frozenset({"timeouts.http_idle_ms", "timeouts.http_total_ms"})
-_SECTIONS = {"tools": {"ask", "disabled"}, "limits": None, "fixed": None, "models": {"allow", "base_urls"}}
+_SECTIONS = {
+    "tools": {"ask", "disabled"},
+    "limits": None,
+    "fixed": None,
+    "models": {"allow", "base_urls"},
+    "mcp": {"allow", "disabled", "ask"},
+}
 
 
 class PolicyError(UserError, ValueError):
@@ -91,6 +107,10 @@ class Policy:
     models: tuple[tuple[str, ...], ...] = ()
     """One tuple of patterns per file that names models: a spec must match one pattern of each."""
     base_urls: tuple[tuple[str, ...], ...] = ()
+    mcp_allow: tuple[tuple[str, ...], ...] = ()
+    """One tuple of patterns per file that names MCP servers: a server must match one pattern of each."""
+    mcp_disabled: frozenset[str] = frozenset()
+    mcp_ask: frozenset[str] = frozenset()
 
     @property
     def active(self) -> bool:
@@ -176,12 +196,28 @@ class Policy:
                 raise self.error(f"base URL {url} is not allowed by policy (allowed: {', '.join(prefixes)})")
 
     def check_tools(self, names: Iterable[str]) -> None:
-        off = sorted(set(names) & self.disabled)
+        off = sorted(name for name in set(names) if self.is_disabled(name))
         if off:
             raise self.error(f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} switched off by policy")
 
+    def is_disabled(self, tool: str) -> bool:
+        """Whether the agent may not have ``tool``: named in ``[tools] disabled``, or matched by ``[mcp] disabled``."""
+        return tool in self.disabled or any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.mcp_disabled)
+
     def must_ask(self, tool: str) -> bool:
-        return tool in self.ask
+        """Whether every call of ``tool`` asks: named in ``[tools] ask``, or matched by ``[mcp] ask``."""
+        return tool in self.ask or any(fnmatch.fnmatchcase(tool, pattern) for pattern in self.mcp_ask)
+
+    def check_mcp_server(self, name: str, target: str, *, url: bool) -> None:
+        """Raise :class:`PolicyError` unless ``[mcp] allow`` lets the MCP server ``name`` start (``target``: its
+        command line, program and arguments as a shell would read them) or be reached (``url=True``: its URL, under
+        an allowed URL as for ``base_urls``; a pattern with ``://`` is a URL, any other a command line)."""
+        for patterns in self.mcp_allow:
+            if not any(_mcp_allows(pattern, target, url) for pattern in patterns):
+                what, allowed = "URL" if url else "command", ", ".join(patterns)
+                raise self.error(
+                    f"MCP server {name!r}: its {what} {target} is not allowed by policy (allowed: {allowed})"
+                )
 
     def error(self, text: str) -> PolicyError:
         return PolicyError(f"{text} ({self.where})")
@@ -223,6 +259,9 @@ class Policy:
             fixed={**self.fixed, **other.fixed},
             models=self.models + other.models,
             base_urls=self.base_urls + other.base_urls,
+            mcp_allow=self.mcp_allow + other.mcp_allow,
+            mcp_disabled=self.mcp_disabled | other.mcp_disabled,
+            mcp_ask=self.mcp_ask | other.mcp_ask,
         )
 
 
@@ -236,7 +275,7 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Policy:
             raise ValueError(
                 f"unknown key {sorted(unknown)[0]!r} in [{section}] (known: {', '.join(sorted(known or ()))})"
             )
-    tools, models = data.get("tools", {}), data.get("models", {})
+    tools, models, mcp = data.get("tools", {}), data.get("models", {}), data.get("mcp", {})
     limits = dict(_flatten(data.get("limits", {})))
     fixed = dict(_flatten(data.get("fixed", {})))
     defaults = Settings().model_dump()
@@ -258,7 +297,16 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Policy:
         fixed=fixed,
         models=(tuple(_names(models["allow"], "[models] allow")),) if "allow" in models else (),
         base_urls=(tuple(_names(models["base_urls"], "[models] base_urls")),) if "base_urls" in models else (),
+        mcp_allow=(tuple(_names(mcp["allow"], "[mcp] allow")),) if "allow" in mcp else (),
+        mcp_disabled=frozenset(_names(mcp.get("disabled", []), "[mcp] disabled")),
+        mcp_ask=frozenset(_names(mcp.get("ask", []), "[mcp] ask")),
     )
+
+
+def _mcp_allows(pattern: str, target: str, url: bool) -> bool:
+    if "://" in pattern:
+        return url and _under(target, pattern)
+    return not url and fnmatch.fnmatchcase(target, pattern)
 
 
 def _under(url: str, allowed: str) -> bool:

@@ -12,7 +12,8 @@ The keys (:class:`SessionKeys`), every way a key can be configured: the agent's 
 headers (``model.headers``, ``stream_options.headers``: names that say auth/key/token/secret/cookie/signature), and
 the current values of the environment variables that hold keys (``pi_notebook.ai._keys.secret_variables``: the
 provider variables, the variable the model names with ``key_env`` whatever its name, and every variable whose name
-says key/token/secret/password). Keys shorter than 8 characters are not redacted. The same set, with the names of
+says key/token/secret/password), and the secrets the process holds for others (``HELD_SECRETS``: the values given
+to MCP servers). Keys shorter than 8 characters are not redacted. The same set, with the names of
 those variables, is what the session's tool guard makes :func:`~pi_notebook.ai._keys.known_secrets` during a
 call, so the tools leave the variables out of the agent's code's environment (see ``pi_notebook.tools.bash`` and
 ``pi_notebook.kernel.python_tool``).
@@ -29,7 +30,7 @@ from pydantic import SecretStr
 from ..agent import Agent, AgentToolResult
 from ..ai import TextContent, maybe_await
 from ..ai._secret import REDACTED, header_secrets, scrub_secrets, secret_spellings, secret_value
-from ..ai._secret_env import KnownSecrets, secret_variables
+from ..ai._secret_env import HELD_SECRETS, KnownSecrets, secret_variables
 
 __all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text"]
 
@@ -67,7 +68,7 @@ class SessionKeys:
         model, options = agent.state.model, agent.stream_options
         variables = secret_variables([model.key_env])
         keys = [secret_value(agent.api_key), options.api_key_value(), *self._asked, *variables.values()]
-        keys += header_secrets(model.headers) + header_secrets(options.headers)
+        keys += header_secrets(model.headers) + header_secrets(options.headers) + list(HELD_SECRETS.values())
         return KnownSecrets.of(variables, keys)
 
     def __call__(self) -> list[str]:

@@ -93,6 +93,11 @@ class TimeoutSettings(_Section):
     """Longest time one provider request may take, connect to last byte, however the bytes trickle in (0 or
     None: no limit). On expiry the turn ends with an error that is not retried. The default, 30 minutes, lets a
     reply of about 100k tokens stream at 60 tokens/s; it does not cover tools or retries between requests."""
+    mcp_call_ms: int | None = Field(600_000, gt=0, le=MAX_TIMER_MS)
+    """One call of an MCP server's tool (``pi_notebook.mcp``), unless the server's own ``timeout`` is set (None: no
+    limit). On expiry the server is sent ``notifications/cancelled``, the call becomes an error result at once, and the
+    run goes on. It does not cover the server's start (its ``startupTimeout``), the approval wait, nor a tool that is
+    not an MCP server's (``tool_ms``); progress notifications do not extend it."""
     abort_grace_ms: int = Field(2000, ge=0, le=MAX_TIMER_MS)
     """After an abort or tool timeout, how long a tool may take to stop before its await is cancelled."""
 
@@ -236,10 +241,24 @@ class Settings(_Section):
         return Settings(**data)
 
 
+NOT_SETTINGS = frozenset(
+    {
+        "PI_NOTEBOOK_POLICY",  # the site policy file (session._policy)
+        "PI_NOTEBOOK_CASSETTE_MODE",  # every cassette's mode (ai.cassette)
+        "PI_NOTEBOOK_CASSETTE_MISSES",  # where unmatched requests are reported (ai.cassette, the pytest plugin)
+        "PI_NOTEBOOK_ACTIVITY_INTERVAL",  # the kernel's activity signal (notebook._activity)
+        "PI_NOTEBOOK_MCP_CONFIG",  # the mcpServers file (mcp._server_config)
+        "PI_NOTEBOOK_BASH_RUN",  # the marker of a tool's processes (tools._process)
+        "PI_NOTEBOOK_PYTHON_CALL",  # the marker of the python tool's processes (kernel)
+    }
+)
+"""``PI_NOTEBOOK_*`` variables that are not settings: :meth:`Settings.load` leaves them alone."""
+
+
 def _from_environ(environ: Mapping[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
+        if not name.startswith(ENV_PREFIX) or name in NOT_SETTINGS:
             continue
         path = name[len(ENV_PREFIX) :].lower().split("__")
         node = data

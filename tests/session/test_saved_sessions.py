@@ -139,6 +139,19 @@ def test_sessions_dir_defaults_under_home_follows_the_environment_and_none_turns
     assert Settings(sessions={"dir": "/x"}).updated(sessions={"dir": "none"}).sessions.dir is None
 
 
+def test_settings_load_leaves_the_packages_other_variables_alone() -> None:
+    """``PI_NOTEBOOK_POLICY`` (and the other variables that are not settings) once made ``Settings.load()`` fail:
+    ``settings.policy: Extra inputs are not permitted``."""
+    environ = {
+        "PI_NOTEBOOK_POLICY": "/etc/pi_notebook/site.toml",
+        "PI_NOTEBOOK_CASSETTE_MODE": "none",
+        "PI_NOTEBOOK_MCP_CONFIG": "none",
+        "PI_NOTEBOOK_ACTIVITY_INTERVAL": "30",
+        "PI_NOTEBOOK_RETRY__MAX_RETRIES": "5",
+    }
+    assert Settings.load(environ=environ).retry.max_retries == 5
+
+
 def test_a_file_is_continued_by_one_store_at_a_time(tmp_path: Path) -> None:
     """Issue 30 item 6 (the two-kernel case is tests/notebook/test_two_kernels_one_session.py): the store that
     appends to a file holds its lock; another store of it is refused until the first closes."""

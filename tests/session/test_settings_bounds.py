@@ -18,6 +18,7 @@ MS_FIELDS = [
     ("timeouts", "tool_ms"),
     ("timeouts", "turn_ms"),
     ("timeouts", "http_idle_ms"),
+    ("timeouts", "mcp_call_ms"),
     ("timeouts", "abort_grace_ms"),
     ("retry", "base_delay_ms"),
 ]

@@ -55,7 +55,7 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import httpx
 
-from .._secret_env import secret_variables
+from .._secret_env import HELD_SECRETS, secret_variables
 from ._format import Exchange, FormatError, Note, TapeRequest, header_line, parse_lines
 from ._match import Difference, Redactor, first_difference, match_key, without_fields
 from ._route import CassetteError, activate, deactivate
@@ -211,6 +211,11 @@ class Cassette:
             queue = self._notes.get(_note_key(kind, key))
             return queue.popleft().value if queue else None
 
+    def report_miss(self, message: str) -> None:
+        """Report that a host found nothing recorded for something this cassette should answer (an MCP call's note),
+        as an unmatched request is reported (``PI_NOTEBOOK_CASSETTE_MISSES``, read by ``pytest --pi-replay``)."""
+        _report_miss(self.path, message)
+
     def remember(self, kind: str, key: dict[str, Any], value: dict[str, Any]) -> None:
         """Write a note (JSON objects ``key`` and ``value``) while this cassette records; nothing when it only
         replays. Notes hold what the host gives them: keep secrets out of them."""
@@ -249,7 +254,7 @@ class Cassette:
         return match_key(request.method, request.url, body)
 
     def _redactor(self) -> Redactor:
-        return Redactor([*secret_variables().values(), *self._secrets])
+        return Redactor([*secret_variables().values(), *HELD_SECRETS.values(), *self._secrets])
 
     def _write(self, line: str) -> None:
         with self._lock:

@@ -173,10 +173,19 @@ class RunPresenter:
         if transcript.tree_wanted:
             transcript.tree = items()
 
-    def ask(self, tool_name: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
+    def ask(
+        self,
+        tool_name: str,
+        preview: str,
+        on_answer: Callable[[str], None],
+        *,
+        always: bool = True,
+        group: str | None = None,
+    ) -> None:
         """Show a tool call waiting for approval (see ``_approval``); ``on_answer`` gets the click on the loop.
-        ``always=False``: no **Always for this session** (the site policy makes the tool ask every time)."""
-        self.view.ask(f"Allow {tool_name}?", preview, on_answer, always=always)
+        ``always=False``: no **Always for this session** (the site policy makes the tool ask every time); ``group``:
+        what Always allows when it is more than the tool (``AgentTool.approval_group``)."""
+        self.view.ask(f"Allow {tool_name}?", preview, on_answer, always=always, group=group)
 
     def close_ask(self) -> None:
         self.view.approval.hide()

@@ -252,12 +252,27 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         super().__init__([self.title, self.preview, buttons], layout=widgets.Layout(display="none", width="100%"))
         self.add_class("pi-approval")
 
-    def show(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
+    def show(
+        self,
+        title: str,
+        preview: str,
+        on_answer: Callable[[str], None],
+        *,
+        always: bool = True,
+        group: str | None = None,
+    ) -> None:
         """Ask about a call: ``preview`` is what it will run, drawn so that nothing in it hides (``_visible``:
         invisible and bidi characters marked, long blank runs collapsed, long text cut in the middle), with a line
-        saying what was marked or cut."""
+        saying what was marked or cut. ``group``: what **Always** allows when it is more than this tool (an MCP
+        server: the button reads **Always for MCP server NAME**)."""
         self._on_answer = on_answer
         self.always_button.layout.display = None if always else "none"
+        self.always_button.description = f"Always for {group}" if group else "Always for this session"
+        self.always_button.tooltip = (
+            f"Run it, and run every tool of {group} without asking from now on (this session)"
+            if group
+            else "Run it, and run this tool without asking from now on"
+        )
         shown = visible_html(preview)
         notes = f'<div class="pi-approval-notes">⚠ {html.escape("; ".join(shown.notes))}</div>' if shown.notes else ""
         self.title.value = f"<b>{html.escape(title)}</b>{notes}"
@@ -421,10 +436,23 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.input.value = ""
         self._marshal(lambda: action(text))
 
-    def ask(self, title: str, preview: str, on_answer: Callable[[str], None], *, always: bool = True) -> None:
+    def ask(
+        self,
+        title: str,
+        preview: str,
+        on_answer: Callable[[str], None],
+        *,
+        always: bool = True,
+        group: str | None = None,
+    ) -> None:
         """Show a tool call waiting for approval; a click calls ``on_answer("run" | "skip" | "always")`` on the
-        kernel's loop (``always=False``: without the Always button)."""
-        self.approval.show(title, preview, lambda answer: self._marshal(lambda: on_answer(answer)), always=always)
+        kernel's loop (``always=False``: without the Always button; ``group``: what Always allows, see
+        :meth:`ApprovalBox.show`)."""
+
+        def answer(choice: str) -> None:
+            self._marshal(lambda: on_answer(choice))
+
+        self.approval.show(title, preview, answer, always=always, group=group)
 
     def settle(self, aborted: bool) -> None:
         """The run settled: Stop reads ``Stopped`` (red) or ``Done`` (plain); the box starts a new run from now on
