@@ -14,7 +14,11 @@ through the ``pytest11`` entry point: installing ``pi_notebook`` is all it takes
 - in a run's event log (an ``await run`` report, ``%pi events``, or its rows printed) each event's time reads
   ``T``: a row starts with the time, then the event's name as code (``| 0.029 | `agent_start` |``; the same rows in
   the report's HTML and plain-text copies); a measured duration in a budget's message (``301 ms used``) reads
-  ``N ms used``, and a run receipt's token counts ``(in N tok, out N tok)``.
+  ``N ms used``, and a run receipt's token counts ``(in N tok, out N tok)``;
+- a cell ending in ``;`` (``await run;``) has its result (``execute_result``) left out on both sides: Jupyter, which
+  stores each cell in the history, shows none for it, while nbval executes with ``store_history=False`` and IPython 8
+  then reads the ``;`` of the last stored cell instead (ipython/ipython#14162), so the result shows and the cell
+  would fail against its saved outputs. What such a cell prints or displays is compared.
 The rest is compared as nbval does (with ``--nbval-sanitize-with`` patterns, if given).
 
 **``--pi-replay``**: each notebook's kernel (not pytest's own process) starts with ``PI_NOTEBOOK_CASSETTE_MODE=none``
@@ -32,10 +36,12 @@ beyond pytest: the package's own modules are not imported.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import tempfile
+import tokenize
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,7 +49,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["METADATA_KEY", "comparable"]
+__all__ = ["METADATA_KEY", "comparable", "ends_in_semicolon"]
 
 METADATA_KEY = "pi_notebook"
 """The output metadata key (``notebook._volatile.METADATA_KEY``: the same string)."""
@@ -99,19 +105,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if type(item).__name__ == _CELL:
             original: Callable[..., bool] = item.compare_outputs  # type: ignore[attr-defined]
+            quiet = ends_in_semicolon(item.cell.source)  # type: ignore[attr-defined]
 
-            def compare(test: list[Any], ref: list[Any], *args: Any, _original: Callable[..., bool] = original) -> bool:
-                return _original(comparable(test), comparable(ref), *args)
+            def compare(
+                test: list[Any],
+                ref: list[Any],
+                *args: Any,
+                _original: Callable[..., bool] = original,
+                _quiet: bool = quiet,
+            ) -> bool:
+                return _original(comparable(test, quiet=_quiet), comparable(ref, quiet=_quiet), *args)
 
             item.compare_outputs = compare  # type: ignore[attr-defined]
 
 
-def comparable(outputs: list[Any]) -> list[Any]:
-    """``outputs`` (nbformat output nodes) as they are compared: see the module docstring."""
+def ends_in_semicolon(source: str) -> bool:
+    """Whether IPython shows no result for the cell ``source``: its last token, as IPython transforms the cell (magics
+    become calls), is ``;`` (IPython's ``DisplayHook.semicolon_at_end_of_expression``, read from the stored cell)."""
+    from IPython.core.inputtransformer2 import TransformerManager  # nbval's kernel brings IPython
+
+    try:
+        python = TransformerManager().transform_cell(source)  # type: ignore[no-untyped-call]
+        tokens = list(tokenize.generate_tokens(io.StringIO(python).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return False
+    ignored = (tokenize.ENDMARKER, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)
+    last = next((token for token in reversed(tokens) if token.type not in ignored), None)
+    return last is not None and last.type == tokenize.OP and last.string == ";"
+
+
+def comparable(outputs: list[Any], *, quiet: bool = False) -> list[Any]:
+    """``outputs`` (nbformat output nodes) as they are compared: see the module docstring. ``quiet``: the cell ends in
+    ``;``, so its result is left out."""
     from nbformat import from_dict  # nbval's own dependency; imported only when notebooks are checked
 
     kept = []
     for output in outputs:
+        if quiet and output.get("output_type") == "execute_result":
+            continue
         output = dict(output)
         data = output.get("data")
         marks = (output.get("metadata") or {}).get(METADATA_KEY)

@@ -142,3 +142,32 @@ def test_bad_flags_are_usage_errors(tmp_path: Path, flags: list[str], message: s
     done = inner_pytest(tmp_path, *flags)
     assert done.returncode == 4
     assert message in done.stderr
+
+
+def result(text: str) -> Any:
+    return nbformat.v4.new_output("execute_result", data={"text/plain": text}, execution_count=1)
+
+
+def test_a_cell_ending_in_a_semicolon_shows_no_result_under_nbval_as_in_jupyter(tmp_path: Path) -> None:
+    """Jupyter executes with history stored, and IPython then shows no result for a cell ending in ``;``. nbval
+    executes with ``store_history=False``, and IPython 8 then reads the ``;`` of the last *stored* cell instead
+    (ipython/ipython#14162): the result shows, and the cell fails against its saved outputs. The plugin leaves a
+    result out of the comparison of such a cell, on both sides; what it prints is still compared."""
+    sources_and_saved = [
+        ("1 + 1;", []),
+        ("async def two():\n    return 2\n\nawait two();", []),  # `await run;`, as a notebook writes it
+        ("4 + 4;  # a comment after it", []),
+        ("3 + 3", [result("6")]),  # no semicolon: compared as before
+        ("print('seen');", [printed("seen\n")]),
+        ("5 + 5;", [result("10")]),  # saved by a client that showed it: left out on both sides
+        ("print('changed');", [printed("saved\n")]),  # what it prints still counts
+        ("7 + 7", [result("15")]),  # a wrong result is still found
+    ]
+    cells = [nbformat.v4.new_code_cell(source, execution_count=i + 1, outputs=outputs)
+             for i, (source, outputs) in enumerate(sources_and_saved)]  # fmt: skip
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "semi.ipynb")
+    done = inner_pytest(tmp_path, "--nbval", "-v", "--color=no", "semi.ipynb")
+    verdicts = [line.split()[2] for line in done.stdout.splitlines() if line.startswith("semi::ipynb::Cell ")]
+    assert verdicts == ["PASSED"] * 6 + ["FAILED", "FAILED"], done.stdout[-4000:]

@@ -10,8 +10,9 @@ run left. The first "before" of a name in the run is kept; the last "after".
 A rewind gives each name its object back (the very same object: ``df is df_before``), removes the names the run made,
 and puts back the copies of objects changed in place. It names, never hides, what it cannot give back: a change inside
 an object it could not copy (too large, a kind it cannot copy, a change deeper than the object's own level), and an
-object whose size changed although the code named no change to it. What the code did outside the namespace (files it
-wrote, processes it started, data it sent) is not tracked: the receipt says so.
+object whose size changed although the code named no change to it (unless it is another name of an object whose copy
+is put back: that name gets it back too). What the code did outside the namespace (files it wrote, processes it
+started, data it sent) is not tracked: the receipt says so.
 
 IPython's own names (``_``, ``_1``, ``_i1``, ``In``, ``Out``, ...) are left out: they are the history, not the user's
 variables.
@@ -131,9 +132,13 @@ class Watch:
             else:
                 checkpoint.budget.give(item.size)
                 checkpoint._copied.pop((id(item.value), item.attribute), None)
+        # Another name of an object whose copy a rewind puts back (``prices_before = prices``) gets it back too.
+        put_back = {id(item.value) for item in checkpoint.in_place if item.kept and item.attribute is None}
         for name, shape in self._shapes.items():
             value = after.get(name, ABSENT)
-            if name not in named and value is before[name] and shape_of(value) != shape:
+            if name in named or value is not before[name] or id(value) in put_back:
+                continue
+            if shape_of(value) != shape:
                 checkpoint.resized.append(SizeChange(name, shape, shape_of(value)))
         self._before = {}
 

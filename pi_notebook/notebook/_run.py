@@ -30,6 +30,7 @@ from ..agent import AgentMessage
 from ..ai import AssistantMessage
 from ..ai.messages import message_key
 from ..kernel import NotebookTarget, PythonEvent, add_python_listener
+from ..kernel._wake import signals_wake_the_loop
 from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,
@@ -267,7 +268,8 @@ class Run:
 
     async def _wait(self) -> RunReport:
         try:
-            await asyncio.shield(self._settled)
+            with signals_wake_the_loop():  # so a kernel interrupt cancels this await at once (kernel/_wake.py)
+                await asyncio.shield(self._settled)
         except asyncio.CancelledError:
             # The awaiting cell was interrupted: stop the run, then let the interruption through.
             self.abort()

@@ -147,6 +147,17 @@ def test_a_size_change_through_another_name_is_named_not_hidden() -> None:
     assert receipt.not_restored == ["`data` changed in place (2 → 3) by code that did not name it"]
 
 
+def test_a_second_name_of_an_object_put_back_in_place_is_not_named_as_not_restored() -> None:
+    prices = [1, 2]
+    namespace: dict[str, Any] = {"prices": prices, "prices_before": prices}  # two names, one list
+    checkpoint = fresh()
+    run(checkpoint, namespace, "prices.append(3)")
+    receipt = rewound(checkpoint)
+    assert namespace["prices_before"] is prices and prices == [1, 2]  # put back through either name
+    assert receipt.restored == {"objects put back as they were (changed in place)": ["`prices`"]}
+    assert receipt.not_restored == []
+
+
 def test_an_object_the_code_named_but_did_not_change_holds_no_copy() -> None:
     lst = [1, 2]
     namespace: dict[str, Any] = {"lst": lst}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 from kernel_harness import Kernel
@@ -201,6 +203,62 @@ def test_a_kernel_interrupt_while_awaiting_a_run_aborts_it(kernel: Kernel) -> No
     assert outcome.error["ename"] in ("KeyboardInterrupt", "CancelledError")
     report = kernel.run("await run").text
     assert "`agent_settled` | aborted=true" in report
+
+
+QUIET_MODEL = """
+import asyncio
+from pi_notebook.notebook import _run_state, configure
+from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
+_run_state.SILENCE_CHECK_S = 3600.0  # the run's silence check would wake the loop each second: only the interrupt may
+faux = FauxProvider()
+asking = asyncio.Event()
+async def quiet_model(context, options, state, model):
+    asking.set()
+    await options.signal.wait()  # a model that has not answered yet: nothing arrives until the run is stopped
+    return faux_assistant_message([], "aborted")
+faux.set_responses([quiet_model])
+configure(model=faux.model, stream_fn=faux.stream)
+"""
+
+
+AWAIT_QUIETLY = """
+await asking.wait()
+loop = asyncio.get_running_loop()
+while any(not timer.cancelled() and timer.when() < loop.time() + 60 for timer in loop._scheduled):
+    await asyncio.sleep(0.01)  # until no timer of the loop is due within a minute (the widget's flush, ...)
+print("awaiting", flush=True)
+await run
+"""
+
+
+def wait_until_the_loop_sleeps(kernel: Kernel, timeout: float = 10) -> None:
+    """Until the kernel's main thread sleeps in its event loop's selector (Linux: ``/proc/PID/wchan``)."""
+    wchan = Path(f"/proc/{kernel.manager.provisioner.process.pid}/wchan")  # type: ignore[union-attr]
+    if not wchan.exists():
+        pytest.skip("needs Linux's /proc/PID/wchan to see the kernel's event loop asleep")
+    deadline = time.monotonic() + timeout
+    while wchan.read_text() != "do_epoll_wait":
+        assert time.monotonic() < deadline, f"the kernel's loop did not go to sleep: {wchan.read_text()!r}"
+        time.sleep(0.005)  # polling the thread's state
+
+
+def test_a_kernel_interrupt_cancels_an_awaiting_cell_at_once_while_the_run_is_quiet(kernel: Kernel) -> None:
+    """ipykernel hands the cancel to the loop without waking it (``kernel/_wake.py``): while nothing else wakes the
+    loop (the model silent, the run's silence check slowed here), the cell went on awaiting. Now it ends at once."""
+    kernel.run(QUIET_MODEL)
+    try:
+        kernel.run("run = %pi hello")
+        msg_id = kernel.start(AWAIT_QUIETLY)
+        kernel.wait_for_output(msg_id, "awaiting")
+        wait_until_the_loop_sleeps(kernel)  # a busy loop would run the queued cancel anyway
+        interrupted = time.monotonic()
+        kernel.interrupt()
+        outcome = kernel.collect(msg_id, timeout=20)
+        assert time.monotonic() - interrupted < 2.0
+        assert outcome.error is not None and outcome.error["ename"] in ("KeyboardInterrupt", "CancelledError")
+        assert "`agent_settled` | aborted=true" in kernel.run("await run").text
+    finally:
+        kernel.run("_run_state.SILENCE_CHECK_S = 1.0\nrun.abort()")
 
 
 def test_interrupt_hook_aborts_active_runs_while_the_kernel_is_idle(kernel: Kernel) -> None:
