@@ -21,7 +21,28 @@ import pytest
 from pi_notebook.kernel._wake import signals_wake_the_loop
 
 WCHAN = Path(f"/proc/self/task/{os.getpid()}/wchan")  # the main thread's
-HAS_WCHAN = WCHAN.exists()
+
+
+def _wchan_shows_a_sleeping_thread() -> bool:
+    """Whether /proc names where a thread sleeps: some containers hide it (every thread reads "0")."""
+    started, done = threading.Event(), threading.Event()
+    thread = threading.Thread(target=lambda: (started.set(), done.wait()), daemon=True)
+    thread.start()
+    started.wait()
+    try:
+        path = Path(f"/proc/self/task/{thread.native_id}/wchan")
+        deadline = time.monotonic() + 2
+        while path.exists() and time.monotonic() < deadline:
+            if path.read_text().strip() not in ("", "0"):
+                return True
+            time.sleep(0.01)  # polling the thread's state
+        return False
+    finally:
+        done.set()
+        thread.join()
+
+
+HAS_WCHAN = WCHAN.exists() and _wchan_shows_a_sleeping_thread()
 
 
 @pytest.fixture
@@ -29,7 +50,7 @@ async def queued_by_a_handler() -> AsyncIterator[asyncio.Event]:
     """SIGUSR1's handler queues ``event.set`` on the running loop with ``call_soon``, as ipykernel's SIGINT handler
     queues the cancel of an awaiting cell (tornado's ``add_callback`` on the loop's thread)."""
     if not HAS_WCHAN:
-        pytest.skip("needs Linux's /proc/PID/task/TID/wchan to see the loop asleep")
+        pytest.skip("needs Linux's /proc/PID/task/TID/wchan (not hidden) to see the loop asleep")
     loop = asyncio.get_running_loop()
     event = asyncio.Event()
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: loop.call_soon(event.set))
