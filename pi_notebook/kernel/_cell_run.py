@@ -69,6 +69,7 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline
+from ..ai._secret_env import known_secrets
 from ..tools._output import OutputAccumulator
 from ..tools.bash import resolve_timeout
 from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument, record, source_preview
@@ -191,23 +192,34 @@ class _CellRun:
         self, call_id: str, cell_id: str, source: str, own: Deadline | None, signal: AbortSignal | None
     ) -> tuple[CodeRun, int | None, list[dict[str, Any]], bool]:
         """The cell's code on this thread (the kernel's main thread), its outputs sent to the page meanwhile; the
-        processes it started are killed after a stop, as the python tool's are. Its environment is the user's (their
-        cells may read their keys): only the agent's own code runs with the keys hidden."""
+        processes it started are killed after a stop, as the python tool's are. Keys, as for the python tool: the
+        variables that hold them are out of ``os.environ`` while the code runs (the agent chose what runs: it can
+        edit the cell first), and every key the session knows is redacted from the outputs before the page gets
+        them (so from the saved ``.ipynb``) and from the full-output log."""
         target = current_notebook.get()
         shell = current_shell()
         namespace = shell.user_ns if shell is not None else {"__name__": "__main__"}
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         count = _take_count(shell, source)
-        text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell")
+        known = known_secrets()
+        text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell", secrets=known.values)
+        live = CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message), known.values)
         try:
-            with CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message)) as live:
+            with live:
                 ran = await run_stoppable(
-                    call_id, source, shell=shell, namespace=namespace, output=text, deadline=deadline
+                    call_id,
+                    source,
+                    shell=shell,
+                    namespace=namespace,
+                    output=text,
+                    deadline=deadline,
+                    hidden=known.variables,
                 )
         finally:
             text.close()
         outputs = live.outputs
         _final_outputs(ran, count, outputs, shell)
+        outputs = live.redacted(outputs)
         written = FRONTENDS.notify(target, _end(cell_id, count, outputs))
         return ran, count, outputs, written
 

@@ -6,6 +6,7 @@ page is tested in tests/browser/test_lab_cells.py."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -345,3 +346,43 @@ def test_a_cell_that_raises_or_awaits_at_top_level_shows_its_error_in_the_cell_a
     assert "a cell with top-level await cannot be run by cell_run; ask the user to run it" in asynchronous["text"]
     assert "python tool" not in asynchronous["text"]
     assert report["aborted"] is False
+
+
+# -- keys ----------------------------------------------------------------------------------------------------
+KEY = "sk-test-0123456789abcdefXYZ"
+LEAKS = """
+import base64, os
+from IPython.display import HTML, display
+env = os.environ.get("OPENAI_API_KEY")
+print("env:", env, "b64:", base64.b64encode(env.encode()).decode() if env else None)
+print("held by the user:", MINE)
+display(HTML(f"<b>{MINE}</b>"))
+!echo "child: [$OPENAI_API_KEY]"
+{"key": MINE}
+"""
+
+
+def test_keys_are_hidden_from_a_cells_code_and_redacted_from_its_outputs_before_the_page_gets_them(
+    frontend: Frontend,
+) -> None:
+    page = FakePage(frontend, [code("leak", LEAKS), code("raise", "raise ValueError(f'bad key {MINE}')")])
+    frontend.run(f"import os; os.environ['OPENAI_API_KEY'] = {KEY!r}; MINE = os.environ['OPENAI_API_KEY']")
+    try:
+        batch = "[" + ", ".join(call("cell_run", {"cell_id": n}, id=f"run-{n}") for n in ("leak", "raise")) + "]"
+        report = run_agent(frontend, [batch], idle=page)
+        assert frontend.run("print(os.environ['OPENAI_API_KEY'] == MINE)").strip() == "True"  # put back after
+    finally:
+        frontend.run("del os.environ['OPENAI_API_KEY']")
+    b64 = base64.b64encode(KEY.encode()).decode()
+    sent = [json.dumps(request) for request in page.requests]
+    assert sent and not [text for text in sent if KEY in text or b64 in text]
+    leak, raised = (page.cell(name)["outputs"] for name in ("leak", "raise"))
+    text = "".join(output.get("text", "") for output in leak)
+    assert "env: None b64: None\n" in text  # the variable was not in the code's os.environ
+    assert "held by the user: ***\n" in text and "child: []" in text
+    assert [output["data"] for output in leak if output["output_type"] != "stream"] == [
+        {"text/html": "<b>***</b>", "text/plain": "<IPython.core.display.HTML object>"},
+        {"text/plain": "{'key': '***'}"},
+    ]
+    assert raised[0]["evalue"] == "bad key ***" and KEY not in json.dumps(raised)
+    assert all(KEY not in end["text"] and b64 not in end["text"] for end in report["ends"])
