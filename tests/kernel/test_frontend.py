@@ -11,18 +11,11 @@ import pytest
 
 from pi_notebook.ai import AbortController
 from pi_notebook.kernel import Frontend, Frontends, NotebookTarget, NotebookUnavailable, _frontend
-from pi_notebook.kernel._frontend import FrontendRefused, same_path
+from pi_notebook.kernel._frontend import FrontendRefused
 
 
 def page(client: str, path: str | None, answers: list[dict[str, Any]] | None = None) -> Frontend:
     return Frontend(client, path, (answers if answers is not None else []).append)
-
-
-def test_same_path_matches_a_relative_name_against_an_absolute_one() -> None:
-    assert same_path("work/nb.ipynb", "/home/me/work/nb.ipynb")
-    assert same_path("/home/me/work/nb.ipynb", "work/nb.ipynb")
-    assert not same_path("nb.ipynb", "/home/me/other-nb.ipynb")
-    assert not same_path(None, "nb.ipynb")
 
 
 def test_the_run_acts_on_its_own_clients_page_then_on_the_reloaded_page_never_on_another_notebook() -> None:
@@ -39,6 +32,19 @@ def test_the_run_acts_on_its_own_clients_page_then_on_the_reloaded_page_never_on
     pages.disconnect(mine)
     assert pages.find(target) is None  # the other notebook's page is never used
     assert pages.find(NotebookTarget(None)) is None and pages.find(None) is None
+
+
+def test_paths_are_compared_whole_and_the_kernels_own_path_is_not_used() -> None:
+    pages = Frontends()
+    mine, other = page("client-a", "sub/nb.ipynb"), page("client-b", "nb.ipynb")
+    pages.connect(mine)
+    pages.connect(other)  # newer, and its path is the end of mine
+    target = NotebookTarget("client-a", "cell-1", "/srv/sub/nb.ipynb", run=1)
+    assert pages.find(target) is mine
+    pages.disconnect(mine)  # a reload: until the page is back, no page shows the run's notebook
+    assert pages.find(target) is None
+    unknown = NotebookTarget("client-z", "cell-1", "/srv/nb.ipynb", run=2)  # a client that never had a page
+    assert pages.find(unknown) is None  # not the page whose path ends the kernel's path
 
 
 async def test_a_request_gets_the_pages_answer_a_refusal_or_a_clear_error() -> None:
@@ -79,7 +85,10 @@ async def test_a_page_that_does_not_answer_is_dropped_and_a_stop_ends_the_wait(m
 
 async def test_a_call_waits_for_the_page_to_connect_again_after_a_reload() -> None:
     pages = Frontends()
-    target = NotebookTarget("client-a", path="nb.ipynb")
+    target = NotebookTarget("client-a", path="/srv/nb.ipynb")
+    before = page("client-a", "nb.ipynb")
+    pages.connect(before)
+    pages.disconnect(before)  # the page reloads
     waiting = asyncio.ensure_future(pages.wait_for(target, 10, None))
     await asyncio.sleep(0)
     reloaded = page("client-b", "nb.ipynb")

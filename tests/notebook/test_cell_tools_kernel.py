@@ -151,6 +151,17 @@ def test_insert_after_a_cell_edit_it_with_old_and_new_text_and_delete_one(fronte
     assert edit_request["expect"] == "print(sum(prices))"  # only applied if the user has not typed meanwhile
 
 
+def test_the_cell_tools_act_on_the_runs_own_notebook_never_on_one_whose_path_ends_the_same(
+    frontend: Frontend,
+) -> None:
+    mine = FakePage(frontend, notebook(), path="sub/nb.ipynb")  # the page whose cell starts the run
+    other = FakePage(frontend, notebook(), path="nb.ipynb", client="another-page")  # opened later, same kernel
+    report = run_agent(frontend, [call("cell_insert", {"source": "x = 1", "after": "load"})])
+    assert report["ends"][0]["is_error"] is False
+    assert [cell["id"] for cell in mine.cells] == ["intro", "load", "new-1", "show", "keep"]
+    assert other.requests == [] and [cell["id"] for cell in other.cells] == ["intro", "load", "show", "keep"]
+
+
 def test_an_edit_that_does_not_match_fails_with_the_edit_tools_text(frontend: Frontend) -> None:
     page = FakePage(frontend, notebook())
     edits = [{"oldText": "nope", "newText": "x"}]

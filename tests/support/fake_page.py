@@ -34,8 +34,18 @@ class Refused(Exception):
 
 
 class FakePage:
-    def __init__(self, frontend: Frontend, cells: list[dict[str, Any]], path: str = "work/notebook.ipynb") -> None:
-        self.frontend = frontend
+    """``client``: the page's own client id (another page's kernel connection); by default the frontend's, whose
+    cells start the runs. Pages of one test answer side by side (each passes on what is not its own)."""
+
+    def __init__(
+        self,
+        frontend: Frontend,
+        cells: list[dict[str, Any]],
+        path: str = "work/notebook.ipynb",
+        *,
+        client: str | None = None,
+    ) -> None:
+        self.frontend = frontend.as_client(client) if client is not None else frontend
         self.cells = cells
         self.path = path
         self.requests: list[dict[str, Any]] = []
@@ -44,9 +54,10 @@ class FakePage:
         self._ids = itertools.count(1)
         self.answering = True
         """False: the page ignores requests (a closed tab whose comm the kernel still lists)."""
-        frontend.on_message = self._on_message
-        self.subshell = frontend.create_subshell()
-        self.comm = frontend.open(self.subshell, {"cells": 1, "path": path})
+        before = frontend.on_message
+        frontend.on_message = self._on_message if before is None else lambda m: (before(m), self._on_message(m))
+        self.subshell = self.frontend.create_subshell()
+        self.comm = self.frontend.open(self.subshell, {"cells": 1, "path": path})
         frontend.state(self.comm)  # the kernel answered the comm_open: it lists this page
 
     def cell(self, cell_id: str) -> dict[str, Any]:
