@@ -135,7 +135,7 @@ class Frontends:
     def __init__(self) -> None:
         self._open: tuple[Frontend, ...] = ()
         self._paths: dict[str, str] = {}  # client id -> the path its page showed (kept after it disconnects)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, tuple[Frontend, asyncio.Future[dict[str, Any]]]] = {}  # asked, its answer
         self._ids = itertools.count(1)
         self._changed: asyncio.Event | None = None
 
@@ -150,11 +150,15 @@ class Frontends:
     def disconnect(self, frontend: Frontend) -> None:
         self._open = tuple(item for item in self._open if item is not frontend)
 
-    def reply(self, data: dict[str, Any]) -> None:
-        """An answer from a page (``{"action": "cells", "request": N, ...}``)."""
-        future = self._pending.get(data.get("request"))  # type: ignore[arg-type]
-        if future is not None and not future.done():
-            future.set_result(data)
+    def reply(self, data: dict[str, Any], page: Frontend | None, client: str | None) -> bool:
+        """An answer (``{"action": "cells", "request": N, ...}``) that came on ``page``'s comm from ``client``.
+        Taken only from the page that was asked, in its own client's message: another page, or another client
+        writing on that page's comm (its id is no secret), cannot answer for it. Whether it was taken."""
+        pending = self._pending.get(data.get("request"))  # type: ignore[arg-type]
+        if pending is None or pending[0] is not page or page.client != client or pending[1].done():
+            return False
+        pending[1].set_result(data)
+        return True
 
     # -- the cell tools' side ------------------------------------------------------------------------------
     @property
@@ -205,7 +209,7 @@ class Frontends:
         frontend = await self.wait_for(target, wait, signal)
         number = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[number] = future
+        self._pending[number] = (frontend, future)
         try:
             frontend.send({**message, "request": number})
             await _first(future, REPLY_TIMEOUT_S, signal)

@@ -12,7 +12,8 @@ Frontend -> kernel (``comm_msg`` data):
   ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 * ``{"action": "cells", "request": N, ...}``: a page's answer to a cells request (the cell tools,
-  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`. A page that opens the comm with
+  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`, which takes it only from the page it
+  asked (on that page's comm, from that page's client id). A page that opens the comm with
   ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
   client id of its kernel connection, from the message header) until the comm closes.
 
@@ -255,8 +256,9 @@ class ControlChannel:
             self._abort(comm, run, release)
         elif action == "status":
             self._send_status(comm, reply="status")
-        elif action == "cells":  # a page's answer to a cell tool's request
-            self._kernel.frontends.reply(data)
+        elif action == "cells":  # a page's answer to a cell tool's request: taken from the page asked only
+            client = ((msg or {}).get("header") or {}).get("session")
+            self._kernel.frontends.reply(data, self._frontends.get(comm.comm_id), client)
         else:
             known = " or ".join(repr(name) for name in get_args(ControlAction))
             self._send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})

@@ -55,9 +55,12 @@ async def test_a_request_gets_the_pages_answer_a_refusal_or_a_clear_error() -> N
         """The page: reads succeed, anything else is refused (answered as the control comm would, on the loop)."""
         ok = message["op"] == "read"
         result: dict[str, Any] = {"result": {"cells": []}} if ok else {"error": "protected", "message": "tagged"}
-        loop.call_soon(pages.reply, {"action": "cells", "request": message["request"], "ok": ok, **result})
+        loop.call_soon(
+            pages.reply, {"action": "cells", "request": message["request"], "ok": ok, **result}, me, "client-a"
+        )
 
-    pages.connect(Frontend("client-a", "nb.ipynb", answer))
+    me = Frontend("client-a", "nb.ipynb", answer)
+    pages.connect(me)
     target = NotebookTarget("client-a")
     assert await pages.request(target, {"op": "read"}, None) == {"cells": []}
     with pytest.raises(FrontendRefused) as refused:
@@ -65,6 +68,23 @@ async def test_a_request_gets_the_pages_answer_a_refusal_or_a_clear_error() -> N
     assert refused.value.error == "protected"
     with pytest.raises(NotebookUnavailable, match="not open in a JupyterLab page"):
         await pages.request(NotebookTarget("nobody"), {"op": "read"}, None, wait=0)
+
+
+async def test_only_the_page_asked_can_answer_from_its_own_client() -> None:
+    pages = Frontends()
+    asked: list[dict[str, Any]] = []
+    mine, other = page("client-a", "nb.ipynb", asked), page("client-b", "other.ipynb")
+    pages.connect(mine)
+    pages.connect(other)
+    waiting = asyncio.ensure_future(pages.request(NotebookTarget("client-a"), {"op": "read"}, None))
+    await asyncio.sleep(0)
+    [request] = asked
+    forged = {"action": "cells", "request": request["request"], "ok": True, "result": {"cells": ["forged"]}}
+    assert not pages.reply(forged, other, "client-b")  # another page's comm
+    assert not pages.reply(forged, mine, "client-b")  # the page's comm, another client
+    assert not pages.reply(forged, None, "client-a")  # a comm that is no page's
+    assert pages.reply({**forged, "result": {"cells": []}}, mine, "client-a")
+    assert await asyncio.wait_for(waiting, 5) == {"cells": []}
 
 
 async def test_a_page_that_does_not_answer_is_dropped_and_a_stop_ends_the_wait(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -162,6 +162,32 @@ def test_the_cell_tools_act_on_the_runs_own_notebook_never_on_one_whose_path_end
     assert other.requests == [] and [cell["id"] for cell in other.cells] == ["intro", "load", "show", "keep"]
 
 
+def test_only_the_runs_page_can_answer_its_requests(frontend: Frontend) -> None:
+    """Another client on the kernel sees the request (iopub is everyone's) and answers first, on a comm of its own and
+    on the page's comm: the kernel waits for the page's own answer."""
+    intruder = frontend.as_client("intruder")
+    subshell = intruder.create_subshell()
+    comm = intruder.open(subshell, {"cells": 1, "path": "evil.ipynb"})
+    frontend.state(comm)
+    page = FakePage(frontend, notebook())
+    page.answering = False
+    setup(frontend, [call("notebook_read", {})])
+    frontend.execute("run = %pi go")
+    asked = frontend.wait(lambda m: _sent_to_page(m, page, "", op="read"), what="the page is asked")
+    fake = code("keep", "SECRET = 2")  # an untagged copy of the protected cell
+    forged = {"action": "cells", "request": asked["content"]["data"]["request"], "ok": True}
+    forged["result"] = {"cells": [{**fake, "index": 0}], "total": 1, "path": "work/notebook.ipynb"}
+    intruder.send(comm, forged, subshell)
+    intruder.send(page.comm, forged, subshell)
+    intruder.send(comm, {"action": "status"}, subshell)
+    frontend.state(comm, reply="status")  # the kernel took the forged answers before the page's (one subshell)
+    page.answering = True
+    page.answer(asked)
+    [end] = finish(frontend)["ends"]
+    assert 'id="keep" type="code" execution_count="" tags="pi-protected"' in end["text"]
+    assert "SECRET = 2" not in end["text"] and end["details"]["total"] == 4
+
+
 def test_an_edit_that_does_not_match_fails_with_the_edit_tools_text(frontend: Frontend) -> None:
     page = FakePage(frontend, notebook())
     edits = [{"oldText": "nope", "newText": "x"}]
@@ -231,11 +257,11 @@ def _printed(message: dict[str, Any], needle: str) -> bool:
     return message["msg_type"] == "stream" and needle in message["content"]["text"]
 
 
-def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str) -> bool:
+def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str, op: str = "run_output") -> bool:
     if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != page.comm:
         return False
     data = message["content"]["data"]
-    return data.get("op") == "run_output" and needle in json.dumps(data["outputs"])
+    return data.get("op") == op and needle in json.dumps(data.get("outputs", ""))
 
 
 def interrupted_in_the_cell(page: FakePage, cell_id: str) -> None:

@@ -67,6 +67,10 @@ class FakePage:
         return [request for request in self.requests if request["op"] == op]
 
     # -- answering ---------------------------------------------------------------------------------------------
+    def answer(self, message: dict[str, Any]) -> None:
+        """Answer ``message`` (a request the kernel sent this page) now: for a page that was not answering."""
+        self._on_message(message)
+
     def _on_message(self, message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != self.comm:
             return
