@@ -12,6 +12,7 @@ As in test_lab_extension.py, the server gets the working tree's bundle first on 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +142,10 @@ def test_the_agent_reads_inserts_edits_runs_and_is_refused_a_protected_cell_live
     settled(lab, page)
     view = page.locator(".pi-run-view").first
     results = view.locator(".pi-tool .pi-tool-output")
-    expect(results.nth(0)).to_contain_text('<cell index="3" id="load" type="code" execution_count="">')
-    protected = '<cell index="5" id="keep" type="code" execution_count="" tags="pi-protected">'
-    expect(results.nth(0)).to_contain_text(protected)
+    mark = r"<cell-[0-9a-f]{6} "  # this read's boundary
+    expect(results.nth(0)).to_contain_text(re.compile(mark + 'index="3" id="load" type="code" execution_count="">'))
+    protected = 'index="5" id="keep" type="code" execution_count="" tags="pi-protected">'
+    expect(results.nth(0)).to_contain_text(re.compile(mark + protected))
     # the live notebook, without a reload: the new cell after "load", the edit, the outputs and counts
     expect(cells(page)).to_have_count(7)
     expect(source_of(page, 4)).to_have_text("print('inserted by the agent')")
