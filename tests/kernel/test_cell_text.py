@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 import struct
 import zlib
 from typing import Any
 
 import pytest
 
-from pi_notebook.kernel import _cell_text
 from pi_notebook.kernel._cell_protocol import CellInfo
 from pi_notebook.kernel._cell_text import (
     MAX_READ_BYTES,
@@ -129,7 +129,12 @@ def test_a_mark_a_cell_holds_is_never_used_and_longer_ones_follow(monkeypatch: p
     taken = ["aaaaaa", "bbbbbb", "cccccc", "dddddd"]
     drawn = iter([*taken, "eeeeeeee"])
     sizes: list[int] = []
-    monkeypatch.setattr(_cell_text.secrets, "token_hex", lambda size: sizes.append(size) or next(drawn))
+
+    def token_hex(size: int) -> str:
+        sizes.append(size)
+        return next(drawn)
+
+    monkeypatch.setattr(secrets, "token_hex", token_hex)
     assert boundary_mark([f"x = '{taken[0]}{taken[1]}'", f"{taken[2]} {taken[3]}"]) == "eeeeeeee"
     assert sizes == [3, 3, 3, 3, 4]  # four six-digit marks held by the cells, then a longer one
 

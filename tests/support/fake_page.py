@@ -55,7 +55,13 @@ class FakePage:
         self.answering = True
         """False: the page ignores requests (a closed tab whose comm the kernel still lists)."""
         before = frontend.on_message
-        frontend.on_message = self._on_message if before is None else lambda m: (before(m), self._on_message(m))
+
+        def on_message(message: dict[str, Any]) -> None:
+            if before is not None:
+                before(message)
+            self._on_message(message)
+
+        frontend.on_message = on_message
         self.subshell = self.frontend.create_subshell()
         self.comm = self.frontend.open(self.subshell, {"cells": 1, "path": path})
         frontend.state(self.comm)  # the kernel answered the comm_open: it lists this page
