@@ -134,7 +134,12 @@ CELLS = ROOT / "labextension" / "src" / "cells.ts"
 
 @pytest.mark.parametrize(
     ("name", "alias"),
-    [("CellOp", protocol.CellOp), ("CellError", protocol.CellError), ("CellType", protocol.CellType)],
+    [
+        ("CellOp", protocol.CellOp),
+        ("CellError", protocol.CellError),
+        ("CellType", protocol.CellType),
+        ("CellAction", protocol.CellAction),
+    ],
 )
 def test_the_cell_unions_are_the_pythons(name: str, alias: Any) -> None:
     assert ts_union(CELLS.read_text(), name) == literals(alias), f"cells.ts: {name} differs from _cell_protocol.py"

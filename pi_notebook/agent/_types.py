@@ -166,6 +166,11 @@ class AgentTool:
     """A per-call decision, for a tool that asks only for some calls: given the validated arguments, why this call
     needs the user's approval (``"it looks outside the working directory ..."``), or ``None`` to run it without
     asking. Consulted by ``AgentSession``'s approval when the tool's mode is ``ask``; without it every call asks."""
+    refusal: Callable[[Any, AbortSignal], str | Awaitable[str | None] | None] | None = None
+    """Checked before the user is asked about a call (``AgentSession``'s approval): given the validated arguments
+    and the run's signal, the error result's text when the call would be refused anyway (a cell tool's cell is
+    tagged ``pi-protected``, gone, or not code), so nobody is asked to approve what cannot run; ``None`` to ask.
+    It may be async (a cell tool asks the page); if it raises, the user is asked as usual."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ai import AbortSignal, ToolError
 from ..session import AbortRun
-from ._cell_protocol import PROTECTED_TAG, CellInfo
+from ._cell_protocol import PROTECTED_TAG, CellAction, CellInfo
 from ._frontend import (
     FRONTENDS,
     CellChangeKind,
@@ -17,7 +17,15 @@ from ._frontend import (
     current_notebook,
 )
 
-__all__ = ["CellKernelInterrupt", "CellToolError", "ask", "cell_id_argument", "record", "refused_text"]
+__all__ = [
+    "CellKernelInterrupt",
+    "CellToolError",
+    "ask",
+    "cell_id_argument",
+    "page_refusal",
+    "record",
+    "refused_text",
+]
 
 
 class CellToolError(ToolError):
@@ -93,6 +101,18 @@ def record(call: str, kind: CellChangeKind, cell_id: str, reason: str = "") -> N
     target = current_notebook.get()
     if target is not None:
         target.changes.record(call, kind, cell_id, reason)
+
+
+async def page_refusal(action: CellAction, args: Any, signal: AbortSignal | None, tool: str) -> str | None:
+    """The text the model reads when the page would refuse to ``action`` the call's cell (it is tagged
+    ``pi-protected``, gone, or not code), asked before the user is (``AgentTool.refusal``); ``None`` when the page
+    would let it, or cannot say (no page: the call is asked about, and fails when it runs)."""
+    try:
+        cell_id = cell_id_argument(args, tool)
+        await ask({"op": "check", "cell_id": cell_id, "action": action}, signal, cell_id)
+    except CellToolError as exc:
+        return str(exc) if exc.reason in ("refused", "invalid") else None
+    return None
 
 
 async def source_preview(verb: str, args: Any, tool: str) -> str:

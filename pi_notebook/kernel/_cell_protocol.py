@@ -29,11 +29,13 @@ __all__ = [
     "CELL_MESSAGES",
     "METADATA_KEY",
     "PROTECTED_TAG",
+    "CellAction",
     "CellError",
     "CellInfo",
     "CellOp",
     "CellType",
     "CellsReply",
+    "CheckRequest",
     "DeleteRequest",
     "EditRequest",
     "GetRequest",
@@ -52,11 +54,13 @@ PROTECTED_TAG = "pi-protected"
 METADATA_KEY = "pi_notebook"
 """Cell metadata the agent's changes leave: ``{"run": N, "change": "inserted" | "edited"}``."""
 
-CellOp: TypeAlias = Literal["read", "get", "insert", "edit", "delete", "run_begin", "run_output", "run_end"]
+CellOp: TypeAlias = Literal["read", "get", "check", "insert", "edit", "delete", "run_begin", "run_output", "run_end"]
 CellError: TypeAlias = Literal["not_found", "protected", "changed", "not_code", "invalid"]
 """Why the page refused: no cell with that id; the cell is tagged ``pi-protected``; its source is no longer the one
 the kernel read (the user typed); the cell is not a code cell (``run_begin``); a malformed request."""
 CellType: TypeAlias = Literal["code", "markdown", "raw"]
+CellAction: TypeAlias = Literal["edit", "delete", "run"]
+"""What a ``check`` asks about (``edit`` also stands for the ``editable`` metadata, ``delete`` for ``deletable``)."""
 
 
 class CellInfo(TypedDict):
@@ -89,6 +93,17 @@ class GetRequest(TypedDict):
     request: int
     op: Literal["get"]
     cell_id: str
+
+
+class CheckRequest(TypedDict):
+    """Would the page let the agent ``action`` this cell now? -> ``{}``, or the refusal the change itself would get
+    (``not_found``, ``protected``, ``not_code``). Changes nothing (asked before the user is asked to approve)."""
+
+    type: Literal["cells"]
+    request: int
+    op: Literal["check"]
+    cell_id: str
+    action: CellAction
 
 
 class InsertRequest(TypedDict):
@@ -179,6 +194,7 @@ CELL_MESSAGES: dict[str, type] = {
     "ICellInfo": CellInfo,
     "ICellsReadRequest": ReadRequest,
     "ICellsGetRequest": GetRequest,
+    "ICellsCheckRequest": CheckRequest,
     "ICellsInsertRequest": InsertRequest,
     "ICellsEditRequest": EditRequest,
     "ICellsDeleteRequest": DeleteRequest,

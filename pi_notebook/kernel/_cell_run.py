@@ -72,7 +72,15 @@ from ..ai import AbortSignal, Deadline
 from ..ai._secret_env import known_secrets
 from ..tools._output import OutputAccumulator
 from ..tools.bash import resolve_timeout
-from ._cell_common import CellKernelInterrupt, CellToolError, ask, cell_id_argument, record, source_preview
+from ._cell_common import (
+    CellKernelInterrupt,
+    CellToolError,
+    ask,
+    cell_id_argument,
+    page_refusal,
+    record,
+    source_preview,
+)
 from ._cell_outputs import CellOutputs
 from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 from ._exec import AWAIT_HINT, current_shell
@@ -277,4 +285,5 @@ def cell_run_tool() -> AgentTool:
         approval="ask",
         preview=lambda args: source_preview("run", args, "cell_run"),
         prompt=PROMPT,
+        refusal=lambda args, signal: page_refusal("run", args, signal, "cell_run"),
     )

@@ -5,11 +5,12 @@ Each cell is written as ``<cell-MARK index="3" id="..." type="code" execution_co
 then its outputs inside ``<outputs-MARK>``, then ``</cell-MARK>``. ``MARK`` is random, new for each read, and in
 none of the cells' sources and outputs (:func:`boundary_mark`), and the result's first line names it: so a cell's
 source or output cannot fake a boundary (a copy of a protected cell without its tag, a cell that is not there).
-Sources are given as they are (the model copies them into ``cell_edit``'s ``oldText``). Outputs become text as a person would read them: streams as written (with
-``\\r`` progress lines resolved), an error as ``Name: value`` and its traceback (ANSI colours removed), a value or
-display by its richest readable form: ``text/plain`` (unless it is only an object's repr such as
-``<IPython.core.display.HTML object>``), else HTML as text, markdown, LaTeX, JSON; an image as
-``[image/png 640x480]``; anything else as ``[mime type]``.
+Sources are given as they are (the model copies them into ``cell_edit``'s ``oldText``).
+
+Outputs become text as a person would read them: streams as written (with ``\\r`` progress lines resolved), an error
+as ``Name: value`` and its traceback (ANSI colours removed), a value or display by its richest readable form:
+``text/plain`` (unless it is only an object's repr such as ``<IPython.core.display.HTML object>``), else HTML as
+text, markdown, LaTeX, JSON; an image as ``[image/png 640x480]``; anything else as ``[mime type]``.
 
 Limits: each cell's output text keeps its tail (like ``bash``: whole lines, at most ``max_lines`` /
 ``max_bytes``) with a line saying what was left out; ``notebook_read`` stops at a cell boundary once the text

@@ -275,7 +275,11 @@ def test_a_run_goes_on_acting_on_the_notebook_after_the_page_is_reloaded(lab: Ju
 
 
 def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_say(lab: JupyterLab) -> None:
+    """A change the page would refuse (the protected cell, a markdown cell to run) is refused before any question:
+    the first question is about the edit that can run."""
     calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}, id="edit-keep"),
+        call("cell_run", {"cell_id": "note"}, id="run-note"),
         call("cell_edit", {"cell_id": "work", "edits": [{"oldText": "'before'", "newText": "'after'"}]}),
         call("cell_run", {"cell_id": "work"}),
     ]
@@ -284,6 +288,8 @@ def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_sa
             cell("setup", setup(calls, approval="ask")),
             cell("start", "%pi change and run my cell"),
             cell("work", "print('before')"),
+            cell("keep", "SECRET = 1", tags=("pi-protected",)),
+            cell("note", "a note", "markdown"),
         ],
         lab.root / "approve.ipynb",
     )
@@ -303,4 +309,8 @@ def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_sa
     settled(lab, page)
     expect(source_of(page, 2)).to_have_text("print('before')")
     expect(output_of(page, 2)).to_have_text("before")
-    expect(view.locator(".pi-tool.pi-tool-error .pi-tool-output").first).to_contain_text("The user declined")
+    errors = view.locator(".pi-tool.pi-tool-error .pi-tool-output")
+    expect(errors.nth(0)).to_contain_text("Cell keep is tagged pi-protected: the agent may not edit, delete or run it.")
+    expect(errors.nth(1)).to_contain_text("Cell note is not a code cell")
+    expect(errors.nth(2)).to_contain_text("The user declined")
+    expect(source_of(page, 3)).to_have_text("SECRET = 1")

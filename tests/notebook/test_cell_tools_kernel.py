@@ -219,6 +219,33 @@ def test_a_protected_cell_is_neither_edited_deleted_nor_run(frontend: Frontend) 
     assert frontend.run("print('SECRET' in globals())").strip() == "False"
 
 
+def test_a_change_the_page_would_refuse_is_refused_before_the_user_is_asked(frontend: Frontend) -> None:
+    """With approval on, nobody is asked about a call that cannot run (a protected, missing or markdown cell, an
+    edit that does not apply): it fails at once with the reason. A call that can run is asked about (here nobody
+    can answer: no widget is rendered, so the question ends as 'not run')."""
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}, id="edit-keep"),
+        call("cell_delete", {"cell_id": "keep"}, id="delete-keep"),
+        call("cell_run", {"cell_id": "keep"}, id="run-keep"),
+        call("cell_run", {"cell_id": "intro"}, id="run-intro"),
+        call("cell_edit", {"cell_id": "show", "edits": [{"oldText": "nope", "newText": "x"}]}, id="no-match"),
+        call("cell_delete", {"cell_id": "gone"}, id="gone"),
+        call("cell_edit", {"cell_id": "show", "source": "print(max(prices))"}, id="asks"),
+    ]
+    report = run_agent(frontend, calls, {"tools": {"approval": "ask"}})
+    texts = [end["text"] for end in report["ends"]]
+    protected = "Cell keep is tagged pi-protected: the agent may not edit, delete or run it."
+    assert [text.startswith(protected) for text in texts[:3]] == [True, True, True]
+    assert texts[3] == "Cell intro is not a code cell: it is a markdown cell; only code cells run."
+    assert texts[4].startswith("Could not find the exact text in cell show.")
+    assert texts[5].startswith("No cell with id 'gone' in the notebook.")
+    assert texts[6].startswith("cell_edit was not run: it needs the user's approval")  # asked: nobody could answer
+    assert [page.ops(op) for op in ("edit", "delete", "run_begin")] == [[], [], []]
+    checked = [request["cell_id"] for request in page.ops("check")]
+    assert checked == ["keep", "keep", "keep", "intro", "show", "gone", "show"]
+
+
 def test_cell_run_runs_the_cell_in_the_users_namespace_and_writes_its_outputs_and_count(frontend: Frontend) -> None:
     page = FakePage(frontend, notebook())
     frontend.run("prices = [3, 1, 2]")

@@ -103,7 +103,7 @@ class FakePage:
         keys = ("id", "cell_type", "source", "execution_count", "outputs", "tags")
         return {"index": index, **{key: cell[key] for key in keys}}
 
-    def _check(self, cell: dict[str, Any]) -> None:
+    def _guard(self, cell: dict[str, Any]) -> None:
         if PROTECTED in cell["tags"]:
             raise Refused("protected", f"the cell is tagged {PROTECTED}")
 
@@ -116,6 +116,13 @@ class FakePage:
 
     def _get(self, data: dict[str, Any]) -> dict[str, Any]:
         return {"cell": self._info(*self._find(data["cell_id"]))}
+
+    def _check(self, data: dict[str, Any]) -> dict[str, Any]:
+        cell = self._find(data["cell_id"])[0]
+        if data["action"] == "run" and cell["cell_type"] != "code":
+            raise Refused("not_code", f"it is a {cell['cell_type']} cell; only code cells run")
+        self._guard(cell)
+        return {}
 
     def _insert(self, data: dict[str, Any]) -> dict[str, Any]:
         index = len(self.cells)
@@ -131,7 +138,7 @@ class FakePage:
 
     def _edit(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
-        self._check(cell)
+        self._guard(cell)
         if cell["source"] != data["expect"]:
             raise Refused("changed", "the cell changed since it was read")
         cell["source"] = data["source"]
@@ -141,7 +148,7 @@ class FakePage:
 
     def _delete(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
-        self._check(cell)
+        self._guard(cell)
         self.cells.pop(index)
         return {"cell": self._info(cell, index)}
 
@@ -149,7 +156,7 @@ class FakePage:
         cell, index = self._find(data["cell_id"])
         if cell["cell_type"] != "code":
             raise Refused("not_code", f"it is a {cell['cell_type']} cell; only code cells run")
-        self._check(cell)
+        self._guard(cell)
         cell["outputs"], cell["execution_count"] = [], None
         self.running.add(cell["id"])
         return {"index": index, "source": cell["source"]}
