@@ -6,7 +6,9 @@ trailing ``;`` silences it, as in a cell) and formats its value with the shell's
 becomes ``_`` (and the old ``_``/``__`` move to ``__``/``___``), as the display hook does for a cell; it gets
 no ``Out[n]`` number. While the code runs, ``sys.stdout``/``sys.stderr`` and the shell's display publisher
 are swapped for ours (as IPython's ``capture_output`` does), so prints and ``display()`` reach the
-:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. ``exit()``/``quit()``
+:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. Only the code's: what the threads
+that ran before it (the kernel's own, a subshell's, one of the user's) write meanwhile goes where it would have
+gone (``_Elsewhere``). ``exit()``/``quit()``
 raise an error instead of shutting the user's kernel down.
 
 Without an IPython shell (plain Python) the code runs in a plain dict namespace, without magics, and values
@@ -194,11 +196,13 @@ class Capture:
 
     @contextmanager
     def installed(self, shell: Any) -> Iterator[None]:
-        """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them."""
+        """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them. What
+        the threads running before (but this one) write meanwhile is not the code's: it goes where it would go."""
         saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
-        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0]), _Stream(self, "stderr", saved[1])
+        others = _Elsewhere.now()
+        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0], others), _Stream(self, "stderr", saved[1], others)
         if shell is not None:
-            shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2])
+            shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2], others=others)
             shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
         try:
             yield
@@ -213,13 +217,38 @@ def _refuse_exit() -> None:
     raise RuntimeError(EXIT_REFUSED)
 
 
+class _Elsewhere:
+    """Which writes are not the code's: those of the threads that ran before it started (the kernel's shell channel,
+    control and iostream threads, a thread of the user's; the code's own thread aside) and of kernel subshells (a
+    subshell console, a comm served on a subshell, which may start meanwhile). The kernel's shell channel thread
+    logs "No such comm" on stderr while it routes a message for a comm it does not know (a page reloaded meanwhile);
+    that is the kernel's, not the code's (issue 37 item 7). What threads the code starts write is the code's."""
+
+    __slots__ = ("_threads",)
+
+    def __init__(self, threads: frozenset[int]) -> None:
+        self._threads = threads
+
+    @classmethod
+    def now(cls) -> _Elsewhere:
+        here = threading.get_ident()
+        return cls(frozenset(thread.ident for thread in threading.enumerate() if thread.ident not in (here, None)))
+
+    def __call__(self) -> bool:
+        """The calling thread's writes are not the code's."""
+        return threading.get_ident() in self._threads or _on_subshell()
+
+
 class _Stream(io.TextIOBase):
     """``sys.stdout``/``sys.stderr`` while the code runs."""
 
-    def __init__(self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any) -> None:
+    def __init__(
+        self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any, elsewhere: _Elsewhere
+    ) -> None:
         self._capture = capture
         self._kind: Literal["stdout", "stderr"] = kind
         self._original = original
+        self._elsewhere = elsewhere
 
     @property
     def name(self) -> str:
@@ -238,19 +267,19 @@ class _Stream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        if _on_subshell():  # a subshell console's output is its own, not the agent's
+        if self._elsewhere():  # a subshell console's output is its own, a kernel thread's log is the kernel's
             return int(self._original.write(text))
         self._capture.text(self._kind, text)
         return len(text)
 
     def flush(self) -> None:
-        if _on_subshell():
+        if self._elsewhere():
             self._original.flush()
 
     def __getattr__(self, name: str) -> Any:
         # ipykernel sets a subshell request's parent on ``sys.stdout`` (``set_thread_parent``) from that subshell's
         # thread meanwhile: the kernel's stream keeps it, for what the subshell writes (forwarded above).
-        if name.startswith("__") or name in ("_capture", "_kind", "_original"):
+        if name.startswith("__") or name in ("_capture", "_kind", "_original", "_elsewhere"):
             raise AttributeError(name)
         return getattr(self._original, name)
 
@@ -279,20 +308,21 @@ def _publisher_class() -> type:
     class Publisher(DisplayPublisher):
         """The shell's display publisher while the code runs: ``display()`` goes to the capture."""
 
-        def __init__(self, *, shell: Any, capture: Capture, original: Any) -> None:
+        def __init__(self, *, shell: Any, capture: Capture, original: Any, others: _Elsewhere) -> None:
             super().__init__(shell=shell)  # type: ignore[no-untyped-call]
             self.capture = capture
             self.original = original
+            self.others = others
 
         def __getattr__(self, name: str) -> Any:
             # ipykernel calls its own methods on the shell's publisher from other threads meanwhile (a
             # subshell's message sets the parent with ``set_parent``): the kernel's publisher answers them.
-            if name.startswith("__") or name in ("capture", "original"):
+            if name.startswith("__") or name in ("capture", "original", "others"):
                 raise AttributeError(name)
             return getattr(self.original, name)
 
         def publish(self, data: Any, metadata: Any = None, source: Any = None, **kwargs: Any) -> None:
-            if _on_subshell():
+            if self.others():
                 self.original.publish(data, metadata, source, **kwargs)
                 return
             self.capture.display(data, metadata)

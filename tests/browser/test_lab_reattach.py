@@ -147,6 +147,7 @@ def test_a_page_reloaded_while_the_agents_code_runs_gets_the_run_back_and_stops_
     output = view.locator(".pi-tool-output")
     expect(output).to_contain_text("tick")
     expect(output).to_contain_text("Interrupted: Stopped by the user")
+    assert "No such comm" not in output.inner_text()  # the kernel's log about the old page's comms is not the code's
     assert view.locator(".pi-log-label", has_text=re.compile("^agent_start$")).count() == 1  # not run again
     assert view.locator(".pi-msg-user").count() == 1
     lab.screenshot(page, "lab-reattach-busy-stopped.png")
