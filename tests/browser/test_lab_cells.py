@@ -232,15 +232,24 @@ def test_stop_during_the_second_of_three_cell_runs_interrupts_it_the_third_never
 
 
 def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(lab: JupyterLab) -> None:
+    """The status bar says Busy meanwhile, though the page's answers are handled beside the cell (issue 37 item 6)."""
+    flag = lab.root / "seen-busy"
+    work = (
+        f"import pathlib, time\nprint('ran while awaited', flush=True)\nwhile not pathlib.Path({str(flag)!r}).exists():"
+    )
     path = write_notebook(
         [
             cell("setup", setup([call("cell_run", {"cell_id": "work"})])),
             cell("start", "run = %pi run my cell\nreport = await run\nprint('awaited', report.aborted)"),
-            cell("work", "print('ran while awaited')\n6 * 7"),
+            cell("work", work + "\n    time.sleep(0.02)\n6 * 7"),
         ],
         lab.root / "awaited.ipynb",
     )
     page = open_and_start(lab, path)
+    expect(output_of(page, 2)).to_have_text("ran while awaited", timeout=WAIT)  # after the page's run_begin answer
+    expect(page.get_by_text("Python 3 (ipykernel) | Busy")).to_be_visible(timeout=WAIT)
+    lab.screenshot(page, "lab-cells-awaited-busy.png")
+    flag.touch()
     lab.wait_idle(page, 1)
     expect(output_of(page, 1)).to_contain_text("awaited False")
     expect(output_of(page, 2)).to_have_text("ran while awaited\n[2]:42", timeout=WAIT)  # the value, as Out[2]
