@@ -168,3 +168,10 @@ def test_each_cells_request_is_in_the_typescript_union_with_its_op() -> None:
 def test_the_tags_are_the_same_on_both_sides(name: str) -> None:
     match = re.search(rf"export const {name} = '([^']+)';", CELLS.read_text())
     assert match is not None and match[1] == getattr(protocol, name)
+
+
+def test_the_lab_extension_knows_a_run_outputs_static_copy_by_the_kernels_marker() -> None:
+    from pi_notebook.notebook.widget._display import STATIC_MARKER
+
+    source = (ROOT / "labextension" / "src" / "staticCopy.ts").read_text()
+    assert ts_constant(source, "STATIC_MARKER") == STATIC_MARKER

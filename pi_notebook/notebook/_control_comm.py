@@ -34,11 +34,12 @@ two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``. Th
 ``_protocol``.
 
 Right after the first state, ``{"type": "views", "process": token, "views": [{"run", "model_id", "cell_id",
-"text"}]}`` names the kernel process (``Kernel.token``, which its run widgets carry as a CSS class, so a page can
-mark them "kernel gone" when it dies) and lists the active runs that have a live widget: its ipywidgets model id,
-the id of the notebook cell that displayed it (``None`` if the frontend did not say) and its one-line text. A page
-opened while a run goes on (a reload, a second window) shows each widget again in its cell if the notebook it
-loaded does not hold that output (it was not saved).
+"text", "data", "metadata"}]}`` names the kernel process (``Kernel.token``, which its run widgets carry as a CSS
+class, so a page can mark them "kernel gone" when it dies) and lists the active runs that have a live widget: its
+ipywidgets model id, the id of the notebook cell that displayed it (``None`` if the frontend did not say), its
+one-line text, and the display's bundle (with the static copy as of now) and metadata. A page opened while a run
+goes on (a reload, a second window) shows each run's output again in its cell if the notebook it loaded does not
+hold that output (it was not saved).
 
 While a run works, :class:`~._activity.ActivitySignal` has the kernel publish ``{"type": "activity"}`` on the
 beacon every minute or so (see ``_activity``: idle cullers must not take a kernel whose run is silent); no frontend

@@ -27,6 +27,7 @@ no updates, would see as it was first shown.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from ._view import RunView
 
 __all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay", "Static"]
+
+_log = logging.getLogger(__name__)
 
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->"
@@ -99,10 +102,18 @@ class RunDisplay:
 
     def view_ref(self, run: int, view: RunView | None) -> dict[str, Any] | None:
         """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
-        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` unless a live ``view`` was shown."""
+        ``views``): ``{"run", "model_id", "cell_id", "text", "data", "metadata"}``, or ``None`` unless a live
+        ``view`` was shown. ``data`` and ``metadata`` are the display's bundle as of now (the widget view, the
+        static copy, the line) and metadata, so the output a page adds back is saved with its static copy; they are
+        left out if the copy cannot be made (this may run on the comm's thread while the run goes on)."""
         if view is None or getattr(view, "comm", None) is None or not self.shown:
             return None
-        return {"run": run, "model_id": view.model_id, "cell_id": self.cell_id, "text": self._plain}
+        ref: dict[str, Any] = {"run": run, "model_id": view.model_id, "cell_id": self.cell_id, "text": self._plain}
+        try:
+            ref |= {"data": self.bundle(), "metadata": RUN_DISPLAY}
+        except Exception:  # a transcript changing under us: the page shows the widget, saved with its line only
+            _log.debug("no static copy for the views", exc_info=True)
+        return ref
 
     def show_again(self) -> None:
         """``display(run)``: another live view, unless the run was shown in this very cell."""
