@@ -222,6 +222,7 @@ class _CellRun:
                     output=text,
                     deadline=deadline,
                     hidden=known.variables,
+                    name=f"Cell In[{count}]" if count is not None else None,
                 )
         finally:
             text.close()

@@ -29,6 +29,7 @@ import io
 import itertools
 import linecache
 import logging
+import re
 import sys
 import threading
 import tokenize
@@ -58,6 +59,10 @@ AWAIT_HINT = (
 _log = logging.getLogger(__name__)
 _numbers = itertools.count(1)
 _INPUT = "<python-input-"
+_names: dict[str, str] = {}
+"""How a traceback names each piece of the agent's code (by its file name): ``Agent code [3]``, or for a cell the
+agent ran ``Cell In[12]``, as IPython names a cell (see :func:`format_error`). One short string per piece."""
+_FILE = re.compile(r'File "([^"\n]+)"')
 _OUR_FILES = frozenset({__file__, sys.modules[Execution.__module__].__file__})
 never_trace(__file__)
 
@@ -341,11 +346,16 @@ def _bounded(data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> dic
 
 
 # -- running ------------------------------------------------------------------------------------------
-def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Capture) -> CodeResult:
+def run_code(
+    code: str, *, shell: Any, namespace: dict[str, Any], capture: Capture, name: str | None = None
+) -> CodeResult:
     """Run ``code`` in ``namespace`` as a cell would (see the module docstring); never raises for what the
-    code does (``KeyboardInterrupt`` and ``SystemExit`` included): that is in the result."""
+    code does (``KeyboardInterrupt`` and ``SystemExit`` included): that is in the result. ``name``: how its
+    traceback names it (``Cell In[12]`` for a cell's code; default ``Agent code [n]``)."""
     result = CodeResult()
-    filename = f"{_INPUT}{next(_numbers)}>"
+    number = next(_numbers)
+    filename = f"{_INPUT}{number}>"
+    _names[filename] = name or f"Agent code [{number}]"
 
     def body() -> None:
         source = shell.transform_cell(code) if shell is not None else code
@@ -364,7 +374,7 @@ def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Captu
             capture.execution.call(body)
         except BaseException as error:  # the code's failure is the result, whatever it is
             result.error = error
-            result.traceback = format_error(error)
+            result.traceback = format_error(error, shell)
             if isinstance(error, SyntaxError) and "'await' outside" in str(error.msg):
                 result.traceback += "\n" + AWAIT_HINT
     return result
@@ -423,15 +433,31 @@ def _remember(value: object, namespace: dict[str, Any], shell: Any) -> None:
     namespace["___"], namespace["__"], namespace["_"] = namespace.get("__", ""), namespace.get("_", ""), value
 
 
-def format_error(error: BaseException) -> str:
+def format_error(error: BaseException, shell: Any = None) -> str:
     """The traceback as Python prints it, from the agent's code on: without the frames that called it (the
-    executor, IPython's parser for a syntax error) and without this package's frames (the interrupt handler)."""
+    executor, IPython's parser for a syntax error) and without this package's frames (the interrupt handler).
+    Code is named as a notebook names it: ``Cell In[12], line 3`` for a cell (the user's, from IPython's compiler, or
+    one the agent ran), ``Agent code [3], line 3`` for the python tool's (not ``File "<python-input-3>"``)."""
     summary = traceback.TracebackException.from_exception(error)
     frames = list(summary.stack)
     first = next((i for i, frame in enumerate(frames) if frame.filename.startswith(_INPUT)), len(frames))
     summary.stack = traceback.StackSummary.from_list(frames[first:])
     _strip(summary, depth=0)
-    return "".join(summary.format()).rstrip("\n")
+    return _named("".join(summary.format()).rstrip("\n"), shell)
+
+
+def _named(text: str, shell: Any) -> str:
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)  # IPython's cells: file -> count
+
+    def name(match: re.Match[str]) -> str:
+        filename = match[1]
+        if filename in _names:
+            return _names[filename]
+        if isinstance(cells, dict) and isinstance(cells.get(filename), int):
+            return f"Cell In[{cells[filename]}]"
+        return match[0]
+
+    return _FILE.sub(name, text)
 
 
 def _strip(summary: traceback.TracebackException, depth: int) -> None:

@@ -402,13 +402,18 @@ def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(frontend: 
 def test_a_cell_that_raises_or_awaits_at_top_level_shows_its_error_in_the_cell_and_result(
     frontend: Frontend,
 ) -> None:
-    page = FakePage(frontend, [code("bad", "1 / 0"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    page = FakePage(frontend, [code("bad", "x = 1\nratio(x)"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    frontend.run("def ratio(x):\n    return x / 0")
+    defined = int(frontend.run("print(len(In) - 2)"))  # the cell that defined ratio
     batch = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in ("bad", "async")) + "]"
     report = run_agent(frontend, [batch])
     bad, asynchronous = report["ends"]
     assert bad["is_error"] is True and bad["text"].endswith("ZeroDivisionError: division by zero")
     [error] = page.cell("bad")["outputs"]
     assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+    count = page.cell("bad")["execution_count"]
+    frames = [line for line in error["traceback"] if line.startswith("  Cell In[")]  # as a notebook names cells
+    assert frames == [f"  Cell In[{count}], line 2, in <module>", f"  Cell In[{defined}], line 2, in ratio"]
     assert asynchronous["is_error"] is True
     assert "a cell with top-level await cannot be run by cell_run; ask the user to run it" in asynchronous["text"]
     assert "python tool" not in asynchronous["text"]

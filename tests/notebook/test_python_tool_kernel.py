@@ -63,7 +63,7 @@ def test_control_comm_abort_over_a_subshell_stops_the_code_and_aborts_the_run(
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     report = finish(frontend)
     text = tool_text(report)
-    assert text.startswith('working\nTraceback (most recent call last):\n  File "<python-input-')
+    assert text.startswith("working\nTraceback (most recent call last):\n  Agent code [")
     assert text.endswith("\nKeyboardInterrupt\n\nInterrupted: Stopped by the user")
     assert report["aborted"] is True
     after = report["labels"][report["labels"].index("agent_settled") + 1 :]
