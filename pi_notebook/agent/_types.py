@@ -157,6 +157,10 @@ class AgentTool:
     arguments: the code, the command line, the edit's diff; it may be async (a cell tool reads the live notebook),
     and is then awaited until the run's signal aborts (the panel shows only a preview that is not). ``None``, or a
     preview that raises: the arguments as JSON."""
+    call_text: Callable[[Mapping[str, Any]], str] | None = None
+    """The call as its tool panel shows it, from the arguments alone (never awaited), for a tool whose
+    :attr:`preview` reads something live (the cell tools: the approval box shows the cell as it is now). ``None``:
+    the preview when it is not async, else the arguments as JSON."""
     preview_syntax: PreviewSyntax = ""
     """How the preview reads, for highlighting: ``"python"`` (code), ``"shell"`` (a command line), ``"diff"`` (an
     edit), ``""`` (plain text)."""

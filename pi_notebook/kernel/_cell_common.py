@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ai import AbortSignal, ToolError
@@ -21,6 +21,7 @@ __all__ = [
     "CellKernelInterrupt",
     "CellToolError",
     "ask",
+    "cell_call_text",
     "cell_id_argument",
     "page_refusal",
     "record",
@@ -124,3 +125,9 @@ async def source_preview(verb: str, args: Any, tool: str) -> str:
     except CellToolError as exc:
         return f"(this call would fail: {exc})"
     return f"{verb} {cell['cell_type']} cell {cell_id} (index {cell['index']})\n\n{cell['source']}"
+
+
+def cell_call_text(verb: str) -> Callable[[Mapping[str, Any]], str]:
+    """A tool panel's line for a call on one cell (``run cell 3f1a``): its source is in the approval question,
+    read from the live notebook, and in the cell itself."""
+    return lambda args: f"{verb} cell {args.get('cell_id', '')}"

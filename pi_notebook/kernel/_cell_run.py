@@ -76,6 +76,7 @@ from ._cell_common import (
     CellKernelInterrupt,
     CellToolError,
     ask,
+    cell_call_text,
     cell_id_argument,
     page_refusal,
     record,
@@ -285,6 +286,7 @@ def cell_run_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: source_preview("run", args, "cell_run"),
+        call_text=cell_call_text("run"),
         prompt=PROMPT,
         refusal=lambda args, signal: page_refusal("run", args, signal, "cell_run"),
     )

@@ -31,7 +31,16 @@ from ..tools import FileToolError
 from ..tools._diff import generate_diff_string, generate_unified_patch
 from ..tools._edits import apply_edits, normalize_to_lf
 from ..tools.edit import parse_edits, prepare_edit_arguments
-from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary, page_refusal, record, source_preview
+from ._cell_common import (
+    CellToolError,
+    ask,
+    cell_call_text,
+    cell_id_argument,
+    cell_summary,
+    page_refusal,
+    record,
+    source_preview,
+)
 from ._cell_protocol import CellInfo
 from ._cell_text import cell_details, read_text
 from ._frontend import current_notebook
@@ -265,10 +274,29 @@ def cell_edit_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: edit_preview(args, None),
+        call_text=_edit_call_text,
+        preview_syntax="diff",
         prompt=_PROMPTS["cell_edit"],
         prepare_arguments=_prepare_edit,
         refusal=edit_refusal,
     )
+
+
+def _edit_call_text(args: Mapping[str, Any]) -> str:
+    """A ``cell_edit`` call as its tool panel shows it: each replacement as removed and added lines (the approval
+    question shows Pi's numbered diff of the cell as it is now)."""
+    edits = _prepare_edit(dict(args)).get("edits")
+    parts = [f"cell {args.get('cell_id', '')}"]
+    if isinstance(args.get("source"), str):
+        parts.append(_lines("+", args["source"]))
+    for edit in edits if isinstance(edits, list) else []:
+        if isinstance(edit, Mapping):
+            parts.append(_lines("-", str(edit.get("oldText", ""))) + "\n" + _lines("+", str(edit.get("newText", ""))))
+    return "\n\n".join(parts)
+
+
+def _lines(sign: str, text: str) -> str:
+    return "\n".join(f"{sign} {line}" for line in text.split("\n"))
 
 
 async def edit_refusal(args: Any, signal: AbortSignal | None) -> str | None:
@@ -321,6 +349,7 @@ def cell_delete_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: source_preview("delete", args, "cell_delete"),
+        call_text=cell_call_text("delete"),
         prompt=_PROMPTS["cell_delete"],
         refusal=lambda args, signal: page_refusal("delete", args, signal, "cell_delete"),
     )

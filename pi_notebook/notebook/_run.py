@@ -46,7 +46,7 @@ from ._receipt import Receipt, build_receipt
 from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay, Static
 from .widget._live import current_run
-from .widget._presenter import RunPresenter
+from .widget._presenter import RunPresenter, tool_preview
 from .widget._protocol import RunStatus
 from .widget._view import RunView
 
@@ -239,8 +239,14 @@ class Run:
         status: str = self.status.status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
+        tools = {tool.name: tool for tool in self.session.tools}
         markdown, html, text = render_all(
-            self.messages, self.log, title=f"Run {self.number}", status=status, usage=self._cache_usage
+            self.messages,
+            self.log,
+            title=f"Run {self.number}",
+            status=status,
+            usage=self._cache_usage,
+            call_text=lambda name, args: tool_preview(tools.get(name), args),
         )
         return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
 
