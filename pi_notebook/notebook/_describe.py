@@ -50,6 +50,7 @@ from ._visible import shown_json, visible_text
 __all__ = [
     "CallText",
     "describe_event",
+    "folded_report",
     "pointer_to_report",
     "render_all",
     "render_html",
@@ -367,6 +368,14 @@ def render_all(
         render_html(messages, log, title=title, status=status, usage=usage, call_text=call_text),
         render_text(messages, log, title=title, status=status, usage=usage, call_text=call_text),
     )
+
+
+def folded_report(html: str, headline: str) -> str:
+    """A report's HTML folded under one line (``<details>``), for the cell that shows the run's live widget above it:
+    the transcript is there already; the report stays whole for whoever opens it or reads the saved notebook.
+    ``headline``: the report's first line (``Run 3 — settled``)."""
+    summary = f"{html_text(headline)}: the transcript and event log, as in the widget above"
+    return f'<details class="pi-report-folded"><summary>{summary}</summary>\n{html}\n</details>'
 
 
 def pointer_to_report(number: int, status: str) -> tuple[str, str]:

@@ -151,6 +151,7 @@ def test_a_saved_run_awaited_in_its_own_cell_shows_its_transcript_once(tmp_path:
         f"{STATIC_MARKER}\n**Run 1** — settled: its transcript and event log are in the report below."
     )
     html, _ = HTMLExporter().from_notebook_node(notebook)  # type: ignore[no-untyped-call]
+    assert "pi-report-folded" not in html  # no page drew a widget here: the report is whole (issue 37 item 18)
     for marker, reply in [
         ("Shown with its report", "Reply 1: the"),
         ("Awaited, report not shown", "Reply 2: the"),
