@@ -138,7 +138,12 @@ CELLS = ROOT / "labextension" / "src" / "cells.ts"
 
 @pytest.mark.parametrize(
     ("name", "alias"),
-    [("CellOp", protocol.CellOp), ("CellError", protocol.CellError), ("CellType", protocol.CellType)],
+    [
+        ("CellOp", protocol.CellOp),
+        ("CellError", protocol.CellError),
+        ("CellType", protocol.CellType),
+        ("CellAction", protocol.CellAction),
+    ],
 )
 def test_the_cell_unions_are_the_pythons(name: str, alias: Any) -> None:
     assert ts_union(CELLS.read_text(), name) == literals(alias), f"cells.ts: {name} differs from _cell_protocol.py"
@@ -167,3 +172,10 @@ def test_each_cells_request_is_in_the_typescript_union_with_its_op() -> None:
 def test_the_tags_are_the_same_on_both_sides(name: str) -> None:
     match = re.search(rf"export const {name} = '([^']+)';", CELLS.read_text())
     assert match is not None and match[1] == getattr(protocol, name)
+
+
+def test_the_lab_extension_knows_a_run_outputs_static_copy_by_the_kernels_marker() -> None:
+    from pi_notebook.notebook.widget._display import STATIC_MARKER
+
+    source = (ROOT / "labextension" / "src" / "staticCopy.ts").read_text()
+    assert ts_constant(source, "STATIC_MARKER") == STATIC_MARKER

@@ -12,7 +12,8 @@
  * - An edit replaces only the part of the source that differs, and only if the cell still holds the source the kernel
  *   read (`expect`); otherwise it is refused as `changed` and the user's text stays.
  * - A cell tagged `pi-protected` is never edited, deleted or run (`protected`); nor is a cell JupyterLab itself keeps
- *   from editing (`editable: false`) or deleting (`deletable: false`).
+ *   from editing (`editable: false`) or deleting (`deletable: false`). `check` says so before the user is asked to
+ *   approve such a change, changing nothing.
  * - Inserted and edited cells get the `pi-agent` tag and `metadata.pi_notebook = {run, change}`.
  * - Running: the kernel runs the cell's code itself (see `pi_notebook/kernel/_cell_run.py` for why); the page shows
  *   it: `run_begin` clears the cell and marks it running (as JupyterLab's own execute does), `run_output` adds what
@@ -36,6 +37,7 @@ export const METADATA_KEY = 'pi_notebook';
 export type CellOp =
   | 'read'
   | 'get'
+  | 'check'
   | 'insert'
   | 'edit'
   | 'delete'
@@ -48,6 +50,8 @@ export type CellOp =
 /** Why the page refused. */
 export type CellError = 'not_found' | 'protected' | 'changed' | 'not_code' | 'invalid';
 export type CellType = 'code' | 'markdown' | 'raw';
+/** What a `check` asks about. */
+export type CellAction = 'edit' | 'delete' | 'run';
 
 export interface ICellInfo {
   id: string;
@@ -72,6 +76,14 @@ export interface ICellsGetRequest {
   request: number;
   op: 'get';
   cell_id: string;
+}
+
+export interface ICellsCheckRequest {
+  type: 'cells';
+  request: number;
+  op: 'check';
+  cell_id: string;
+  action: CellAction;
 }
 
 export interface ICellsInsertRequest {
@@ -180,6 +192,7 @@ export interface ICellsReply {
 export type CellsRequest =
   | ICellsReadRequest
   | ICellsGetRequest
+  | ICellsCheckRequest
   | ICellsInsertRequest
   | ICellsEditRequest
   | ICellsDeleteRequest
@@ -353,6 +366,9 @@ export class NotebookCells {
         const [cell, index] = this._find(request.cell_id);
         return { cell: info(cell, index) };
       }
+      case 'check':
+        this._checkAction(request);
+        return {};
       case 'insert':
         return this._insert(request);
       case 'edit':
@@ -404,6 +420,15 @@ export class NotebookCells {
     if (what !== null && cell.getMetadata(what) === false) {
       throw new Refusal('protected', `the cell's metadata says ${what}: false`);
     }
+  }
+
+  /** The refusal the change itself would get, now (nothing changes): asked before the user approves it. */
+  private _checkAction(request: ICellsCheckRequest): void {
+    const [cell] = this._find(request.cell_id);
+    if (request.action === 'run' && cell.cell_type !== 'code') {
+      throw new Refusal('not_code', `it is a ${cell.cell_type} cell; only code cells run`);
+    }
+    this._check(cell, request.action === 'edit' ? 'editable' : request.action === 'delete' ? 'deletable' : null);
   }
 
   private _codeModel(id: string): ICodeCellModel | null {

@@ -55,6 +55,10 @@ export interface IRunView {
   cell_id: string | null;
   /** The run's one-line text (`Run 3: ...`). */
   text: string;
+  /** The display's bundle as of now (the widget view, its static copy, the line), when the kernel could make it. */
+  data?: Record<string, unknown>;
+  /** The display's metadata. */
+  metadata?: Record<string, unknown>;
 }
 
 /** The kernel's `views` message. */

@@ -14,7 +14,8 @@
  * - the agent's cell tools: the kernel asks over the same comm to read or change this notebook's cells, and the
  *   page acts on its live model (./cells.ts); cells the agent made or changed carry a mark (./marks.ts).
  * - a page opened while runs go on (reloaded, a second window) shows their live widgets again (./reattach.ts), and
- *   the widgets of runs whose kernel died or restarted say "kernel gone" (./kernelGone.ts).
+ *   the widgets of runs whose kernel died or restarted say "kernel gone" (./kernelGone.ts); a saved run whose widget
+ *   the kernel no longer has shows its static copy instead of ipywidgets' error (./staticCopy.ts).
  *
  * All of them talk to the kernel through the `pi_notebook.control` comm (see ./control.ts), so they work
  * when the run widget is collapsed or not rendered at all, and while a cell awaits the run.
@@ -33,6 +34,7 @@ import { markAgentCells } from './marks';
 import { notebookInFront, returnFocusAfterApproval } from './focus';
 import { isGone, watchKernelGone } from './kernelGone';
 import { showRunViews } from './reattach';
+import { showStaticCopies } from './staticCopy';
 
 const PLUGIN_ID = 'pi-notebook:plugin';
 const COMMAND = 'pi-notebook:stop-agent-run';
@@ -264,6 +266,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       connection.views.connect((_, views) => void showRunViews(panel, views));
       watchKernelGone(panel.sessionContext, connection);
       markAgentCells(panel);
+      showStaticCopies(panel);
     };
     tracker.widgetAdded.connect((_, panel: NotebookPanel) => watch(panel));
     tracker.forEach(watch);

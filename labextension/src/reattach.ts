@@ -4,8 +4,9 @@
  *
  * The widget of a run is an output of the cell that started it; a page that loads the notebook from disk has that
  * output only if the notebook was saved after the run began. So when the control comm opens, the kernel lists its
- * active runs' widgets (`views`: model id, cell id, a line of text), and for each one this page's notebook lacks,
- * an output showing the widget is added to that cell. The ipywidgets manager draws it from the kernel's state (the
+ * active runs' widgets (`views`: model id, cell id, a line of text, the display's bundle and metadata), and for each
+ * one this page's notebook lacks, the run's output is added to that cell: the widget, with its static copy beside
+ * it as any run output has, so the notebook saved afterwards shows the run where no widget can be drawn. The ipywidgets manager draws it from the kernel's state (the
  * widget asks the kernel for everything so far: nothing is replayed from zero); while the agent's python code holds
  * the kernel's main thread, where ipywidgets answers, the output reads "Loading widget..." until the code returns
  * or is stopped. A view whose cell is not in this notebook (another notebook or a console on the same kernel) is
@@ -64,10 +65,11 @@ export async function showRunViews(panel: NotebookPanel, views: IRunView[]): Pro
     cell.outputs.add({
       output_type: 'display_data',
       data: {
+        ...((view.data ?? {}) as Record<string, never>),
         [WIDGET_MIME]: { version_major: 2, version_minor: 0, model_id: view.model_id },
         'text/plain': view.text
       },
-      metadata: {}
+      metadata: (view.metadata ?? {}) as Record<string, never>
     });
     added++;
   }

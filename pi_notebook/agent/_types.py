@@ -157,6 +157,10 @@ class AgentTool:
     arguments: the code, the command line, the edit's diff; it may be async (a cell tool reads the live notebook),
     and is then awaited until the run's signal aborts (the panel shows only a preview that is not). ``None``, or a
     preview that raises: the arguments as JSON."""
+    call_text: Callable[[Mapping[str, Any]], str] | None = None
+    """The call as its tool panel shows it, from the arguments alone (never awaited), for a tool whose
+    :attr:`preview` reads something live (the cell tools: the approval box shows the cell as it is now). ``None``:
+    the preview when it is not async, else the arguments as JSON."""
     preview_syntax: PreviewSyntax = ""
     """How the preview reads, for highlighting: ``"python"`` (code), ``"shell"`` (a command line), ``"diff"`` (an
     edit), ``""`` (plain text)."""
@@ -170,6 +174,11 @@ class AgentTool:
     """What an "Always" answer to one of its calls covers, when it is more than this tool: a group of tools allowed
     together (an MCP server's tools carry ``"MCP server <name>"``: "Always" lets every tool of that server run
     without asking). ``None``: the tool alone."""
+    refusal: Callable[[Any, AbortSignal], str | Awaitable[str | None] | None] | None = None
+    """Checked before the user is asked about a call (``AgentSession``'s approval): given the validated arguments
+    and the run's signal, the error result's text when the call would be refused anyway (a cell tool's cell is
+    tagged ``pi-protected``, gone, or not code), so nobody is asked to approve what cannot run; ``None`` to ask.
+    It may be async (a cell tool asks the page); if it raises, the user is asked as usual."""
 
     def json_schema(self) -> Mapping[str, Any]:
         parameters = self.parameters

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ai import AbortSignal, ToolError
 from ..session import AbortRun
-from ._cell_protocol import PROTECTED_TAG, CellInfo
+from ._cell_protocol import PROTECTED_TAG, CellAction, CellInfo
 from ._frontend import (
     FRONTENDS,
     CellChangeKind,
@@ -17,7 +17,16 @@ from ._frontend import (
     current_notebook,
 )
 
-__all__ = ["CellKernelInterrupt", "CellToolError", "ask", "cell_id_argument", "record", "refused_text"]
+__all__ = [
+    "CellKernelInterrupt",
+    "CellToolError",
+    "ask",
+    "cell_call_text",
+    "cell_id_argument",
+    "page_refusal",
+    "record",
+    "refused_text",
+]
 
 
 class CellToolError(ToolError):
@@ -95,6 +104,18 @@ def record(call: str, kind: CellChangeKind, cell_id: str, reason: str = "") -> N
         target.changes.record(call, kind, cell_id, reason)
 
 
+async def page_refusal(action: CellAction, args: Any, signal: AbortSignal | None, tool: str) -> str | None:
+    """The text the model reads when the page would refuse to ``action`` the call's cell (it is tagged
+    ``pi-protected``, gone, or not code), asked before the user is (``AgentTool.refusal``); ``None`` when the page
+    would let it, or cannot say (no page: the call is asked about, and fails when it runs)."""
+    try:
+        cell_id = cell_id_argument(args, tool)
+        await ask({"op": "check", "cell_id": cell_id, "action": action}, signal, cell_id)
+    except CellToolError as exc:
+        return str(exc) if exc.reason in ("refused", "invalid") else None
+    return None
+
+
 async def source_preview(verb: str, args: Any, tool: str) -> str:
     """What an approval question shows of a call that deletes or runs a cell: the cell's source, read from the
     live notebook; a call that would fail says so instead."""
@@ -104,3 +125,9 @@ async def source_preview(verb: str, args: Any, tool: str) -> str:
     except CellToolError as exc:
         return f"(this call would fail: {exc})"
     return f"{verb} {cell['cell_type']} cell {cell_id} (index {cell['index']})\n\n{cell['source']}"
+
+
+def cell_call_text(verb: str) -> Callable[[Mapping[str, Any]], str]:
+    """A tool panel's line for a call on one cell (``run cell 3f1a``): its source is in the approval question,
+    read from the live notebook, and in the cell itself."""
+    return lambda args: f"{verb} cell {args.get('cell_id', '')}"

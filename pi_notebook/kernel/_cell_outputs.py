@@ -9,6 +9,12 @@ taking them away), and a flusher thread sends what is new to the page every :dat
 the ``run_end`` notification then carries the cell's complete outputs, so a page that connected midway (a reload)
 ends up exact.
 
+Keys: what goes to the page has every key ``keys`` names redacted (``***``), as the tool's result has: the outputs
+sent meanwhile (a stream's text through a :class:`~pi_notebook.session.StreamRedactor`, so a key written in two
+pieces, cut anywhere, never shows: the end that could begin a key waits for the next piece; a display's every
+string) and the complete outputs at the end (:attr:`CellOutputs.outputs`). So the cell in the page, and the
+``.ipynb`` the page saves, never hold one.
+
 Memory and cost: a stream output keeps at most its last :data:`MAX_STREAM_CHARS` characters (a print loop cannot
 fill the kernel); what goes to the page meanwhile is sent once and not kept. A write costs an append to a list (the
 code's thread waits for the listener): stream text is joined only when it is sent or the cell ends.
@@ -17,10 +23,12 @@ code's thread waits for the listener): stream text is joined only when it is sen
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
+from ..session import StreamRedactor
+from ..session._redact import redact_value
 from ._exec import PythonEvent
 from ._kernel import add_python_listener
 
@@ -71,9 +79,12 @@ class CellOutputs:
     """One running cell's outputs (see the module docstring). Use as a context manager around the code's run;
     ``send(message)`` gets each ``run_output`` message (from the flusher thread)."""
 
-    def __init__(self, call_id: str, cell_id: str, send: Send) -> None:
+    def __init__(self, call_id: str, cell_id: str, send: Send, keys: Sequence[str] = ()) -> None:
         self.call_id = call_id
         self.cell_id = cell_id
+        self.keys = list(keys)
+        """Redacted from everything sent (see the module docstring)."""
+        self._open: tuple[str, StreamRedactor] | None = None  # the stream being sent, what it holds back (flusher)
         self._outputs: list[Output] = []
         self._send = send
         self._lock = threading.Lock()
@@ -86,9 +97,15 @@ class CellOutputs:
 
     @property
     def outputs(self) -> list[dict[str, Any]]:
-        """The cell's outputs so far, as nbformat outputs (a new list)."""
+        """The cell's outputs so far, as nbformat outputs, keys redacted (a new list)."""
         with self._lock:
-            return _materialise(self._outputs)
+            outputs = _materialise(self._outputs)
+        return self.redacted(outputs)
+
+    def redacted(self, outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``outputs`` (nbformat outputs) with :attr:`keys` redacted from every string in them."""
+        redacted: list[dict[str, Any]] = redact_value(outputs, self.keys)
+        return redacted
 
     def __enter__(self) -> CellOutputs:
         self._unlisten = add_python_listener(self._on_event)
@@ -153,4 +170,32 @@ class CellOutputs:
             self._pending, self._clear = [], False
         if pending or clear:
             message = {"type": "cells", "op": "run_output", "cell_id": self.cell_id, "clear": clear}
-            self._send({**message, "outputs": _materialise(pending)})
+            self._send({**message, "outputs": self._sendable(pending, clear)})
+
+    def _sendable(self, pending: list[Output], clear: bool) -> list[dict[str, Any]]:
+        """``pending`` with keys redacted; a stream's end that could begin a key is held back until its next piece,
+        or sent before the next output that is not that stream's."""
+        if clear:
+            self._open = None  # what it held back was cleared with the rest
+        sent: list[dict[str, Any]] = []
+        for item in pending:
+            if isinstance(item, _Stream) and self._open is not None and self._open[0] == item.name:
+                text = self._open[1].feed(item.text())
+            elif isinstance(item, _Stream):
+                self._close_stream(sent)
+                self._open = (item.name, StreamRedactor(lambda: self.keys))
+                text = self._open[1].feed(item.text())
+            else:
+                self._close_stream(sent)
+                sent.append(redact_value(item, self.keys))
+                continue
+            if text:
+                sent.append({"output_type": "stream", "name": item.name, "text": text})
+        return sent
+
+    def _close_stream(self, sent: list[dict[str, Any]]) -> None:
+        if self._open is not None:
+            name, redactor = self._open
+            self._open = None
+            if held := redactor.flush():
+                sent.append({"output_type": "stream", "name": name, "text": held})

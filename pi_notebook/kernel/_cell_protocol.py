@@ -33,12 +33,14 @@ __all__ = [
     "CELL_MESSAGES",
     "METADATA_KEY",
     "PROTECTED_TAG",
+    "CellAction",
     "CellBefore",
     "CellError",
     "CellInfo",
     "CellOp",
     "CellType",
     "CellsReply",
+    "CheckRequest",
     "ConfirmRequest",
     "DeleteRequest",
     "EditRequest",
@@ -62,12 +64,25 @@ METADATA_KEY = "pi_notebook"
 """Cell metadata the agent's changes leave: ``{"run": N, "change": "inserted" | "edited"}``."""
 
 CellOp: TypeAlias = Literal[
-    "read", "get", "insert", "edit", "delete", "run_begin", "run_output", "run_end", "state", "confirm", "rewind"
+    "read",
+    "get",
+    "check",
+    "insert",
+    "edit",
+    "delete",
+    "run_begin",
+    "run_output",
+    "run_end",
+    "state",
+    "confirm",
+    "rewind",
 ]
 CellError: TypeAlias = Literal["not_found", "protected", "changed", "not_code", "invalid"]
 """Why the page refused: no cell with that id; the cell is tagged ``pi-protected``; its source is no longer the one
 the kernel read (the user typed); the cell is not a code cell (``run_begin``); a malformed request."""
 CellType: TypeAlias = Literal["code", "markdown", "raw"]
+CellAction: TypeAlias = Literal["edit", "delete", "run"]
+"""What a ``check`` asks about (``edit`` also stands for the ``editable`` metadata, ``delete`` for ``deletable``)."""
 
 
 class CellInfo(TypedDict):
@@ -100,6 +115,17 @@ class GetRequest(TypedDict):
     request: int
     op: Literal["get"]
     cell_id: str
+
+
+class CheckRequest(TypedDict):
+    """Would the page let the agent ``action`` this cell now? -> ``{}``, or the refusal the change itself would get
+    (``not_found``, ``protected``, ``not_code``). Changes nothing (asked before the user is asked to approve)."""
+
+    type: Literal["cells"]
+    request: int
+    op: Literal["check"]
+    cell_id: str
+    action: CellAction
 
 
 class InsertRequest(TypedDict):
@@ -246,6 +272,7 @@ CELL_MESSAGES: dict[str, type] = {
     "ICellInfo": CellInfo,
     "ICellsReadRequest": ReadRequest,
     "ICellsGetRequest": GetRequest,
+    "ICellsCheckRequest": CheckRequest,
     "ICellsInsertRequest": InsertRequest,
     "ICellsEditRequest": EditRequest,
     "ICellsDeleteRequest": DeleteRequest,

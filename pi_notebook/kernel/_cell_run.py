@@ -69,9 +69,18 @@ from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline
+from ..ai._secret_env import known_secrets
 from ..tools._output import OutputAccumulator
 from ..tools.bash import resolve_timeout
-from ._cell_common import CellKernelInterrupt, CellToolError, cell_id_argument, record, source_preview
+from ._cell_common import (
+    CellKernelInterrupt,
+    CellToolError,
+    cell_call_text,
+    cell_id_argument,
+    page_refusal,
+    record,
+    source_preview,
+)
 from ._cell_outputs import CellOutputs
 from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 from ._checkpoint import ask_changing, note_ran
@@ -193,23 +202,35 @@ class _CellRun:
         self, call_id: str, cell_id: str, source: str, own: Deadline | None, signal: AbortSignal | None
     ) -> tuple[CodeRun, int | None, list[dict[str, Any]], bool]:
         """The cell's code on this thread (the kernel's main thread), its outputs sent to the page meanwhile; the
-        processes it started are killed after a stop, as the python tool's are. Its environment is the user's (their
-        cells may read their keys): only the agent's own code runs with the keys hidden."""
+        processes it started are killed after a stop, as the python tool's are. Keys, as for the python tool: the
+        variables that hold them are out of ``os.environ`` while the code runs (the agent chose what runs: it can
+        edit the cell first), and every key the session knows is redacted from the outputs before the page gets
+        them (so from the saved ``.ipynb``) and from the full-output log."""
         target = current_notebook.get()
         shell = current_shell()
         namespace = shell.user_ns if shell is not None else {"__name__": "__main__"}
         deadline = Deadline.first(own, signal.deadline if signal is not None else None)
         count = _take_count(shell, source)
-        text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell")
+        known = known_secrets()
+        text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell", secrets=known.values)
+        live = CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message), known.values)
         try:
-            with CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message)) as live:
+            with live:
                 ran = await run_stoppable(
-                    call_id, source, shell=shell, namespace=namespace, output=text, deadline=deadline
+                    call_id,
+                    source,
+                    shell=shell,
+                    namespace=namespace,
+                    output=text,
+                    deadline=deadline,
+                    hidden=known.variables,
+                    name=f"Cell In[{count}]" if count is not None else None,
                 )
         finally:
             text.close()
         outputs = live.outputs
         _final_outputs(ran, count, outputs, shell)
+        outputs = live.redacted(outputs)
         written = FRONTENDS.notify(target, _end(cell_id, count, outputs))
         return ran, count, outputs, written
 
@@ -266,5 +287,7 @@ def cell_run_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: source_preview("run", args, "cell_run"),
+        call_text=cell_call_text("run"),
         prompt=PROMPT,
+        refusal=lambda args, signal: page_refusal("run", args, signal, "cell_run"),
     )

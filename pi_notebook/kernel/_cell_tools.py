@@ -15,7 +15,9 @@ if the user typed meanwhile the edit is refused ("changed") and nothing of their
 numbered diff (``details.diff``, ``details.patch``), also shown to the model.
 
 ``notebook_read`` never changes anything and never asks for approval; the others ask by default
-(``tools.approval``), showing the diff or the source (each tool's ``preview``).
+(``tools.approval``), showing the diff or the source (each tool's ``preview``). A call the page would refuse (a
+``pi-protected`` cell, one JupyterLab keeps from editing or deleting, a cell that is gone) or an edit that does not
+apply is refused before the user is asked (each tool's ``refusal``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,16 @@ from ..tools import FileToolError
 from ..tools._diff import generate_diff_string, generate_unified_patch
 from ..tools._edits import apply_edits, normalize_to_lf
 from ..tools.edit import parse_edits, prepare_edit_arguments
-from ._cell_common import CellToolError, ask, cell_id_argument, cell_summary, record, source_preview
+from ._cell_common import (
+    CellToolError,
+    ask,
+    cell_call_text,
+    cell_id_argument,
+    cell_summary,
+    page_refusal,
+    record,
+    source_preview,
+)
 from ._cell_protocol import CellInfo
 from ._cell_text import cell_details, read_text
 from ._checkpoint import ask_changing
@@ -264,9 +275,43 @@ def cell_edit_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: edit_preview(args, None),
+        call_text=_edit_call_text,
+        preview_syntax="diff",
         prompt=_PROMPTS["cell_edit"],
         prepare_arguments=_prepare_edit,
+        refusal=edit_refusal,
     )
+
+
+def _edit_call_text(args: Mapping[str, Any]) -> str:
+    """A ``cell_edit`` call as its tool panel shows it: each replacement as removed and added lines (the approval
+    question shows Pi's numbered diff of the cell as it is now)."""
+    edits = _prepare_edit(dict(args)).get("edits")
+    parts = [f"cell {args.get('cell_id', '')}"]
+    if isinstance(args.get("source"), str):
+        parts.append(_lines("+", args["source"]))
+    for edit in edits if isinstance(edits, list) else []:
+        if isinstance(edit, Mapping):
+            parts.append(_lines("-", str(edit.get("oldText", ""))) + "\n" + _lines("+", str(edit.get("newText", ""))))
+    return "\n\n".join(parts)
+
+
+def _lines(sign: str, text: str) -> str:
+    return "\n".join(f"{sign} {line}" for line in text.split("\n"))
+
+
+async def edit_refusal(args: Any, signal: AbortSignal | None) -> str | None:
+    """Why a ``cell_edit`` call would fail anyway, asked before the user approves it: the page refuses the cell
+    (``pi-protected``, ``editable: false``, gone) or the edits do not apply to its source."""
+    refused = await page_refusal("edit", args, signal, "cell_edit")
+    if refused is not None:
+        return refused
+    try:
+        cell_id = cell_id_argument(args, "cell_edit")
+        _new_source(_prepare_edit(dict(args)), cell_id, (await _get(cell_id, signal))["source"])
+    except CellToolError as exc:
+        return str(exc) if exc.reason in ("refused", "invalid") else None
+    return None
 
 
 async def edit_preview(args: Any, signal: AbortSignal | None) -> str:
@@ -305,5 +350,7 @@ def cell_delete_tool() -> AgentTool:
         execution_mode="sequential",
         approval="ask",
         preview=lambda args: source_preview("delete", args, "cell_delete"),
+        call_text=cell_call_text("delete"),
         prompt=_PROMPTS["cell_delete"],
+        refusal=lambda args, signal: page_refusal("delete", args, signal, "cell_delete"),
     )

@@ -6,7 +6,9 @@ trailing ``;`` silences it, as in a cell) and formats its value with the shell's
 becomes ``_`` (and the old ``_``/``__`` move to ``__``/``___``), as the display hook does for a cell; it gets
 no ``Out[n]`` number. While the code runs, ``sys.stdout``/``sys.stderr`` and the shell's display publisher
 are swapped for ours (as IPython's ``capture_output`` does), so prints and ``display()`` reach the
-:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. ``exit()``/``quit()``
+:class:`Capture`, which keeps the text, the rich bundles, and tells live listeners. Only the code's: what the threads
+that ran before it (the kernel's own, a subshell's, one of the user's) write meanwhile goes where it would have
+gone (``_Elsewhere``). ``exit()``/``quit()``
 raise an error instead of shutting the user's kernel down.
 
 Without an IPython shell (plain Python) the code runs in a plain dict namespace, without magics, and values
@@ -27,6 +29,7 @@ import io
 import itertools
 import linecache
 import logging
+import re
 import sys
 import threading
 import tokenize
@@ -56,6 +59,10 @@ AWAIT_HINT = (
 _log = logging.getLogger(__name__)
 _numbers = itertools.count(1)
 _INPUT = "<python-input-"
+_names: dict[str, str] = {}
+"""How a traceback names each piece of the agent's code (by its file name): ``Agent code [3]``, or for a cell the
+agent ran ``Cell In[12]``, as IPython names a cell (see :func:`format_error`). One short string per piece."""
+_FILE = re.compile(r'File "([^"\n]+)"')
 _OUR_FILES = frozenset({__file__, sys.modules[Execution.__module__].__file__})
 never_trace(__file__)
 
@@ -194,11 +201,13 @@ class Capture:
 
     @contextmanager
     def installed(self, shell: Any) -> Iterator[None]:
-        """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them."""
+        """Swap ``sys.stdout``/``sys.stderr`` and the shell's display publisher for ours, then restore them. What
+        the threads running before (but this one) write meanwhile is not the code's: it goes where it would go."""
         saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
-        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0]), _Stream(self, "stderr", saved[1])
+        others = _Elsewhere.now()
+        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0], others), _Stream(self, "stderr", saved[1], others)
         if shell is not None:
-            shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2])
+            shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2], others=others)
             shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
         try:
             yield
@@ -213,13 +222,38 @@ def _refuse_exit() -> None:
     raise RuntimeError(EXIT_REFUSED)
 
 
+class _Elsewhere:
+    """Which writes are not the code's: those of the threads that ran before it started (the kernel's shell channel,
+    control and iostream threads, a thread of the user's; the code's own thread aside) and of kernel subshells (a
+    subshell console, a comm served on a subshell, which may start meanwhile). The kernel's shell channel thread
+    logs "No such comm" on stderr while it routes a message for a comm it does not know (a page reloaded meanwhile);
+    that is the kernel's, not the code's (issue 37 item 7). What threads the code starts write is the code's."""
+
+    __slots__ = ("_threads",)
+
+    def __init__(self, threads: frozenset[int]) -> None:
+        self._threads = threads
+
+    @classmethod
+    def now(cls) -> _Elsewhere:
+        here = threading.get_ident()
+        return cls(frozenset(thread.ident for thread in threading.enumerate() if thread.ident not in (here, None)))
+
+    def __call__(self) -> bool:
+        """The calling thread's writes are not the code's."""
+        return threading.get_ident() in self._threads or _on_subshell()
+
+
 class _Stream(io.TextIOBase):
     """``sys.stdout``/``sys.stderr`` while the code runs."""
 
-    def __init__(self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any) -> None:
+    def __init__(
+        self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any, elsewhere: _Elsewhere
+    ) -> None:
         self._capture = capture
         self._kind: Literal["stdout", "stderr"] = kind
         self._original = original
+        self._elsewhere = elsewhere
 
     @property
     def name(self) -> str:
@@ -238,19 +272,19 @@ class _Stream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        if _on_subshell():  # a subshell console's output is its own, not the agent's
+        if self._elsewhere():  # a subshell console's output is its own, a kernel thread's log is the kernel's
             return int(self._original.write(text))
         self._capture.text(self._kind, text)
         return len(text)
 
     def flush(self) -> None:
-        if _on_subshell():
+        if self._elsewhere():
             self._original.flush()
 
     def __getattr__(self, name: str) -> Any:
         # ipykernel sets a subshell request's parent on ``sys.stdout`` (``set_thread_parent``) from that subshell's
         # thread meanwhile: the kernel's stream keeps it, for what the subshell writes (forwarded above).
-        if name.startswith("__") or name in ("_capture", "_kind", "_original"):
+        if name.startswith("__") or name in ("_capture", "_kind", "_original", "_elsewhere"):
             raise AttributeError(name)
         return getattr(self._original, name)
 
@@ -279,20 +313,21 @@ def _publisher_class() -> type:
     class Publisher(DisplayPublisher):
         """The shell's display publisher while the code runs: ``display()`` goes to the capture."""
 
-        def __init__(self, *, shell: Any, capture: Capture, original: Any) -> None:
+        def __init__(self, *, shell: Any, capture: Capture, original: Any, others: _Elsewhere) -> None:
             super().__init__(shell=shell)  # type: ignore[no-untyped-call]
             self.capture = capture
             self.original = original
+            self.others = others
 
         def __getattr__(self, name: str) -> Any:
             # ipykernel calls its own methods on the shell's publisher from other threads meanwhile (a
             # subshell's message sets the parent with ``set_parent``): the kernel's publisher answers them.
-            if name.startswith("__") or name in ("capture", "original"):
+            if name.startswith("__") or name in ("capture", "original", "others"):
                 raise AttributeError(name)
             return getattr(self.original, name)
 
         def publish(self, data: Any, metadata: Any = None, source: Any = None, **kwargs: Any) -> None:
-            if _on_subshell():
+            if self.others():
                 self.original.publish(data, metadata, source, **kwargs)
                 return
             self.capture.display(data, metadata)
@@ -311,11 +346,16 @@ def _bounded(data: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> dic
 
 
 # -- running ------------------------------------------------------------------------------------------
-def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Capture) -> CodeResult:
+def run_code(
+    code: str, *, shell: Any, namespace: dict[str, Any], capture: Capture, name: str | None = None
+) -> CodeResult:
     """Run ``code`` in ``namespace`` as a cell would (see the module docstring); never raises for what the
-    code does (``KeyboardInterrupt`` and ``SystemExit`` included): that is in the result."""
+    code does (``KeyboardInterrupt`` and ``SystemExit`` included): that is in the result. ``name``: how its
+    traceback names it (``Cell In[12]`` for a cell's code; default ``Agent code [n]``)."""
     result = CodeResult()
-    filename = f"{_INPUT}{next(_numbers)}>"
+    number = next(_numbers)
+    filename = f"{_INPUT}{number}>"
+    _names[filename] = name or f"Agent code [{number}]"
 
     def body() -> None:
         source = shell.transform_cell(code) if shell is not None else code
@@ -334,7 +374,7 @@ def run_code(code: str, *, shell: Any, namespace: dict[str, Any], capture: Captu
             capture.execution.call(body)
         except BaseException as error:  # the code's failure is the result, whatever it is
             result.error = error
-            result.traceback = format_error(error)
+            result.traceback = format_error(error, shell)
             if isinstance(error, SyntaxError) and "'await' outside" in str(error.msg):
                 result.traceback += "\n" + AWAIT_HINT
     return result
@@ -393,15 +433,31 @@ def _remember(value: object, namespace: dict[str, Any], shell: Any) -> None:
     namespace["___"], namespace["__"], namespace["_"] = namespace.get("__", ""), namespace.get("_", ""), value
 
 
-def format_error(error: BaseException) -> str:
+def format_error(error: BaseException, shell: Any = None) -> str:
     """The traceback as Python prints it, from the agent's code on: without the frames that called it (the
-    executor, IPython's parser for a syntax error) and without this package's frames (the interrupt handler)."""
+    executor, IPython's parser for a syntax error) and without this package's frames (the interrupt handler).
+    Code is named as a notebook names it: ``Cell In[12], line 3`` for a cell (the user's, from IPython's compiler, or
+    one the agent ran), ``Agent code [3], line 3`` for the python tool's (not ``File "<python-input-3>"``)."""
     summary = traceback.TracebackException.from_exception(error)
     frames = list(summary.stack)
     first = next((i for i, frame in enumerate(frames) if frame.filename.startswith(_INPUT)), len(frames))
     summary.stack = traceback.StackSummary.from_list(frames[first:])
     _strip(summary, depth=0)
-    return "".join(summary.format()).rstrip("\n")
+    return _named("".join(summary.format()).rstrip("\n"), shell)
+
+
+def _named(text: str, shell: Any) -> str:
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)  # IPython's cells: file -> count
+
+    def name(match: re.Match[str]) -> str:
+        filename = match[1]
+        if filename in _names:
+            return _names[filename]
+        if isinstance(cells, dict) and isinstance(cells.get(filename), int):
+            return f"Cell In[{cells[filename]}]"
+        return match[0]
+
+    return _FILE.sub(name, text)
 
 
 def _strip(summary: traceback.TracebackException, depth: int) -> None:

@@ -9,9 +9,11 @@ Which page. The notebook the cell tools act on is the one whose cell started the
 :class:`NotebookTarget` the run sets in :data:`current_notebook` for its task: the client session id of the
 ``execute_request`` that ran the ``%pi`` cell (each page's kernel connection has its own; every comm message the
 page sends carries it), that cell's id, and the notebook's path as the kernel knows it. The page is the newest
-connected frontend that either has that client id or shows a notebook at the same path as one that had it (so
-after a reload, whose new connection has a new client id, the reloaded page of that notebook is found; another
-notebook attached to the same kernel never is). A page closed without closing its comm (a reload, a crashed tab)
+connected frontend that has that client id or shows exactly the path the page with that client id showed (after a
+reload, whose new connection has a new client id; the old page's comm may still be listed). Paths are compared
+whole, as the pages name them (relative to the server's root): ``sub/nb.ipynb`` is never ``nb.ipynb``, and the
+kernel's own idea of the path (absolute, and fixed when the kernel started) is not used, so another notebook
+attached to the same kernel is never acted on. A page closed without closing its comm (a reload, a crashed tab)
 stays listed; it is dropped when it does not answer within :data:`REPLY_TIMEOUT_S`.
 
 Waiting. A request waits for its answer at most :data:`REPLY_TIMEOUT_S` and never past the run's abort signal. A
@@ -127,22 +129,13 @@ class FrontendRefused(PiNotebookError, RuntimeError):
         self.error = error
 
 
-def same_path(a: str | None, b: str | None) -> bool:
-    """Two names of one notebook: equal, or one ends with the other after a ``/`` (a page names it relative to
-    the server's root, a kernel often by its absolute path)."""
-    if not a or not b:
-        return False
-    a, b = a.replace("\\", "/"), b.replace("\\", "/")
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
-
-
 class Frontends:
     """The kernel's connected notebook pages and its open requests to them (see the module docstring)."""
 
     def __init__(self) -> None:
         self._open: tuple[Frontend, ...] = ()
         self._paths: dict[str, str] = {}  # client id -> the path its page showed (kept after it disconnects)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, tuple[Frontend, asyncio.Future[dict[str, Any]]]] = {}  # asked, its answer
         self._ids = itertools.count(1)
         self._changed: asyncio.Event | None = None
 
@@ -157,11 +150,15 @@ class Frontends:
     def disconnect(self, frontend: Frontend) -> None:
         self._open = tuple(item for item in self._open if item is not frontend)
 
-    def reply(self, data: dict[str, Any]) -> None:
-        """An answer from a page (``{"action": "cells", "request": N, ...}``)."""
-        future = self._pending.get(data.get("request"))  # type: ignore[arg-type]
-        if future is not None and not future.done():
-            future.set_result(data)
+    def reply(self, data: dict[str, Any], page: Frontend | None, client: str | None) -> bool:
+        """An answer (``{"action": "cells", "request": N, ...}``) that came on ``page``'s comm from ``client``.
+        Taken only from the page that was asked, in its own client's message: another page, or another client
+        writing on that page's comm (its id is no secret), cannot answer for it. Whether it was taken."""
+        pending = self._pending.get(data.get("request"))  # type: ignore[arg-type]
+        if pending is None or pending[0] is not page or page.client != client or pending[1].done():
+            return False
+        pending[1].set_result(data)
+        return True
 
     # -- the cell tools' side ------------------------------------------------------------------------------
     @property
@@ -169,14 +166,15 @@ class Frontends:
         return self._open
 
     def find(self, target: NotebookTarget | None) -> Frontend | None:
-        """The page showing ``target``'s notebook (the newest such page), or ``None``."""
-        if target is None:
+        """The newest page of ``target``'s client or showing exactly the path that client's page showed (a
+        reload), or ``None`` (see the module docstring)."""
+        if target is None or target.client is None:
             return None
-        path = self._paths.get(target.client, target.path) if target.client else target.path
+        path = self._paths.get(target.client)
         found = [
             frontend
             for frontend in self._open
-            if (target.client is not None and frontend.client == target.client) or same_path(frontend.path, path)
+            if frontend.client == target.client or (path is not None and frontend.path == path)
         ]
         return max(found, key=lambda frontend: frontend.opened) if found else None
 
@@ -213,7 +211,7 @@ class Frontends:
         frontend = await self.wait_for(target, wait, signal)
         number = next(self._ids)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[number] = future
+        self._pending[number] = (frontend, future)
         try:
             frontend.send({**message, "request": number})
             await _first(future, reply_within, signal)

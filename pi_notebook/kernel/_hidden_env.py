@@ -1,8 +1,9 @@
 """Keys out of the kernel's own environment while the agent's Python code runs.
 
-The ``python`` tool runs the agent's code in the kernel's process, so ``os.environ`` there *is* the kernel's: the
-variables that hold keys (``pi_notebook.ai._keys.known_secrets``) are removed from it for the duration of the call
-and put back after, unless the code set them meanwhile (its value is kept). Processes the code starts
+The ``python`` tool (and ``cell_run``, for a cell's code) runs the agent's code in the kernel's process, so
+``os.environ`` there *is* the kernel's: the variables that hold keys (``pi_notebook.ai._keys.known_secrets``) are
+removed from it for the duration of the call and put back after, unless the code set them meanwhile (its value is
+kept). Processes the code starts
 (``subprocess``, ``!cmd``) inherit the environment without them. The provider, which reads ``key_env`` at each
 request, never runs meanwhile: the code holds the kernel's main thread and its event loop.
 

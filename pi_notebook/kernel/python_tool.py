@@ -344,12 +344,13 @@ async def run_stoppable(
     deadline: Deadline | None,
     kernel: Kernel = KERNEL,
     hidden: Collection[str] = (),
+    name: str | None = None,
 ) -> CodeRun:
     """Run the agent's ``code`` on this thread as the ``python`` tool does, stoppable by every stop path (see the
     module docstring); :func:`add_python_listener` listeners get ``start``, what it writes and displays, and
     ``end``, under ``call_id``, on ``kernel``'s listeners. The environment variables ``hidden`` are out of
     ``os.environ`` meanwhile; after a stop, the processes the code started are killed. Never raises for what the
-    code does. ``cell_run`` runs a cell's code with it."""
+    code does. ``cell_run`` runs a cell's code with it (``name``: how tracebacks name the code, ``Cell In[12]``)."""
     started, ending = False, "error"
     emit = kernel.listeners.emit
     processes = CodeProcesses()
@@ -370,7 +371,7 @@ async def run_stoppable(
             emit(PythonEvent(call_id, "start", code))  # from here on, any interrupt reaches the code
             started = True
             capture = Capture(call_id, execution, output, kernel.listeners)
-            result = run_code(code, shell=shell, namespace=namespace, capture=capture)
+            result = run_code(code, shell=shell, namespace=namespace, capture=capture, name=name)
         stop = execution.interruption
         ending = "ok" if result.error is None else "interrupted" if stop else "error"
         ran = CodeRun(capture, result, stop, execution.kernel_interrupted, execution.repeats)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ..kernel._busy import keep_busy
 from ..session import PolicyError, Settings, site_policy
 from ._commands import USAGE
 from ._default_model import default_faux
@@ -59,12 +60,13 @@ __all__ = [
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register ``%pi``/``%%pi``, the ``%pi wait`` rewrite, and the JupyterLab control channel (which follows
-    the runs of the kernel's sessions)."""
+    the runs of the kernel's sessions); keep the kernel's status busy while a cell runs (``kernel._busy``)."""
     ipython.register_magics(PiMagics)
     cleanup = ipython.input_transformers_cleanup
     if pi_transformer not in cleanup:
         cleanup.append(pi_transformer)
     REGISTRY.control.register(ipython)
+    keep_busy(getattr(ipython, "kernel", None))  # the status bar says Busy while a cell awaits a run
     REGISTRY.notebook = REGISTRY.notebook or notebook_path(getattr(ipython, "user_ns", None))
     _greet()
     _start_mcp_servers()

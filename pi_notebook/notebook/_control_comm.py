@@ -12,7 +12,8 @@ Frontend -> kernel (``comm_msg`` data):
   ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 * ``{"action": "cells", "request": N, ...}``: a page's answer to a cells request (the cell tools,
-  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`. A page that opens the comm with
+  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`, which takes it only from the page it
+  asked (on that page's comm, from that page's client id). A page that opens the comm with
   ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
   client id of its kernel connection, from the message header) until the comm closes.
 
@@ -33,11 +34,12 @@ two clocks agree. An unknown action gets ``{"type": "error", "error": ...}``. Th
 ``_protocol``.
 
 Right after the first state, ``{"type": "views", "process": token, "views": [{"run", "model_id", "cell_id",
-"text"}]}`` names the kernel process (``Kernel.token``, which its run widgets carry as a CSS class, so a page can
-mark them "kernel gone" when it dies) and lists the active runs that have a live widget: its ipywidgets model id,
-the id of the notebook cell that displayed it (``None`` if the frontend did not say) and its one-line text. A page
-opened while a run goes on (a reload, a second window) shows each widget again in its cell if the notebook it
-loaded does not hold that output (it was not saved).
+"text", "data", "metadata"}]}`` names the kernel process (``Kernel.token``, which its run widgets carry as a CSS
+class, so a page can mark them "kernel gone" when it dies) and lists the active runs that have a live widget: its
+ipywidgets model id, the id of the notebook cell that displayed it (``None`` if the frontend did not say), its
+one-line text, and the display's bundle (with the static copy as of now) and metadata. A page opened while a run
+goes on (a reload, a second window) shows each run's output again in its cell if the notebook it loaded does not
+hold that output (it was not saved).
 
 While a run works, :class:`~._activity.ActivitySignal` has the kernel publish ``{"type": "activity"}`` on the
 beacon every minute or so (see ``_activity``: idle cullers must not take a kernel whose run is silent); no frontend
@@ -255,8 +257,9 @@ class ControlChannel:
             self._abort(comm, run, release)
         elif action == "status":
             self._send_status(comm, reply="status")
-        elif action == "cells":  # a page's answer to a cell tool's request
-            self._kernel.frontends.reply(data)
+        elif action == "cells":  # a page's answer to a cell tool's request: taken from the page asked only
+            client = ((msg or {}).get("header") or {}).get("session")
+            self._kernel.frontends.reply(data, self._frontends.get(comm.comm_id), client)
         else:
             known = " or ".join(repr(name) for name in get_args(ControlAction))
             self._send(comm, {"type": "error", "error": f"unknown action {action!r}; use {known}"})

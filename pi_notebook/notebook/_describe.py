@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..agent import AgentMessage, AgentToolResult, CustomMessage
 from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage
@@ -52,7 +53,9 @@ from ._spent import Spent, is_priced
 from ._visible import shown_json, visible_text
 
 __all__ = [
+    "CallText",
     "describe_event",
+    "folded_report",
     "pointer_to_report",
     "render_all",
     "render_html",
@@ -168,6 +171,20 @@ def _quote(markdown: str) -> str:
     return "\n".join("> " + line if line else ">" for line in markdown.splitlines() or [""])
 
 
+CallText = Callable[[str, Mapping[str, Any]], tuple[str, str]]
+"""A tool call as its panel shows it, from the tool's name and arguments: ``(text, syntax)`` (the code, the command
+line, the edit's lines; ``syntax`` as :attr:`AgentTool.preview_syntax`), ``("", "")`` for none (the widget's
+``tool_preview``)."""
+
+_FENCE_INFO = {"python": "python", "shell": "sh", "diff": "diff", "json": "json"}
+
+
+def _call(block: ToolCall, call_text: CallText | None) -> tuple[str, str]:
+    """``block`` as the report shows it: as its panel does, else its arguments as JSON."""
+    text, syntax = call_text(block.name, block.arguments) if call_text is not None else ("", "")
+    return (text, syntax) if text else (shown_json(block.arguments), "json")
+
+
 def render_markdown(
     messages: Sequence[AgentMessage],
     log: Sequence[tuple[float, str, str]],
@@ -175,13 +192,15 @@ def render_markdown(
     title: str,
     status: str,
     usage: str = "",
+    call_text: CallText | None = None,
 ) -> str:
     """A run as markdown: the transcript, then the event log with times relative to the run's start, then
-    ``usage`` if given. Every string it is given (``title``, ``status`` and ``usage`` included) crosses the gate
+    ``usage`` if given; a tool call as ``call_text`` gives it (its panel's code, command line or edit), else its
+    arguments as JSON. Every string it is given (``title``, ``status`` and ``usage`` included) crosses the gate
     (``_inert``): it renders as itself."""
     parts = [f"**{inline(title)}** — {inline(status)}", ""]
     for message in messages:
-        parts.append(_message_markdown(message))
+        parts.append(_message_markdown(message, call_text))
         parts.append("")
     parts.append("| t (s) | event | detail |")
     parts.append("|---:|---|---|")
@@ -192,12 +211,12 @@ def render_markdown(
     return document("\n".join(parts))
 
 
-def _message_markdown(message: AgentMessage) -> str:
+def _message_markdown(message: AgentMessage, call_text: CallText | None) -> str:
     match message:
         case UserMessage():
             return _quote(f"**user:** {literal(text_of(message))}")
         case AssistantMessage():
-            return _assistant_markdown(message)
+            return _assistant_markdown(message, call_text)
         case ToolResultMessage():
             marker = "error" if message.is_error else "result"
             label = f"{inline(message.tool_name)} {marker}"
@@ -211,7 +230,7 @@ def _message_markdown(message: AgentMessage) -> str:
             return f"*\\[{inline(message.role)}\\]*"
 
 
-def _assistant_markdown(message: AssistantMessage) -> str:
+def _assistant_markdown(message: AssistantMessage, call_text: CallText | None) -> str:
     pieces: list[str] = []
     for block in message.content:
         if isinstance(block, ThinkingContent) and block.thinking:
@@ -219,9 +238,9 @@ def _assistant_markdown(message: AssistantMessage) -> str:
         elif isinstance(block, TextContent) and block.text:
             pieces.append(literal(block.text))
         elif isinstance(block, ToolCall):
-            arguments = shown_json(block.arguments)
+            text, syntax = _call(block, call_text)
             # the fence on a line of its own: after "tool call `x` " on the same line it was no fence at all
-            pieces.append(f"tool call {code_span(block.name)}\n\n" + code_block(arguments, "json"))
+            pieces.append(f"tool call {code_span(block.name)}\n\n" + code_block(text, _FENCE_INFO.get(syntax, "")))
     if message.stop_reason in ("error", "aborted", "length"):
         why = f"{message.stop_reason}: {message.error_message}" if message.error_message else message.stop_reason
         pieces.append(f"*\\[{inline(why)}\\]*")
@@ -239,11 +258,12 @@ def render_html(
     title: str,
     status: str,
     usage: str = "",
+    call_text: CallText | None = None,
 ) -> str:
     """:func:`render_markdown`'s run as HTML, the model's markdown formatted; every string crosses the gate
     (``_inert``), and the whole is cleaned by it."""
     parts = [f"<p><strong>{html_text(title)}</strong> — {html_text(status)}</p>"]
-    parts += [_message_html(message) for message in messages]
+    parts += [_message_html(message, call_text) for message in messages]
     rows = "".join(
         f'<tr><td style="text-align:right">{seconds:.3f}</td><td {_LEFT}><code>{html_text(label)}</code></td>'
         f"<td {_LEFT}>{html_text(' '.join(detail.split()))}</td></tr>\n"
@@ -262,12 +282,12 @@ def render_html(
 _LEFT = 'style="text-align:left"'
 
 
-def _message_html(message: AgentMessage) -> str:
+def _message_html(message: AgentMessage, call_text: CallText | None) -> str:
     match message:
         case UserMessage():
             return f"<blockquote><p><strong>user:</strong> {html_text(text_of(message))}</p></blockquote>"
         case AssistantMessage():
-            return _assistant_html(message)
+            return _assistant_html(message, call_text)
         case ToolResultMessage():
             marker = "error" if message.is_error else "result"
             label = f"<p><strong>{html_text(message.tool_name)} {marker}:</strong></p>"
@@ -282,7 +302,7 @@ def _message_html(message: AgentMessage) -> str:
             return f"<p><em>[{html_text(message.role)}]</em></p>"
 
 
-def _assistant_html(message: AssistantMessage) -> str:
+def _assistant_html(message: AssistantMessage, call_text: CallText | None) -> str:
     pieces = ["<p><strong>assistant:</strong></p>"]
     for block in message.content:
         if isinstance(block, ThinkingContent) and block.thinking:
@@ -290,9 +310,8 @@ def _assistant_html(message: AssistantMessage) -> str:
         elif isinstance(block, TextContent) and block.text:
             pieces.append(html_markdown(block.text))
         elif isinstance(block, ToolCall):
-            pieces.append(
-                f"<p>tool call <code>{html_text(block.name)}</code></p>{html_code(shown_json(block.arguments))}"
-            )
+            shown = html_code(_call(block, call_text)[0])
+            pieces.append(f"<p>tool call <code>{html_text(block.name)}</code></p>{shown}")
     if message.stop_reason in ("error", "aborted", "length"):
         why = f"{message.stop_reason}: {message.error_message}" if message.error_message else message.stop_reason
         pieces.append(f"<p><em>[{html_text(why)}]</em></p>")
@@ -308,11 +327,12 @@ def render_text(
     title: str,
     status: str,
     usage: str = "",
+    call_text: CallText | None = None,
 ) -> str:
     """:func:`render_markdown`'s run as plain text (a terminal's view, ``text/plain``): control characters of every
     untrusted string written as ``<U+001B>``."""
     parts = [visible_text(f"{title} — {status}")]
-    parts += [visible_text(_message_text(message)) for message in messages]
+    parts += [visible_text(_message_text(message, call_text)) for message in messages]
     width = max((len(label) for _, label, _ in log), default=5)
     lines = [f"{'t (s)':>8}  {'event':<{width}}  detail"]
     lines += [
@@ -324,7 +344,7 @@ def render_text(
     return "\n\n".join(parts)
 
 
-def _message_text(message: AgentMessage) -> str:
+def _message_text(message: AgentMessage, call_text: CallText | None) -> str:
     match message:
         case UserMessage():
             return f"user: {text_of(message)}"
@@ -336,7 +356,7 @@ def _message_text(message: AgentMessage) -> str:
                 elif isinstance(block, TextContent) and block.text:
                     pieces.append(block.text)
                 elif isinstance(block, ToolCall):
-                    pieces.append(f"tool call {block.name}:\n{shown_json(block.arguments)}")
+                    pieces.append(f"tool call {block.name}:\n{_call(block, call_text)[0]}")
             if message.stop_reason in ("error", "aborted", "length"):
                 why = message.stop_reason + (f": {message.error_message}" if message.error_message else "")
                 pieces.append(f"[{why}]")
@@ -353,15 +373,29 @@ def _message_text(message: AgentMessage) -> str:
 
 
 def render_all(
-    messages: Sequence[AgentMessage], log: Sequence[tuple[float, str, str]], *, title: str, status: str, usage: str = ""
+    messages: Sequence[AgentMessage],
+    log: Sequence[tuple[float, str, str]],
+    *,
+    title: str,
+    status: str,
+    usage: str = "",
+    call_text: CallText | None = None,
 ) -> tuple[str, str, str]:
     """A run's report as markdown, HTML and plain text (:func:`render_markdown`, :func:`render_html`,
-    :func:`render_text`)."""
+    :func:`render_text`); ``call_text``: tool calls as their panels show them (else as JSON)."""
     return (
-        render_markdown(messages, log, title=title, status=status, usage=usage),
-        render_html(messages, log, title=title, status=status, usage=usage),
-        render_text(messages, log, title=title, status=status, usage=usage),
+        render_markdown(messages, log, title=title, status=status, usage=usage, call_text=call_text),
+        render_html(messages, log, title=title, status=status, usage=usage, call_text=call_text),
+        render_text(messages, log, title=title, status=status, usage=usage, call_text=call_text),
     )
+
+
+def folded_report(html: str, headline: str) -> str:
+    """A report's HTML folded under one line (``<details>``), for the cell that shows the run's live widget above it:
+    the transcript is there already; the report stays whole for whoever opens it or reads the saved notebook.
+    ``headline``: the report's first line (``Run 3 — settled``)."""
+    summary = f"{html_text(headline)}: the transcript and event log, as in the widget above"
+    return f'<details class="pi-report-folded"><summary>{summary}</summary>\n{html}\n</details>'
 
 
 def pointer_to_report(number: int, status: str) -> tuple[str, str]:

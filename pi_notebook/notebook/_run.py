@@ -45,13 +45,13 @@ from ..session import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from ._describe import describe_event, pointer_to_report, render_all, usage_line
+from ._describe import describe_event, folded_report, pointer_to_report, render_all, usage_line
 from ._receipt import Receipt, build_receipt
 from ._retried import RetriedReplies
 from ._run_state import RunState, StateListener, StatusMachine
 from .widget._display import RunDisplay, Static
 from .widget._live import current_run
-from .widget._presenter import RunPresenter
+from .widget._presenter import RunPresenter, tool_preview
 from .widget._protocol import RunStatus
 from .widget._view import RunView
 
@@ -81,6 +81,9 @@ class RunReport:
         self.receipt = receipt
         self.shown = False
         """A notebook displayed it (its markdown or HTML was asked for)."""
+        self.widget_above = False
+        """The cell showing it shows the run's live widget, which a page drew: its HTML is folded under one line,
+        so the page does not show the transcript twice (``_describe.folded_report``; the markdown stays whole)."""
 
     def _repr_markdown_(self) -> str:
         self.shown = True
@@ -88,7 +91,9 @@ class RunReport:
 
     def _repr_html_(self) -> str | None:
         self.shown = True
-        return self.html or None
+        if not self.html or not self.widget_above:
+            return self.html or None
+        return folded_report(self.html, self.text.split("\n", 1)[0])
 
     def __repr__(self) -> str:
         return self.text
@@ -246,8 +251,14 @@ class Run:
         status: str = self.status.status if self.done else "running"  # settled, aborted or error
         if self.error:
             status += f" — {self.error}"
+        tools = {tool.name: tool for tool in self.session.tools}
         markdown, html, text = render_all(
-            self._shown_messages(), self.log, title=f"Run {self.number}", status=status, usage=self._cache_usage
+            self._shown_messages(),
+            self.log,
+            title=f"Run {self.number}",
+            status=status,
+            usage=self._cache_usage,
+            call_text=lambda name, args: tool_preview(tools.get(name), args),
         )
         return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
 
@@ -280,6 +291,7 @@ class Run:
         elif not self._refresh_pending:  # shown and awaited in this cell: the report may show right below
             self._refresh_pending = True
             self._display.refresh_at_cell_end(lambda: self._pointer(report))
+            report.widget_above = self.view is not None and self.view.transcript.rendered
         return report
 
     def _pointer(self, report: RunReport) -> Static | None:

@@ -244,7 +244,11 @@ class Replayed:
             self.presenter = RunPresenter(
                 title=title, session=session, on_stop=lambda: None, loop=loop, on_send=on_send
             )
-        self._replay({tool.name: tool for tool in session.tools})
+        self._tools = {tool.name: tool for tool in session.tools}
+        self._replay(self._tools)
+
+    def _call_text(self, name: str, args: Mapping[str, Any]) -> tuple[str, str]:
+        return tool_preview(self._tools.get(name), args)
 
     def _replay(self, tools: Mapping[str, AgentTool]) -> None:
         start = next((m.timestamp for m in self.messages if _stamp(m)), 0)
@@ -273,10 +277,12 @@ class Replayed:
         return f"replayed, {self.counted}" + (f" — {self.note}" if self.note else "")
 
     def markdown(self) -> str:
-        return render_markdown(self.messages, self.log, title=self.title, status=self._status())
+        return render_markdown(
+            self.messages, self.log, title=self.title, status=self._status(), call_text=self._call_text
+        )
 
     def html(self) -> str:
-        return render_html(self.messages, self.log, title=self.title, status=self._status())
+        return render_html(self.messages, self.log, title=self.title, status=self._status(), call_text=self._call_text)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         bundle: dict[str, Any] = {"text/html": self.html(), "text/markdown": self.markdown()}

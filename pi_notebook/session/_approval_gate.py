@@ -25,6 +25,10 @@ before this setting existed. The notebook supplies one (its run widget's Run / S
 
 A tool the site policy says must ask (``[tools] ask``, see ``_policy``) always asks: the setting and "always"
 answers do not change it (an "always" runs the call once), and with nobody to ask it does not run.
+
+Before asking, the gate lets the tool refuse a call that could not run anyway (``AgentTool.refusal``: a cell tool's
+cell is tagged ``pi-protected``, gone, or not code): the call ends with that error at once, and the user is not
+asked to approve it.
 """
 
 from __future__ import annotations
@@ -131,6 +135,9 @@ class ApprovalGate:
         reason = tool.needs_approval(context.args) if tool.needs_approval is not None else None
         if tool.needs_approval is not None and reason is None and not self._must_ask(name):
             return None  # this call is one its tool runs without asking (unless the site policy says ask)
+        refused = await _refusal(tool, context.args, signal)
+        if refused is not None:
+            return BeforeToolCallResult(block=True, reason=refused)
         answer = await approver(ApprovalRequest(context.tool_call, context.args, tool, reason), signal)
         if signal.aborted:
             return None  # the loop ends the call as "Operation aborted"
@@ -141,3 +148,15 @@ class ApprovalGate:
         if answer.action == "skip":
             return BeforeToolCallResult(block=True, reason=DECLINED.format(name=name))
         return BeforeToolCallResult(block=True, reason=answer.reason or f"{name} needs approval, and none came")
+
+
+async def _refusal(tool: AgentTool, args: Any, signal: AbortSignal) -> str | None:
+    """Why the call would be refused anyway (``AgentTool.refusal``): then nobody is asked. ``None`` when it may
+    run, when the check fails, or when the run was stopped meanwhile."""
+    if tool.refusal is None:
+        return None
+    try:
+        refused = await maybe_await(tool.refusal(args, signal))
+    except Exception:  # the check is a courtesy: the call is asked about, and refused when it runs if it must be
+        return None
+    return refused if isinstance(refused, str) and refused and not signal.aborted else None

@@ -32,7 +32,7 @@ from ..ai import TextContent, maybe_await
 from ..ai._secret import REDACTED, header_secrets, scrub_secrets, secret_spellings, secret_value
 from ..ai._secret_env import HELD_SECRETS, KnownSecrets, secret_variables
 
-__all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text"]
+__all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text", "redact_value"]
 
 _EDGE_MIN = 6  # the shortest cut-off piece of a key redacted at a snapshot's edge
 
@@ -87,11 +87,11 @@ def redact_text(text: str, keys: Iterable[str]) -> str:
 
 
 def _redact_edges(text: str, key: str) -> str:
-    for size in range(min(len(key), len(text)) - 1, _EDGE_MIN - 1, -1):
+    for size in range(min(len(key) - 1, len(text)), _EDGE_MIN - 1, -1):  # the whole text may be the piece
         if text.endswith(key[:size]):
             text = text[:-size] + REDACTED
             break
-    for size in range(min(len(key), len(text)) - 1, _EDGE_MIN - 1, -1):
+    for size in range(min(len(key) - 1, len(text)), _EDGE_MIN - 1, -1):
         if text.startswith(key[-size:]):
             text = REDACTED + text[size:]
             break
@@ -150,14 +150,19 @@ def redact_result(result: AgentToolResult, keys: list[str]) -> AgentToolResult:
         block.model_copy(update={"text": redact_text(block.text, keys)}) if isinstance(block, TextContent) else block
         for block in blocks
     ]
-    return replace(result, content=content, details=_redact_value(result.details, keys))
+    return replace(result, content=content, details=redact_value(result.details, keys))
 
 
-def _redact_value(value: Any, keys: list[str]) -> Any:
+def redact_value(value: Any, keys: Iterable[str]) -> Any:
+    """``value`` with keys redacted from every string in it, through dicts, lists and tuples (a new value; a tool
+    result's ``details``, a mime bundle, a cell's nbformat outputs)."""
+    keys = list(keys)
+    if not keys:
+        return value
     if isinstance(value, str):
         return redact_text(value, keys)
     if isinstance(value, dict):
-        return {name: _redact_value(item, keys) for name, item in value.items()}
+        return {name: redact_value(item, keys) for name, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_redact_value(item, keys) for item in value)
+        return type(value)(redact_value(item, keys) for item in value)
     return value

@@ -40,7 +40,7 @@ from ..ai._stream_events import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
 )
-from ._redact import redact_text
+from ._redact import redact_text, redact_value
 
 __all__ = ["ReplyRedaction", "ReplyRedactor", "redact_message"]
 
@@ -148,16 +148,6 @@ def redact_message(message: AssistantMessage, keys: list[str]) -> None:
         elif isinstance(block, ThinkingContent):
             block.thinking = redact_text(block.thinking, keys)
         elif isinstance(block, ToolCall):
-            block.arguments = _redact_value(block.arguments, keys)
+            block.arguments = redact_value(block.arguments, keys)
     if message.error_message:
         message.error_message = redact_text(message.error_message, keys)
-
-
-def _redact_value(value: Any, keys: list[str]) -> Any:
-    if isinstance(value, str):
-        return redact_text(value, keys)
-    if isinstance(value, dict):
-        return {name: _redact_value(item, keys) for name, item in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(item, keys) for item in value]
-    return value

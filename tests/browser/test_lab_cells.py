@@ -12,6 +12,7 @@ As in test_lab_extension.py, the server gets the working tree's bundle first on 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,10 @@ def test_the_agent_reads_inserts_edits_runs_and_is_refused_a_protected_cell_live
     settled(lab, page)
     view = page.locator(".pi-run-view").first
     results = view.locator(".pi-tool .pi-tool-output")
-    expect(results.nth(0)).to_contain_text('<cell index="3" id="load" type="code" execution_count="">')
-    protected = '<cell index="5" id="keep" type="code" execution_count="" tags="pi-protected">'
-    expect(results.nth(0)).to_contain_text(protected)
+    mark = r"<cell-[0-9a-f]{6} "  # this read's boundary
+    expect(results.nth(0)).to_contain_text(re.compile(mark + 'index="3" id="load" type="code" execution_count="">'))
+    protected = 'index="5" id="keep" type="code" execution_count="" tags="pi-protected">'
+    expect(results.nth(0)).to_contain_text(re.compile(mark + protected))
     # the live notebook, without a reload: the new cell after "load", the edit, the outputs and counts
     expect(cells(page)).to_have_count(7)
     expect(source_of(page, 4)).to_have_text("print('inserted by the agent')")
@@ -168,15 +170,24 @@ def test_stop_during_the_second_of_three_cell_runs_interrupts_it_the_third_never
 
 
 def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(lab: JupyterLab) -> None:
+    """The status bar says Busy meanwhile, though the page's answers are handled beside the cell (issue 37 item 6)."""
+    flag = lab.root / "seen-busy"
+    work = (
+        f"import pathlib, time\nprint('ran while awaited', flush=True)\nwhile not pathlib.Path({str(flag)!r}).exists():"
+    )
     path = write_notebook(
         [
             cell("setup", setup([call("cell_run", {"cell_id": "work"})])),
             cell("start", "run = %pi run my cell\nreport = await run\nprint('awaited', report.aborted)"),
-            cell("work", "print('ran while awaited')\n6 * 7"),
+            cell("work", work + "\n    time.sleep(0.02)\n6 * 7"),
         ],
         lab.root / "awaited.ipynb",
     )
     page = open_and_start(lab, path)
+    expect(output_of(page, 2)).to_have_text("ran while awaited", timeout=WAIT)  # after the page's run_begin answer
+    expect(page.get_by_text("Python 3 (ipykernel) | Busy")).to_be_visible(timeout=WAIT)
+    lab.screenshot(page, "lab-cells-awaited-busy.png")
+    flag.touch()
     lab.wait_idle(page, 1)
     expect(output_of(page, 1)).to_contain_text("awaited False")
     expect(output_of(page, 2)).to_have_text("ran while awaited\n[2]:42", timeout=WAIT)  # the value, as Out[2]
@@ -211,7 +222,11 @@ def test_a_run_goes_on_acting_on_the_notebook_after_the_page_is_reloaded(lab: Ju
 
 
 def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_say(lab: JupyterLab) -> None:
+    """A change the page would refuse (the protected cell, a markdown cell to run) is refused before any question:
+    the first question is about the edit that can run."""
     calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}, id="edit-keep"),
+        call("cell_run", {"cell_id": "note"}, id="run-note"),
         call("cell_edit", {"cell_id": "work", "edits": [{"oldText": "'before'", "newText": "'after'"}]}),
         call("cell_run", {"cell_id": "work"}),
     ]
@@ -220,6 +235,8 @@ def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_sa
             cell("setup", setup(calls, approval="ask")),
             cell("start", "%pi change and run my cell"),
             cell("work", "print('before')"),
+            cell("keep", "SECRET = 1", tags=("pi-protected",)),
+            cell("note", "a note", "markdown"),
         ],
         lab.root / "approve.ipynb",
     )
@@ -239,4 +256,8 @@ def test_approval_shows_the_cells_diff_and_code_and_skip_and_run_do_what_they_sa
     settled(lab, page)
     expect(source_of(page, 2)).to_have_text("print('before')")
     expect(output_of(page, 2)).to_have_text("before")
-    expect(view.locator(".pi-tool.pi-tool-error .pi-tool-output").first).to_contain_text("The user declined")
+    errors = view.locator(".pi-tool.pi-tool-error .pi-tool-output")
+    expect(errors.nth(0)).to_contain_text("Cell keep is tagged pi-protected: the agent may not edit, delete or run it.")
+    expect(errors.nth(1)).to_contain_text("Cell note is not a code cell")
+    expect(errors.nth(2)).to_contain_text("The user declined")
+    expect(source_of(page, 3)).to_have_text("SECRET = 1")

@@ -25,6 +25,12 @@ from lab_harness import JupyterLab, notebook
 from nbformat.sign import NotebookNotary
 from playwright.sync_api import Locator, Page, expect
 
+from pi_notebook.notebook._volatile import RUN_DISPLAY
+from pi_notebook.notebook.widget._display import STATIC_MARKER
+
+STATIC_NOTE = "The live widget of this run is gone with the kernel that ran it; this is its saved copy."
+"""What the extension writes above a saved run's static copy (labextension/src/staticCopy.ts)."""
+
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("one_kernel_at_a_time")]
 
 WAIT = 30_000  # ms; every wait is on the DOM, this is only the bound
@@ -147,6 +153,7 @@ def test_a_page_reloaded_while_the_agents_code_runs_gets_the_run_back_and_stops_
     output = view.locator(".pi-tool-output")
     expect(output).to_contain_text("tick")
     expect(output).to_contain_text("Interrupted: Stopped by the user")
+    assert "No such comm" not in output.inner_text()  # the kernel's log about the old page's comms is not the code's
     assert view.locator(".pi-log-label", has_text=re.compile("^agent_start$")).count() == 1  # not run again
     assert view.locator(".pi-msg-user").count() == 1
     lab.screenshot(page, "lab-reattach-busy-stopped.png")
@@ -186,6 +193,43 @@ def test_a_page_reloaded_mid_stream_shows_the_live_widget_from_the_kernels_state
     view.locator("button.pi-run-stop").click()
     expect(settled(view)).to_have_text("aborted=true", timeout=WAIT)
     expect(status(page)).to_have_text("pi: settled (aborted)", timeout=WAIT)
+    # The output the page added back is the run's whole output: saved, it holds the static copy (issue 37 item 8).
+    [output] = save(page, lab.root / "stream.ipynb").cells[1].outputs
+    assert output.data["text/html"].startswith(STATIC_MARKER) and "tell me a long story" in output.data["text/html"]
+    assert output.metadata == RUN_DISPLAY
+
+
+def save(page: Page, path: Path) -> nbformat.NotebookNode:
+    """Save with Ctrl+S and read the file once JupyterLab says it is saved."""
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')")
+    notebook: nbformat.NotebookNode = nbformat.read(path, as_version=4)
+    return notebook
+
+
+def test_after_a_kernel_restart_and_a_reload_a_saved_run_shows_its_static_copy(lab: JupyterLab) -> None:
+    """The widget's model is gone with the kernel: the output shows the run's static copy, not ipywidgets' "Error
+    displaying widget: model not found" (issue 37 item 8)."""
+    reply = "Hello from a run whose kernel is gone."
+    cells = [setup(), f"faux.set_responses([faux_assistant_message({reply!r})])\nrun = %pi say hello", "await run"]
+    page = open_setup(lab, cells, "restarted")
+    lab.run_cell(page, 1)
+    lab.run_cell(page, 2)
+    lab.wait_idle(page, 2)
+    expect(cell(page, 1).locator(".pi-run-view .pi-msg-assistant")).to_contain_text(reply, timeout=WAIT)
+    save(page, lab.root / "restarted.ipynb")
+    page.get_by_role("menuitem", name="Kernel").click()
+    page.get_by_role("menuitem", name=re.compile(r"^Restart Kernel…")).click()
+    page.locator(".jp-Dialog .jp-mod-accept", has_text="Restart").click()
+    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+    reload(page)
+    output = cell(page, 1).locator(".jp-OutputArea-output")
+    expect(output).to_contain_text(STATIC_NOTE, timeout=WAIT)
+    expect(output).to_contain_text(reply)
+    expect(output).not_to_contain_text("Error displaying widget")
+    lab.screenshot(page, "lab-reattach-static-copy.png")
 
 
 def test_a_page_reloaded_while_a_tool_waits_for_approval_answers_it(lab: JupyterLab) -> None:

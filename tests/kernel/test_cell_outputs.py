@@ -65,3 +65,39 @@ def test_a_print_flood_keeps_a_bounded_tail(monkeypatch: Any) -> None:
             emit(PythonEvent("call-2", "stdout", f"line {n}\n"))
     [output] = live.outputs
     assert len(output["text"]) == 1000 and output["text"].endswith("line 9999\n")
+
+
+KEY = "sk-test-0123456789abcdefXYZ"
+
+
+def test_keys_are_redacted_before_the_page_gets_them_even_a_key_written_in_two_pieces() -> None:
+    sent: list[dict[str, Any]] = []
+    changed = threading.Condition()
+    page: list[dict[str, Any]] = []
+
+    def send(message: dict[str, Any]) -> None:
+        nonlocal page
+        with changed:
+            sent.append(message)
+            page = apply(page, message)
+            changed.notify_all()
+
+    def shown(expected: list[dict[str, Any]]) -> bool:
+        with changed:
+            return changed.wait_for(lambda: page == expected, timeout=10)
+
+    with CellOutputs("call-3", "cell-c", send, [KEY]) as live:
+        emit(PythonEvent("call-3", "stdout", "line\nkey " + KEY[:10]))  # could begin the key: held back
+        assert shown([{"output_type": "stream", "name": "stdout", "text": "line\nkey "}])
+        emit(PythonEvent("call-3", "stdout", KEY[10:] + "\n"))
+        assert shown([{"output_type": "stream", "name": "stdout", "text": "line\nkey ***\n"}])
+        emit(PythonEvent("call-3", "stdout", "half " + KEY[:12]))
+        emit(PythonEvent("call-3", "display", "x", {"text/html": f"<b>{KEY}</b>"}, {"note": KEY}))
+        assert shown(
+            [
+                {"output_type": "stream", "name": "stdout", "text": "line\nkey ***\nhalf ***"},
+                {"output_type": "display_data", "data": {"text/html": "<b>***</b>"}, "metadata": {"note": "***"}},
+            ]
+        )
+    assert live.outputs == page  # the complete outputs, redacted as they were sent
+    assert not [message for message in sent if KEY[:10] in str(message) or KEY[10:] in str(message)]

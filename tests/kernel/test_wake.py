@@ -26,7 +26,12 @@ WCHAN = Path(f"/proc/self/task/{os.getpid()}/wchan")  # the main thread's
 def _wchan_shows_a_sleeping_thread() -> bool:
     """Whether /proc names where a thread sleeps: some containers hide it (every thread reads "0")."""
     started, done = threading.Event(), threading.Event()
-    thread = threading.Thread(target=lambda: (started.set(), done.wait()), daemon=True)
+
+    def sleep_until_done() -> None:
+        started.set()
+        done.wait()
+
+    thread = threading.Thread(target=sleep_until_done, daemon=True)
     thread.start()
     started.wait()
     try:

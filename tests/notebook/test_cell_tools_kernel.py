@@ -6,7 +6,9 @@ page is tested in tests/browser/test_lab_cells.py."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from typing import Any
 
 import pytest
@@ -107,7 +109,9 @@ def test_notebook_read_gives_every_cell_with_its_id_source_and_outputs(frontend:
     report = run_agent(frontend, [call("notebook_read", {})])
     [end] = report["ends"]
     assert end["is_error"] is False
-    text = end["text"]
+    mark = re.match(r"Each cell is between <cell-([0-9a-f]+) ", end["text"])
+    assert mark is not None
+    text = end["text"].replace(f"-{mark[1]}>", ">").replace(f"-{mark[1]} ", " ")  # this read's boundaries, plain
     assert '<cell index="0" id="intro" type="markdown">\n# Prices\n</cell>' in text
     assert '<cell index="1" id="load" type="code" execution_count="1">\nprices = [3, 1, 2]\n</cell>' in text
     show = '<cell index="2" id="show" type="code" execution_count="">\nprint(sum(prices))\n<outputs>\n6\n</outputs>'
@@ -150,6 +154,43 @@ def test_insert_after_a_cell_edit_it_with_old_and_new_text_and_delete_one(fronte
     assert edit_request["expect"] == "print(sum(prices))"  # only applied if the user has not typed meanwhile
 
 
+def test_the_cell_tools_act_on_the_runs_own_notebook_never_on_one_whose_path_ends_the_same(
+    frontend: Frontend,
+) -> None:
+    mine = FakePage(frontend, notebook(), path="sub/nb.ipynb")  # the page whose cell starts the run
+    other = FakePage(frontend, notebook(), path="nb.ipynb", client="another-page")  # opened later, same kernel
+    report = run_agent(frontend, [call("cell_insert", {"source": "x = 1", "after": "load"})])
+    assert report["ends"][0]["is_error"] is False
+    assert [cell["id"] for cell in mine.cells] == ["intro", "load", "new-1", "show", "keep"]
+    assert other.requests == [] and [cell["id"] for cell in other.cells] == ["intro", "load", "show", "keep"]
+
+
+def test_only_the_runs_page_can_answer_its_requests(frontend: Frontend) -> None:
+    """Another client on the kernel sees the request (iopub is everyone's) and answers first, on a comm of its own and
+    on the page's comm: the kernel waits for the page's own answer."""
+    intruder = frontend.as_client("intruder")
+    subshell = intruder.create_subshell()
+    comm = intruder.open(subshell, {"cells": 1, "path": "evil.ipynb"})
+    frontend.state(comm)
+    page = FakePage(frontend, notebook())
+    page.answering = False
+    setup(frontend, [call("notebook_read", {})])
+    frontend.execute("run = %pi go")
+    asked = frontend.wait(lambda m: _sent_to_page(m, page, "", op="read"), what="the page is asked")
+    fake = code("keep", "SECRET = 2")  # an untagged copy of the protected cell
+    forged = {"action": "cells", "request": asked["content"]["data"]["request"], "ok": True}
+    forged["result"] = {"cells": [{**fake, "index": 0}], "total": 1, "path": "work/notebook.ipynb"}
+    intruder.send(comm, forged, subshell)
+    intruder.send(page.comm, forged, subshell)
+    intruder.send(comm, {"action": "status"}, subshell)
+    frontend.state(comm, reply="status")  # the kernel took the forged answers before the page's (one subshell)
+    page.answering = True
+    page.answer(asked)
+    [end] = finish(frontend)["ends"]
+    assert 'id="keep" type="code" execution_count="" tags="pi-protected"' in end["text"]
+    assert "SECRET = 2" not in end["text"] and end["details"]["total"] == 4
+
+
 def test_an_edit_that_does_not_match_fails_with_the_edit_tools_text(frontend: Frontend) -> None:
     page = FakePage(frontend, notebook())
     edits = [{"oldText": "nope", "newText": "x"}]
@@ -176,6 +217,33 @@ def test_a_protected_cell_is_neither_edited_deleted_nor_run(frontend: Frontend) 
         assert end["text"].startswith("Cell keep is tagged pi-protected: the agent may not edit, delete or run it.")
     assert page.cell("keep")["source"] == "SECRET = 1"
     assert frontend.run("print('SECRET' in globals())").strip() == "False"
+
+
+def test_a_change_the_page_would_refuse_is_refused_before_the_user_is_asked(frontend: Frontend) -> None:
+    """With approval on, nobody is asked about a call that cannot run (a protected, missing or markdown cell, an
+    edit that does not apply): it fails at once with the reason. A call that can run is asked about (here nobody
+    can answer: no widget is rendered, so the question ends as 'not run')."""
+    page = FakePage(frontend, notebook())
+    calls = [
+        call("cell_edit", {"cell_id": "keep", "source": "SECRET = 2"}, id="edit-keep"),
+        call("cell_delete", {"cell_id": "keep"}, id="delete-keep"),
+        call("cell_run", {"cell_id": "keep"}, id="run-keep"),
+        call("cell_run", {"cell_id": "intro"}, id="run-intro"),
+        call("cell_edit", {"cell_id": "show", "edits": [{"oldText": "nope", "newText": "x"}]}, id="no-match"),
+        call("cell_delete", {"cell_id": "gone"}, id="gone"),
+        call("cell_edit", {"cell_id": "show", "source": "print(max(prices))"}, id="asks"),
+    ]
+    report = run_agent(frontend, calls, {"tools": {"approval": "ask"}})
+    texts = [end["text"] for end in report["ends"]]
+    protected = "Cell keep is tagged pi-protected: the agent may not edit, delete or run it."
+    assert [text.startswith(protected) for text in texts[:3]] == [True, True, True]
+    assert texts[3] == "Cell intro is not a code cell: it is a markdown cell; only code cells run."
+    assert texts[4].startswith("Could not find the exact text in cell show.")
+    assert texts[5].startswith("No cell with id 'gone' in the notebook.")
+    assert texts[6].startswith("cell_edit was not run: it needs the user's approval")  # asked: nobody could answer
+    assert [page.ops(op) for op in ("edit", "delete", "run_begin")] == [[], [], []]
+    checked = [request["cell_id"] for request in page.ops("check")]
+    assert checked == ["keep", "keep", "keep", "intro", "show", "gone", "show"]
 
 
 def test_cell_run_runs_the_cell_in_the_users_namespace_and_writes_its_outputs_and_count(frontend: Frontend) -> None:
@@ -219,11 +287,11 @@ def _printed(message: dict[str, Any], needle: str) -> bool:
     return message["msg_type"] == "stream" and needle in message["content"]["text"]
 
 
-def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str) -> bool:
+def _sent_to_page(message: dict[str, Any], page: FakePage, needle: str, op: str = "run_output") -> bool:
     if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != page.comm:
         return False
     data = message["content"]["data"]
-    return data.get("op") == "run_output" and needle in json.dumps(data["outputs"])
+    return data.get("op") == op and needle in json.dumps(data.get("outputs", ""))
 
 
 def interrupted_in_the_cell(page: FakePage, cell_id: str) -> None:
@@ -334,14 +402,59 @@ def test_cell_run_works_while_the_cell_that_started_the_run_awaits_it(frontend: 
 def test_a_cell_that_raises_or_awaits_at_top_level_shows_its_error_in_the_cell_and_result(
     frontend: Frontend,
 ) -> None:
-    page = FakePage(frontend, [code("bad", "1 / 0"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    page = FakePage(frontend, [code("bad", "x = 1\nratio(x)"), code("async", "import asyncio\nawait asyncio.sleep(0)")])
+    frontend.run("def ratio(x):\n    return x / 0")
+    defined = int(frontend.run("print(len(In) - 2)"))  # the cell that defined ratio
     batch = "[" + ", ".join(call("cell_run", {"cell_id": name}, id=f"run-{name}") for name in ("bad", "async")) + "]"
     report = run_agent(frontend, [batch])
     bad, asynchronous = report["ends"]
     assert bad["is_error"] is True and bad["text"].endswith("ZeroDivisionError: division by zero")
     [error] = page.cell("bad")["outputs"]
     assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+    count = page.cell("bad")["execution_count"]
+    frames = [line for line in error["traceback"] if line.startswith("  Cell In[")]  # as a notebook names cells
+    assert frames == [f"  Cell In[{count}], line 2, in <module>", f"  Cell In[{defined}], line 2, in ratio"]
     assert asynchronous["is_error"] is True
     assert "a cell with top-level await cannot be run by cell_run; ask the user to run it" in asynchronous["text"]
     assert "python tool" not in asynchronous["text"]
     assert report["aborted"] is False
+
+
+# -- keys ----------------------------------------------------------------------------------------------------
+KEY = "sk-test-0123456789abcdefXYZ"
+LEAKS = """
+import base64, os
+from IPython.display import HTML, display
+env = os.environ.get("OPENAI_API_KEY")
+print("env:", env, "b64:", base64.b64encode(env.encode()).decode() if env else None)
+print("held by the user:", MINE)
+display(HTML(f"<b>{MINE}</b>"))
+!echo "child: [$OPENAI_API_KEY]"
+{"key": MINE}
+"""
+
+
+def test_keys_are_hidden_from_a_cells_code_and_redacted_from_its_outputs_before_the_page_gets_them(
+    frontend: Frontend,
+) -> None:
+    page = FakePage(frontend, [code("leak", LEAKS), code("raise", "raise ValueError(f'bad key {MINE}')")])
+    frontend.run(f"import os; os.environ['OPENAI_API_KEY'] = {KEY!r}; MINE = os.environ['OPENAI_API_KEY']")
+    try:
+        batch = "[" + ", ".join(call("cell_run", {"cell_id": n}, id=f"run-{n}") for n in ("leak", "raise")) + "]"
+        report = run_agent(frontend, [batch], idle=page)
+        assert frontend.run("print(os.environ['OPENAI_API_KEY'] == MINE)").strip() == "True"  # put back after
+    finally:
+        frontend.run("del os.environ['OPENAI_API_KEY']")
+    b64 = base64.b64encode(KEY.encode()).decode()
+    sent = [json.dumps(request) for request in page.requests]
+    assert sent and not [text for text in sent if KEY in text or b64 in text]
+    leak, raised = (page.cell(name)["outputs"] for name in ("leak", "raise"))
+    text = "".join(output.get("text", "") for output in leak)
+    assert "env: None b64: None\n" in text  # the variable was not in the code's os.environ
+    assert "held by the user: ***\n" in text and "child: []" in text
+    assert [output["data"] for output in leak if output["output_type"] != "stream"] == [
+        {"text/html": "<b>***</b>", "text/plain": "<IPython.core.display.HTML object>"},
+        {"text/plain": "{'key': '***'}"},
+    ]
+    assert raised[0]["evalue"] == "bad key ***" and KEY not in json.dumps(raised)
+    assert all(KEY not in end["text"] and b64 not in end["text"] for end in report["ends"])

@@ -134,9 +134,9 @@ def test_the_operation_log_keeps_one_bounded_output_per_call(sent: Watched) -> N
 class Live:
     """A :class:`LiveOutput` on a widget, fed events as the python tool would, in a run's context."""
 
-    def __init__(self, key: str = "run-a") -> None:
+    def __init__(self, key: str = "run-a", keys: Callable[[], list[str]] = list) -> None:
         self.widget = TranscriptWidget()
-        self.live = LiveOutput(key, self.widget)
+        self.live = LiveOutput(key, self.widget, keys)
         self.key = key
 
     def start(self, call: str, key: str | None = None) -> None:
@@ -264,3 +264,16 @@ def test_output_goes_only_to_the_run_whose_task_runs_the_code(sent: Watched) -> 
     mine.start("after")  # closed: no longer listening
     emit(PythonEvent("after", "stdout", "late"))
     assert [op for op in mine.ops() if op.get("call") == "after"] == []
+
+
+def test_a_display_leaves_the_kernel_with_the_sessions_keys_redacted(sent: Watched) -> None:
+    key = "sk-test-0123456789abcdefXYZ"
+    live = Live(keys=lambda: [key])
+    live.live.expect("c1")
+    live.start("c1")
+    emit(PythonEvent("c1", "display", "k", {"text/html": f"<b>{key}</b>", "text/plain": key}))
+    emit(PythonEvent("c1", "end", "ok"))
+    assert [op for op in live.ops() if op["op"] == "tool_display"] == [
+        {"op": "tool_display", "call": "c1", "mime": "text/html", "data": "<b>***</b>"}
+    ]
+    live.live.close()

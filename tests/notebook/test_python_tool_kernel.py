@@ -63,7 +63,7 @@ def test_control_comm_abort_over_a_subshell_stops_the_code_and_aborts_the_run(
     sent = frontend.send(comm_id, {"action": "abort"}, subshell)
     report = finish(frontend)
     text = tool_text(report)
-    assert text.startswith('working\nTraceback (most recent call last):\n  File "<python-input-')
+    assert text.startswith("working\nTraceback (most recent call last):\n  Agent code [")
     assert text.endswith("\nKeyboardInterrupt\n\nInterrupted: Stopped by the user")
     assert report["aborted"] is True
     after = report["labels"][report["labels"].index("agent_settled") + 1 :]
@@ -311,3 +311,27 @@ def test_figures_the_agents_code_draws_show_in_its_panel_as_a_cells_would(kernel
     assert seen["outputs"] == [[["image/png", "text/plain"]], [["image/png", "text/plain"]]]
     assert all(text.startswith("<Figure size") for text in seen["texts"]), seen["texts"]
     assert seen["open"] == []  # closed, as the inline backend closes a cell's figures
+
+
+def test_what_the_kernels_own_threads_write_meanwhile_is_not_the_codes_output(
+    frontend: Frontend, tmp_path: Any
+) -> None:
+    """A reloaded page's widget manager sends messages for comms the kernel no longer has: the kernel's shell
+    channel thread logs "No such comm" while it routes them, on stderr, while the agent's code runs (issue 37 item
+    7). Neither that nor a thread of the user's started before the code is the code's output."""
+    flag = tmp_path / "go-on"
+    code = "import pathlib, time\nprint('waiting')\n"
+    code += f"while not pathlib.Path({str(flag)!r}).exists():\n    time.sleep(0.01)"
+    frontend.run(
+        "import sys, threading\nchatty = threading.Event()\n"
+        "def chatter():\n    chatty.wait()\n    print('user thread', file=sys.stderr, flush=True)\n"
+        "threading.Thread(target=chatter, daemon=True).start()"
+    )
+    start(frontend, code + "\nchatty.set()\ntime.sleep(0.2)\nprint('done')", ready="waiting")
+    frontend.shell("comm_msg", {"comm_id": "no-such-comm-0001", "data": {}})  # routed, and logged, meanwhile
+    probe = frontend.shell("kernel_info_request", {}, frontend.create_subshell())  # routed after it
+    frontend.wait(lambda m: m["parent_header"].get("msg_id") == probe, what="the shell channel thread went on")
+    flag.touch()
+    report = finish(frontend)
+    [end] = report["ends"]
+    assert end == {"text": "waiting\ndone", "is_error": False}

@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from control_frontend import Frontend
 
+from pi_notebook.notebook._volatile import RUN_DISPLAY
+from pi_notebook.notebook.widget._display import STATIC_MARKER, WIDGET_MIMETYPE
+
 pytestmark = pytest.mark.timeout(120)
 
 SETUP = """
@@ -80,6 +83,9 @@ def test_a_page_opening_while_the_agents_code_holds_the_main_thread_gets_state_a
     assert view["run"] == state["run"]
     assert view["cell_id"] == "cell-7"  # the cell that showed the run, from the request's metadata
     assert view["text"] == f"Run {state['run']}: crunch"
+    assert view["data"]["text/plain"] == view["text"] and view["metadata"] == RUN_DISPLAY  # the display's bundle,
+    assert view["data"]["text/html"].startswith(STATIC_MARKER) and "crunch" in view["data"]["text/html"]  # its copy
+    assert view["data"][WIDGET_MIMETYPE]["model_id"] == view["model_id"]
     token = views["process"]
     frontend.send(comm_id, {"action": "status"}, subshell)
     assert frontend.state(comm_id, reply="status", timeout=10)["state"] == "running tool"

@@ -88,7 +88,7 @@ def test_a_cell_the_user_edited_since_is_asked_about_and_the_answer_obeyed(front
     page = FakePage(frontend, notebook())
     run_agent(frontend, page, CALLS[:2])
     page.cell("show")["source"] = "print(max(prices))  # mine"
-    page.answer = answer
+    page.dialog_answer = answer
     lines = rewind(frontend)
     [question] = page.ops("confirm")
     assert question["title"] == "Undo run 1: you changed these since. Overwrite them with what they were before?"
@@ -125,7 +125,7 @@ def test_a_rewind_cancelled_while_the_box_waits_gives_nothing_back_and_can_be_as
     page = FakePage(frontend, notebook())
     run_agent(frontend, page, CALLS[:2])
     page.cell("show")["source"] = "mine"
-    page.answer = None  # the user leaves the box open
+    page.dialog_answer = None  # the user leaves the box open
     frontend.run(
         "import asyncio\nfrom pi_notebook.notebook import get_notebook_session\n"
         "from pi_notebook.notebook._rewind import rewind\n"
@@ -134,7 +134,7 @@ def test_a_rewind_cancelled_while_the_box_waits_gives_nothing_back_and_can_be_as
     frontend.wait(lambda m: bool(page.ops("confirm")), what="the box")
     assert frontend.run("waiting.cancel()\nawait asyncio.wait([waiting])\nprint(waiting.cancelled())") == "True\n"
     assert [c["id"] for c in page.cells] == ["intro", "load", "new-1", "show"]  # nothing was given back
-    page.answer = "keep"
+    page.dialog_answer = "keep"
     lines = rewind(frontend)
     assert lines[0] == "rewound run 1"  # its checkpoint is still there
     assert [c["id"] for c in page.cells] == ["intro", "load", "show"] and page.cell("show")["source"] == "mine"

@@ -151,6 +151,7 @@ def test_a_saved_run_awaited_in_its_own_cell_shows_its_transcript_once(tmp_path:
         f"{STATIC_MARKER}\n**Run 1** — settled: its transcript and event log are in the report below."
     )
     html, _ = HTMLExporter().from_notebook_node(notebook)  # type: ignore[no-untyped-call]
+    assert "pi-report-folded" not in html  # no page drew a widget here: the report is whole (issue 37 item 18)
     for marker, reply in [
         ("Shown with its report", "Reply 1: the"),
         ("Awaited, report not shown", "Reply 2: the"),
@@ -160,3 +161,19 @@ def test_a_saved_run_awaited_in_its_own_cell_shows_its_transcript_once(tmp_path:
         assert cell.count(reply) == 1, cell  # the transcript once
         assert cell.count("agent_settled") == 1, cell  # the event log once
         assert "— running" not in cell
+
+
+def test_a_cell_whose_execution_count_moves_while_it_awaits_its_run_still_shows_the_transcript_once() -> None:
+    # A cell the agent runs with cell_run takes an execution count while the cell that shows and awaits the run
+    # is still running (issue 37 item 18): the run was then taken as shown in another cell, and its static copy
+    # repeated the transcript above the report. Here the count moves as cell_run moves it.
+    cells = [
+        "%load_ext pi_notebook" + SETUP,
+        "run = %pi Shown, the count moves\nget_ipython().execution_count += 1\nawait run",
+    ]
+    notebook = executed(cells)
+    shown = notebook.cells[1].outputs
+    assert [output.output_type for output in shown] == ["display_data", "execute_result"]
+    assert shown[0].data["text/markdown"] == (
+        f"{STATIC_MARKER}\n**Run 1** — settled: its transcript and event log are in the report below."
+    )

@@ -190,6 +190,24 @@ async def test_a_blocking_before_tool_call_hook_decides_first_and_nobody_is_aske
     assert results(session) == [("policy says no", True)]
 
 
+async def test_a_call_its_tool_refuses_is_never_asked_about_and_a_failing_check_asks() -> None:
+    log, approver = ToolLog(), Approver(Approval("run"), Approval("run"))
+    session = session_with(approver, log, calls=3)
+    verdicts = iter(["cell 0 is protected", None])
+
+    async def refusal(args: Any, signal: AbortSignal) -> str | None:
+        verdict = next(verdicts, "")
+        if verdict == "":
+            raise RuntimeError("the page went away")
+        return verdict
+
+    session.tools = [replace(session.tools[0], refusal=refusal)]
+    await session.prompt("go")
+    assert [request.args for request in approver.requests] == [{"command": "echo 1"}, {"command": "echo 2"}]
+    assert log.started == ["call-1", "call-2"]
+    assert results(session)[0] == ("cell 0 is protected", True)
+
+
 async def test_abort_while_waiting_for_approval_ends_the_wait_and_settles_aborted() -> None:
     log, approver = ToolLog(), Approver(Approval("run"), gate=asyncio.Event())
     session = session_with(approver, log)

@@ -22,6 +22,8 @@ def test_a_key_cut_at_either_edge_of_a_snapshot_is_redacted() -> None:
     assert redact_text(f"tail of output {KEY[:12]}", [KEY]) == "tail of output ***"
     assert redact_text(f"{KEY[-10:]} rest of the line", [KEY]) == "*** rest of the line"
     assert redact_text("ordinary text sk-r", [KEY]) == "ordinary text sk-r"  # under 6 characters: kept
+    assert redact_text(KEY[:12], [KEY]) == "***"  # the whole text is a piece of the key (held back, then flushed)
+    assert redact_text(KEY[-10:], [KEY]) == "***"
 
 
 def test_text_content_and_strings_in_details_are_redacted() -> None:
@@ -75,4 +77,6 @@ def test_streamed_text_holds_back_only_what_could_begin_a_key() -> None:
     assert redactor.feed("ange fruit\n") == "sk-strange fruit\n"  # was not: shown with what came next
     assert redactor.feed("sk-") == ""
     assert redactor.flush() == "sk-"  # the code ended: what was held goes
+    assert redactor.feed("the code ends with sk-stream/01") == "the code ends with "
+    assert redactor.flush() == "***"  # a piece of the key that long is not shown
     assert StreamRedactor(list).feed("no keys sk-") == "no keys sk-"

@@ -3,11 +3,13 @@ and every iopub message kept so a test can wait for any of them."""
 
 from __future__ import annotations
 
+import copy
 import queue
 import time
 from collections.abc import Callable
 from typing import Any
 
+from jupyter_client.session import Session
 from kernel_harness import Kernel
 
 TARGET = "pi_notebook.control"
@@ -23,6 +25,14 @@ class Frontend:
         self.seen: list[dict[str, Any]] = []
         self.on_message: Callable[[dict[str, Any]], None] | None = None
         """Called with every iopub message as it arrives (a fake page answers the kernel's requests there)."""
+
+    def as_client(self, session_id: str) -> Frontend:
+        """This connection as another page's: what it sends carries ``session_id`` as its client id (each
+        JupyterLab page's kernel connection has its own). It shares what this one reads: wait on this one."""
+        other = copy.copy(self)
+        other.session = Session(key=self.session.key, signature_scheme=self.session.signature_scheme)
+        other.session.session = session_id
+        return other
 
     # -- control channel -------------------------------------------------------------------------------
     def control(self, msg_type: str, content: dict[str, Any], timeout: float = 10) -> dict[str, Any]:

@@ -35,8 +35,18 @@ class Refused(Exception):
 
 
 class FakePage:
-    def __init__(self, frontend: Frontend, cells: list[dict[str, Any]], path: str = "work/notebook.ipynb") -> None:
-        self.frontend = frontend
+    """``client``: the page's own client id (another page's kernel connection); by default the frontend's, whose
+    cells start the runs. Pages of one test answer side by side (each passes on what is not its own)."""
+
+    def __init__(
+        self,
+        frontend: Frontend,
+        cells: list[dict[str, Any]],
+        path: str = "work/notebook.ipynb",
+        *,
+        client: str | None = None,
+    ) -> None:
+        self.frontend = frontend.as_client(client) if client is not None else frontend
         self.cells = cells
         self.path = path
         self.requests: list[dict[str, Any]] = []
@@ -45,15 +55,22 @@ class FakePage:
         self._ids = itertools.count(1)
         self.answering = True
         """False: the page ignores requests (a closed tab whose comm the kernel still lists)."""
-        self.answer: str | None = "keep"
+        self.dialog_answer: str | None = "keep"
         """What the user answers in the rewind's Overwrite / Keep mine dialog (``confirm``); ``None``: the dialog
         stays open (no answer)."""
         self.undo_steps: list[list[dict[str, Any]]] = []
         """The cells before each rewind (one entry per ``rewind`` request): JupyterLab's undo step, taken back by
         :meth:`undo`."""
-        frontend.on_message = self._on_message
-        self.subshell = frontend.create_subshell()
-        self.comm = frontend.open(self.subshell, {"cells": 1, "path": path})
+        before = frontend.on_message
+
+        def on_message(message: dict[str, Any]) -> None:
+            if before is not None:
+                before(message)
+            self._on_message(message)
+
+        frontend.on_message = on_message
+        self.subshell = self.frontend.create_subshell()
+        self.comm = self.frontend.open(self.subshell, {"cells": 1, "path": path})
         frontend.state(self.comm)  # the kernel answered the comm_open: it lists this page
 
     def cell(self, cell_id: str) -> dict[str, Any]:
@@ -63,6 +80,10 @@ class FakePage:
         return [request for request in self.requests if request["op"] == op]
 
     # -- answering ---------------------------------------------------------------------------------------------
+    def answer(self, message: dict[str, Any]) -> None:
+        """Answer ``message`` (a request the kernel sent this page) now: for a page that was not answering."""
+        self._on_message(message)
+
     def _on_message(self, message: dict[str, Any]) -> None:
         if message["msg_type"] != "comm_msg" or message["content"]["comm_id"] != self.comm:
             return
@@ -70,7 +91,7 @@ class FakePage:
         if data.get("type") != "cells" or not self.answering:
             return
         self.requests.append(data)
-        if data["op"] == "confirm" and self.answer is None:
+        if data["op"] == "confirm" and self.dialog_answer is None:
             return
         try:
             result = getattr(self, "_" + data["op"])(data)
@@ -100,7 +121,7 @@ class FakePage:
         anchor = self.cells[index - 1]["id"] if index > 0 else ""
         return {"cell": copy.deepcopy(json), "index": index, "anchor": anchor}
 
-    def _check(self, cell: dict[str, Any]) -> None:
+    def _guard(self, cell: dict[str, Any]) -> None:
         if PROTECTED in cell["tags"]:
             raise Refused("protected", f"the cell is tagged {PROTECTED}")
 
@@ -113,6 +134,13 @@ class FakePage:
 
     def _get(self, data: dict[str, Any]) -> dict[str, Any]:
         return {"cell": self._info(*self._find(data["cell_id"]))}
+
+    def _check(self, data: dict[str, Any]) -> dict[str, Any]:
+        cell = self._find(data["cell_id"])[0]
+        if data["action"] == "run" and cell["cell_type"] != "code":
+            raise Refused("not_code", f"it is a {cell['cell_type']} cell; only code cells run")
+        self._guard(cell)
+        return {}
 
     def _insert(self, data: dict[str, Any]) -> dict[str, Any]:
         index = len(self.cells)
@@ -128,7 +156,7 @@ class FakePage:
 
     def _edit(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
-        self._check(cell)
+        self._guard(cell)
         if cell["source"] != data["expect"]:
             raise Refused("changed", "the cell changed since it was read")
         before = self._before(cell, index)
@@ -139,7 +167,7 @@ class FakePage:
 
     def _delete(self, data: dict[str, Any]) -> dict[str, Any]:
         cell, index = self._find(data["cell_id"])
-        self._check(cell)
+        self._guard(cell)
         before = self._before(cell, index)
         self.cells.pop(index)
         return {"cell": self._info(cell, index), "before": before}
@@ -148,7 +176,7 @@ class FakePage:
         cell, index = self._find(data["cell_id"])
         if cell["cell_type"] != "code":
             raise Refused("not_code", f"it is a {cell['cell_type']} cell; only code cells run")
-        self._check(cell)
+        self._guard(cell)
         before = self._before(cell, index)
         cell["outputs"], cell["execution_count"] = [], None
         self.running.add(cell["id"])
@@ -180,7 +208,7 @@ class FakePage:
         return {"cells": cells}
 
     def _confirm(self, data: dict[str, Any]) -> dict[str, Any]:
-        return {"answer": self.answer}
+        return {"answer": self.dialog_answer}
 
     def _rewind(self, data: dict[str, Any]) -> dict[str, Any]:
         self.undo_steps.append(copy.deepcopy(self.cells))

@@ -165,7 +165,7 @@ class JupyterLab:
         page.goto(self.url(path, workspace))
         page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
         page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)  # the kernel is up
-        page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for(timeout=60_000)  # editors are ready
+        page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.wait_for(timeout=60_000)  # editors are ready
         return page
 
     def url(self, path: Path, workspace: str | None = None) -> str:

@@ -27,6 +27,8 @@ no updates, would see as it was first shown.
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["STATIC_MARKER", "WIDGET_MIMETYPE", "RunDisplay", "Static"]
 
+_log = logging.getLogger(__name__)
+
 WIDGET_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->"
 """First line of a run display's ``text/markdown`` and ``text/html`` (an HTML comment: readers show nothing of
@@ -49,10 +53,25 @@ Static = tuple[str, str]
 """A static copy: its markdown and its HTML (built through the gate, ``_inert``)."""
 
 
-def _current_cell() -> int | None:
-    """The execution count of the cell running now (it changes only when a cell finishes)."""
+def _current_cell() -> Callable[[], object] | int | None:
+    """The cell running now: a weak reference to IPython's result object for it (one per cell run; weak, as it holds
+    the cell's value once the cell ends), else the shell's execution count. Not the count alone: a cell the agent
+    runs with ``cell_run`` takes a count while this cell runs."""
     shell = get_ipython()  # type: ignore[no-untyped-call, unused-ignore]
-    return None if shell is None else int(shell.execution_count)
+    if shell is None:
+        return None
+    running = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    try:
+        return weakref.ref(running) if running is not None else int(shell.execution_count)
+    except TypeError:  # an object that takes no weak reference
+        return int(shell.execution_count)
+
+
+def _same_cell(shown_in: Callable[[], object] | int | None) -> bool:
+    now = _current_cell()
+    if isinstance(shown_in, weakref.ref) and isinstance(now, weakref.ref):
+        return shown_in() is not None and shown_in() is now()
+    return shown_in is not None and shown_in == now
 
 
 class RunDisplay:
@@ -72,7 +91,7 @@ class RunDisplay:
         self._plain = plain
         self._widget = widget
         self._static = static
-        self._shown_in: int | None = None
+        self._shown_in: Callable[[], object] | int | None = None
         self.shown = False
         self.cell_id = cell_id
         """The notebook cell that started the run (its ``execute_request``'s ``cellId``, as JupyterLab sends it;
@@ -99,20 +118,28 @@ class RunDisplay:
 
     def view_ref(self, run: int, view: RunView | None) -> dict[str, Any] | None:
         """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
-        ``views``): ``{"run", "model_id", "cell_id", "text"}``, or ``None`` unless a live ``view`` was shown."""
+        ``views``): ``{"run", "model_id", "cell_id", "text", "data", "metadata"}``, or ``None`` unless a live
+        ``view`` was shown. ``data`` and ``metadata`` are the display's bundle as of now (the widget view, the
+        static copy, the line) and metadata, so the output a page adds back is saved with its static copy; they are
+        left out if the copy cannot be made (this may run on the comm's thread while the run goes on)."""
         if view is None or getattr(view, "comm", None) is None or not self.shown:
             return None
-        return {"run": run, "model_id": view.model_id, "cell_id": self.cell_id, "text": self._plain}
+        ref: dict[str, Any] = {"run": run, "model_id": view.model_id, "cell_id": self.cell_id, "text": self._plain}
+        try:
+            ref |= {"data": self.bundle(), "metadata": RUN_DISPLAY}
+        except Exception:  # a transcript changing under us: the page shows the widget, saved with its line only
+            _log.debug("no static copy for the views", exc_info=True)
+        return ref
 
     def show_again(self) -> None:
         """``display(run)``: another live view, unless the run was shown in this very cell."""
-        if self.shown and self._shown_in == _current_cell():
+        if self.shown and _same_cell(self._shown_in):
             return
         self.show()
 
     def shown_here(self) -> bool:
         """The run was displayed in the cell running now."""
-        return self.shown and self._shown_in == _current_cell()
+        return self.shown and _same_cell(self._shown_in)
 
     def refresh(self, static: Static | None = None) -> None:
         """Send every display of the run its current bundle (from ``await run``, and when its view closes);

@@ -13,7 +13,8 @@ stream instead and keeps the same batching:
   displays not sent yet are dropped instead), a ``stuck`` event a ``tool_note``.
 - Text leaves the kernel with the session's keys redacted, as the call's result is
   (:class:`~pi_notebook.session.StreamRedactor`): a key printed in two writes, cut anywhere, is redacted too (an end
-  of the text that could begin a key waits for the next write, or for the code's end).
+  of the text that could begin a key waits for the next write, or for the code's end); so does a display (every
+  string of its bundle).
 - While the code runs, one flusher thread sends what was recorded every ``FLUSH_INTERVAL`` seconds with
   :meth:`~._view.TranscriptWidget.send_now` (ipykernel's iopub channel is thread-safe). It is the only one to
   touch the widget then: the main thread is inside the code, and the loop, which would otherwise, is blocked.
@@ -40,6 +41,7 @@ from ...agent import AgentToolResult
 from ...kernel import PythonEvent, add_python_listener
 from ...kernel.python_tool import MAX_RICH_OUTPUTS
 from ...session import StreamRedactor
+from ...session._redact import redact_value
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 
@@ -71,11 +73,12 @@ def display_op(call: str, data: Mapping[str, Any]) -> ToolDisplayOp | None:
 
 class _Call:
     """What one live call recorded and has not sent yet (guarded by :class:`LiveOutput`'s lock). Its text leaves
-    with the session's keys redacted (``redactor``), as the call's result will be."""
+    with the session's keys (``keys()``) redacted, as the call's result will be."""
 
-    def __init__(self, call: str, redactor: StreamRedactor) -> None:
+    def __init__(self, call: str, keys: Callable[[], list[str]]) -> None:
         self.call = call
-        self._redactor = redactor
+        self._keys = keys
+        self._redactor = StreamRedactor(keys)
         self._cut = False  # a flood dropped the head of what was written since the last send
         self.written = 0
         self.displays = 0
@@ -101,7 +104,7 @@ class _Call:
     def display(self, data: Mapping[str, Any]) -> None:
         self.displays += 1
         if self.displays <= MAX_DISPLAYS:
-            op = display_op(self.call, data)
+            op = display_op(self.call, redact_value(data, self._keys()))
             if op is not None:
                 self.add(op)
                 self.shown = True
@@ -173,7 +176,7 @@ class LiveOutput:
             details = result.details
             value = details.get("result") if isinstance(details, dict) else None
             data = value.get("data") if isinstance(value, dict) else None
-            op = display_op(call, data) if isinstance(data, dict) else None
+            op = display_op(call, data) if isinstance(data, dict) else None  # the guard redacted the result
             if op is not None and op["mime"] != "text/plain":  # the text is in the result already
                 self._transcript.add(op)
 
@@ -210,7 +213,7 @@ class LiveOutput:
 
     def _begin(self, call: str) -> None:
         with self._lock:
-            self._calls[call] = _Call(call, StreamRedactor(self._keys))
+            self._calls[call] = _Call(call, self._keys)
         if self._flusher is None:
             stop = threading.Event()
             context = contextvars.copy_context()  # the kernel's parent message, as sends from the loop have

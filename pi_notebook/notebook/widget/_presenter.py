@@ -78,10 +78,15 @@ def drawn_as_message(message: AssistantMessage) -> bool:
 
 
 def tool_preview(tool: AgentTool | None, args: Any) -> tuple[str, str]:
-    """``(preview, syntax)`` of a call of ``tool`` (see :attr:`AgentTool.preview`); ``("", "")`` without one."""
-    if tool is None or tool.preview is None or not isinstance(args, Mapping):
+    """``(preview, syntax)`` of a call of ``tool`` (:attr:`AgentTool.call_text`, else :attr:`AgentTool.preview`);
+    ``("", "")`` without one."""
+    if tool is None or not isinstance(args, Mapping):
         return "", ""
     try:
+        if tool.call_text is not None:
+            return tool.call_text(args), tool.preview_syntax
+        if tool.preview is None:
+            return "", ""
         preview = tool.preview(args)
     except Exception:  # a preview of arguments it did not expect: the panel shows them as they are
         return "", ""

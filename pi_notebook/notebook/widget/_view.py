@@ -384,8 +384,10 @@ class RunView(widgets.VBox):  # type: ignore[misc]
         self.cancel_retry_button = widgets.Button(
             description="Cancel retry", icon="times", layout=widgets.Layout(display="none")
         )
-        self.input = widgets.Textarea(
-            placeholder="Steer the running agent, or queue a follow-up…", rows=2, layout=widgets.Layout(width="100%")
+        self.input = widgets.Textarea(  # it takes what the buttons leave: 100% beside them overflowed (a scrollbar)
+            placeholder="Steer the running agent, or queue a follow-up…",
+            rows=2,
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )
         self.steer_button = widgets.Button(description="Steer", tooltip="Deliver after the current turn")
         self.follow_up_button = widgets.Button(description="Follow up", tooltip="Deliver when the agent would stop")
@@ -415,6 +417,7 @@ class RunView(widgets.VBox):  # type: ignore[misc]
             [self.input, widgets.VBox([self.steer_button, self.follow_up_button])],
             layout=widgets.Layout(width="100%"),
         )
+        queue_box.add_class("pi-run-queue-box")
         children = [controls, self.approval, self.transcript, queue_box, self.notice, self.follow_ons]
         super().__init__(children, layout=widgets.Layout(width="100%"))
         self.add_class(VIEW_CLASS)
