@@ -111,10 +111,12 @@ class RunDisplay:
         return bundle
 
     def show(self) -> None:
-        """Display the run in the cell running now (the magics do, once per run)."""
-        self.shown = True
+        """Display the run in the cell running now (the magics do, once per run). ``shown`` is set once the display is
+        sent: a page opening meanwhile (its ``views`` are made on a subshell's thread) would otherwise be told to add
+        the widget to the cell and then get the display too, two live views in one cell."""
         self._shown_in = _current_cell()
         display(self.bundle(), raw=True, display_id=self.display_id, metadata=RUN_DISPLAY)  # type: ignore[no-untyped-call]
+        self.shown = True
 
     def view_ref(self, run: int, view: RunView | None) -> dict[str, Any] | None:
         """Where the run's live widget is, for a page that opens while the run goes on (``_control_comm``'s
