@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +107,14 @@ def test_blocked_threads_are_bounded_and_replaced(fifo: Path) -> None:
     assert workers.stuck == 3
     with pytest.raises(WorkersStuck, match="3 earlier file operations are still blocked"):
         workers.submit(lambda: None)
-    os.close(os.open(fifo, os.O_RDWR))  # the blocked reads return
+    # A writer that opens and closes the FIFO returns every read blocked in open(); a job that reached its open()
+    # only after that (it says "started" just before) needs another writer: until every read has returned.
+    deadline = time.monotonic() + 10
+    while True:
+        os.close(os.open(fifo, os.O_RDWR))
+        if not wait([job.future for job in jobs], timeout=0.05).not_done:
+            break
+        assert time.monotonic() < deadline, "the blocked reads did not return"
     for job in jobs:
         assert job.future.result(timeout=10) == b""
     assert workers.submit(lambda: 42).future.result(timeout=10) == 42
