@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,6 @@ from pi_notebook.tools._workers import FileWorkers, WorkersStuck
 pytestmark = pytest.mark.timeout(60)
 
 BLOCKED = 10
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 @pytest.fixture
