@@ -1,12 +1,15 @@
 """Three counts of the package's layout (issue 38), printed for a commit's tree: run ``python bench/layout_counts.py``.
 
-* **files per wire API**: for each wire API the fault server speaks (``openai-completions`` as ``openai``,
+* **files naming a wire API**: for each wire API the fault server speaks (``openai-completions`` as ``openai``,
   ``anthropic-messages`` as ``anthropic``, ``openai-responses`` as ``responses``, ``google-generative-ai`` as
   ``google``), the files under ``pi_notebook/`` whose syntax tree names it: a string constant equal to the API's name
-  or its format's short name, or an identifier (a name, attribute, function, class, argument or imported name) that
-  contains the API's module name (``anthropic_messages``) or starts with the short name and ``_`` (``google_status``,
-  ``_anthropic_events`` counts too: a leading ``_`` is dropped). That is what a new API has to touch today: the
-  places that list or dispatch on each API. Printed per API, and the largest.
+  or its format's short name, or an identifier (a name, attribute, function, class, argument or imported name;
+  a leading ``_`` dropped) that contains the API's module name (``anthropic_messages``) or starts with the short
+  name and ``_`` (``google_status``, ``openai_format``). Files of one API's own count as much as shared files that
+  list every API, so read it with the next count.
+* **branches on a wire API**: comparisons (``==``, ``!=``, ``in``) of something with a string constant that is one
+  of those names or short names: the if-chains a new API has to extend, or whose last branch it silently falls
+  into (before: an unknown API got Google's events).
 * **private reaches**: ``import`` statements in one floor (``ai``, ``agent``, ``session``, ``tools``, ``kernel``,
   ``mcp``, ``notebook``: ``tests/test_import_graph.py``'s ``FLOORS``) naming a private module (a ``_name`` part
   after the floor) of another floor.
@@ -58,17 +61,31 @@ def _constants(tree: ast.Module) -> set[str]:
     return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
 
 
-def files_per_api(sources: dict[Path, ast.Module]) -> dict[str, list[str]]:
-    result: dict[str, list[str]] = {}
+def files_per_api(sources: dict[Path, ast.Module]) -> dict[str, set[str]]:
+    """The files naming each API (see the module docstring)."""
+    result: dict[str, set[str]] = {}
     for api, short in WIRE_APIS.items():
         module = api.replace("-", "_")
-        touched = []
+        touched = set()
         for path, tree in sources.items():
             names = {name.lstrip("_").lower() for name in _identifiers(tree)}
             if {api, short} & _constants(tree) or any(module in name or name.startswith(f"{short}_") for name in names):
-                touched.append(str(path.relative_to(ROOT)))
+                touched.add(str(path.relative_to(ROOT)))
         result[api] = touched
     return result
+
+
+def api_branches(sources: dict[Path, ast.Module]) -> list[str]:
+    """Comparisons with a wire API's name or short name (see the module docstring)."""
+    names = set(WIRE_APIS) | set(WIRE_APIS.values())
+    found = []
+    for path, tree in sources.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(side, ast.Constant) and side.value in names for side in [node.left, *node.comparators]
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
 
 
 def _module_parts(path: Path) -> list[str]:
@@ -120,12 +137,15 @@ def main(verbose: bool) -> None:
     per_api = files_per_api(sources)
     reaches = private_reaches(sources)
     long = long_functions(sources)
+    branches = api_branches(sources)
     out = sys.stdout
-    out.write(f"files per wire API: max {max(len(files) for files in per_api.values())}\n")
-    for api, files in per_api.items():
-        out.write(f"  {api}: {len(files)}\n")
-        if verbose:
-            out.writelines(f"    {file}\n" for file in files)
+    out.write(f"files naming a wire API: max {max(len(files) for files in per_api.values())}")
+    out.write(f" ({', '.join(f'{api} {len(files)}' for api, files in per_api.items())})\n")
+    if verbose:
+        out.writelines(f"  {api}: {' '.join(sorted(files))}\n" for api, files in per_api.items())
+    out.write(f"branches on a wire API's name: {len(branches)}\n")
+    if verbose:
+        out.writelines(f"  {branch}\n" for branch in branches)
     out.write(f"private reaches: {len(reaches)}\n")
     if verbose:
         out.writelines(f"  {reach}\n" for reach in reaches)
