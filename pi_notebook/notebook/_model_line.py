@@ -15,8 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..ai import Model, resolve_openai_compat
-from ..ai._model_record import model_from_record
+from ..ai import Model, model_from_record, resolve_openai_compat
 from ..ai.models import _PROVIDERS, spec_prefix
 from ..ai.providers.faux import FAUX_PROVIDER
 from ..session import PolicyError

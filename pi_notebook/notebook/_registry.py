@@ -23,8 +23,7 @@ from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
 from ..ai.models import SPEC_HELP, model_from_server, model_from_spec, parse_compatible_spec
 from ..ai.providers.faux import FauxProvider
-from ..kernel import KERNEL, InterruptHook, Kernel
-from ..kernel._scratch import Scratchpad, current_scratch
+from ..kernel import KERNEL, InterruptHook, Kernel, Scratchpad, current_scratch
 from ..mcp import McpServers, ServerConfig, server_configs
 from ..session import AgentSession, SessionBusyError, Settings, site_policy
 from ._approval import NotebookApprover

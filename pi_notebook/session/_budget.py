@@ -12,8 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ai import AssistantMessage, Model
-from ..ai._request import cache_savings, input_tokens
+from ..ai import AssistantMessage, Model, cache_savings, input_tokens
 from ._events import BudgetExceededEvent
 from ._settings import BudgetSettings
 

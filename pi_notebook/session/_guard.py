@@ -17,8 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortController, AbortSignal, Deadline, PiNotebookError
-from ..ai._secret_env import knowing_secrets
+from ..ai import AbortController, AbortSignal, Deadline, PiNotebookError, knowing_secrets
 from ._redact import SessionKeys, redact_result, redact_text
 from ._settings import TimeoutSettings
 
