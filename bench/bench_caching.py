@@ -1,8 +1,7 @@
 """What prompt caching is worth: the input cost of a scripted 20-request session with a 30k-token prefix, with and
 without caching, at Anthropic's and OpenAI's published prices, for our request bodies and Pi 0.83's.
 
-    python bench/bench_caching.py                       # ours; Pi's too when Pi 0.83 is in PI083_DIR
-    PI083_DIR=/work/scratch/pi083 python bench/bench_caching.py
+    python bench/bench_caching.py   # ours; Pi's too when Pi 0.83 is in $PI083_DIR (default ~/.cache/pi-notebook/pi083)
 
 The session: a 30k-token system prompt (project notes) and two tools, then 10 prompts each answered by one tool
 call and a reply: 20 model requests, each re-sending everything before it. For each API the 20 request bodies are
@@ -254,7 +253,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--retention", choices=("short", "long"), default="short")
     args = parser.parse_args()
-    pi_dir = Path(os.environ.get("PI083_DIR", "/work/scratch/pi083"))
+    pi_dir = Path(os.environ.get("PI083_DIR", "~/.cache/pi-notebook/pi083")).expanduser()
     system = system_prompt()
     print(
         f"{PROMPTS * 2} requests, system prompt {len(system) / 4 / 1000:.0f}k tokens, cache retention {args.retention}"

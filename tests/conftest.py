@@ -3,6 +3,7 @@ the fixtures many modules use, defined once:
 
 - ``server``: a loopback fault server (``pi_notebook.testing``) for one test; with ``wire_apis.APIS`` and
   ``wire_apis.model_for`` (tests/support) a test runs against each wire API.
+- ``dummy_comm``: new widgets talk to a recording dummy comm (ipywidgets' test double) for one test.
 - ``kernel``: a real kernel (jupyter_client, ``tests/support/kernel_harness.py``) with ``%load_ext pi_notebook``,
   shared by the tests of one module. A module that needs more set up overrides it with a fixture of the same
   name that takes this one (``def kernel(kernel): kernel.run(SETUP); return kernel``).
@@ -20,7 +21,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -56,6 +57,16 @@ def server() -> Iterator[FaultServer]:
     tests share it."""
     with FaultServer() as running:
         yield running
+
+
+@pytest.fixture
+def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """New widgets talk to a dummy comm (``tests/support/dummy_comm.py``, ipywidgets' test double) for one test;
+    returns the list of what they sent. A module whose every test needs it says
+    ``pytestmark = pytest.mark.usefixtures("dummy_comm")``."""
+    import dummy_comm as dummy
+
+    return dummy.install(monkeypatch.setattr)
 
 
 @pytest.fixture(scope="module")

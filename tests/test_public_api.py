@@ -59,6 +59,18 @@ PINNED = {
     },
 }  # fmt: skip
 
+FOR_OTHER_FLOORS = {
+    "pi_notebook.agent": {"Execute", "before_result"},
+    "pi_notebook.session": {"redact_result"},
+    "pi_notebook.tools": {"LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic"},
+    "pi_notebook.kernel": {
+        "ABSENT", "Budget", "CellChangeRecord", "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
+        "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "restore",
+    },
+}  # fmt: skip
+"""Names a floor exports for the floors above it (``tests/test_import_graph.py`` forbids reaching into its private
+modules), beside what users rely on: pinned too, so that what one floor offers another is a deliberate choice."""
+
 ALSO_REQUIRED = {
     "pi_notebook.ai": {
         "AbortController", "AbortSignal", "AssistantMessage", "AssistantMessageEventStream", "Context", "Model",
@@ -91,7 +103,7 @@ ALSO_REQUIRED = {
 
 @pytest.mark.parametrize("module", sorted(PINNED))
 def test_public_names_are_exactly_the_pinned_ones(module: str) -> None:
-    assert set(importlib.import_module(module).__all__) == PINNED[module]
+    assert set(importlib.import_module(module).__all__) == PINNED[module] | FOR_OTHER_FLOORS.get(module, set())
 
 
 @pytest.mark.parametrize("module", sorted(ALSO_REQUIRED))

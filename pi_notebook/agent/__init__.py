@@ -12,6 +12,7 @@ from ._hooks import (
     PrepareRequestHook,
     ShouldStopAfterTurnHook,
     TransformContextHook,
+    before_result,
     call_hook,
 )
 from ._lifecycle import AgentBusyError, AgentListener
@@ -33,6 +34,7 @@ from ._types import (
     BeforeToolCallResult,
     CustomMessage,
     Emit,
+    Execute,
     FinishTurnResult,
     MessageEndEvent,
     MessageStartEvent,
@@ -71,6 +73,7 @@ __all__ = [
     "ContextHook",
     "CustomMessage",
     "Emit",
+    "Execute",
     "FinishTurnHook",
     "FinishTurnResult",
     "Hooks",
@@ -93,6 +96,7 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "TurnUpdate",
+    "before_result",
     "call_hook",
     "run_agent_loop",
     "run_agent_loop_continue",

@@ -37,8 +37,8 @@ from ..ai import (
     ThinkingLevel,
     ToolResultMessage,
     UserMessage,
+    clean_api_key,
 )
-from ..ai._secret import clean_api_key
 from ._config import LoopConfig
 from ._hooks import Hooks
 from ._lifecycle import AgentBusyError, AgentListener, RunLifecycle

@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import SecretStr
 
-from ..ai import AbortSignal, MaybeAwaitable, Model, StreamOptions, ThinkingLevel, maybe_await
-from ..ai._secret import strip_api_key
+from ..ai import AbortSignal, MaybeAwaitable, Model, StreamOptions, ThinkingLevel, maybe_await, strip_api_key
 from ._hooks import Hooks
 from ._types import AgentMessage
 

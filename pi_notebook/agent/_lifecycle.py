@@ -23,8 +23,7 @@ from typing import TypeAlias
 
 import anyio
 
-from ..ai import AbortController, AbortSignal, AssistantMessage, TextContent
-from ..ai._errors import BusyError
+from ..ai import AbortController, AbortSignal, AssistantMessage, BusyError, TextContent
 from ._state import AgentState
 from ._types import AgentEndEvent, AgentEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent
 

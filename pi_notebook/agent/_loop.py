@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Any
 
 from ..ai import (
+    ABORTED_TEXT,
     AbortSignal,
     AssistantMessage,
     AssistantMessageEventStream,
@@ -41,7 +42,6 @@ from ..ai import (
     UserMessage,
     maybe_await,
 )
-from ..ai._builder import ABORTED_TEXT
 from ..ai.messages import carry_key, message_key
 from ._config import LoopConfig
 from ._hooks import call_hook, finish_action, turn_update

@@ -16,8 +16,17 @@ from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ..ai import AbortSignal, AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage, maybe_await
-from ..ai._trusted import trusted_text, trusted_tool_result
+from ..ai import (
+    AbortSignal,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    maybe_await,
+    trusted_text,
+    trusted_tool_result,
+)
 from ._config import LoopConfig
 from ._hooks import after_result, before_result, call_hook
 from ._types import (

@@ -26,8 +26,8 @@ from ..ai import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    trusted_text,
 )
-from ..ai._trusted import trusted_text
 
 __all__ = [
     "AfterToolCallContext",

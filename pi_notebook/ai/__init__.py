@@ -10,11 +10,35 @@ A *stream function* ``stream_fn(model, context, options)`` returns an :class:`As
 from ._abort import AbortController, AbortSignal, Deadline, OnAbort, abort_scope, abortable_sleep
 from ._api_registry import complete, register_api, registered_apis, stream
 from ._awaitable import MaybeAwaitable, maybe_await
-from ._builder import MessageBuilder
+from ._builder import ABORTED_TEXT, MessageBuilder
 from ._compat import OpenAICompletionsCompat, ResolvedOpenAICompat, resolve_openai_compat
+from ._egress import add_request_check
 from ._errors import BusyError, PiNotebookError, ToolError, UserError
 from ._http import close_connections
-from ._request import Context, Model, ModelCost, StreamFn, StreamOptions, ThinkingLevel, Tool
+from ._model_record import model_from_record, model_record
+from ._request import (
+    Context,
+    Model,
+    ModelCost,
+    StreamFn,
+    StreamOptions,
+    ThinkingLevel,
+    Tool,
+    cache_savings,
+    input_tokens,
+)
+from ._secret import (
+    REDACTED,
+    clean_api_key,
+    header_secrets,
+    is_secret_name,
+    scrub_secrets,
+    scrub_secrets_bytes,
+    secret_spellings,
+    secret_value,
+    strip_api_key,
+)
+from ._secret_env import HELD_SECRETS, KnownSecrets, knowing_secrets, known_during_call, known_secrets, secret_variables
 from ._stream import AssistantMessageEventStream
 from ._stream_events import (
     AssistantMessageEvent,
@@ -31,7 +55,9 @@ from ._stream_events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
+from ._trusted import trusted_text, trusted_tool_result
 from .cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
+from .cassette._route import active_cassette
 from .messages import (
     AssistantMessage,
     Cost,
@@ -45,14 +71,19 @@ from .messages import (
     Usage,
     UserMessage,
 )
+from .providers._caching import CacheRetention, default_cache_retention
 
 __all__ = [
+    "ABORTED_TEXT",
+    "HELD_SECRETS",
+    "REDACTED",
     "AbortController",
     "AbortSignal",
     "AssistantMessage",
     "AssistantMessageEvent",
     "AssistantMessageEventStream",
     "BusyError",
+    "CacheRetention",
     "Cassette",
     "CassetteError",
     "CassetteMode",
@@ -63,6 +94,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "ImageContent",
+    "KnownSecrets",
     "MaybeAwaitable",
     "Message",
     "MessageBuilder",
@@ -97,11 +129,32 @@ __all__ = [
     "UserMessage",
     "abort_scope",
     "abortable_sleep",
+    "active_cassette",
+    "add_request_check",
+    "cache_savings",
+    "clean_api_key",
     "close_connections",
     "complete",
+    "default_cache_retention",
+    "header_secrets",
+    "input_tokens",
+    "is_secret_name",
+    "knowing_secrets",
+    "known_during_call",
+    "known_secrets",
     "maybe_await",
+    "model_from_record",
+    "model_record",
     "register_api",
     "registered_apis",
     "resolve_openai_compat",
+    "scrub_secrets",
+    "scrub_secrets_bytes",
+    "secret_spellings",
+    "secret_value",
+    "secret_variables",
     "stream",
+    "strip_api_key",
+    "trusted_text",
+    "trusted_tool_result",
 ]

@@ -29,15 +29,10 @@ def _load_builtin() -> None:
     if _builtin_loaded:
         return
     _builtin_loaded = True
-    from .providers.anthropic_messages import stream_anthropic_messages
-    from .providers.google_generative_ai import stream_google_generative_ai
-    from .providers.openai_completions import stream_openai_completions
-    from .providers.openai_responses import stream_openai_responses
+    from .providers import anthropic_messages, google_generative_ai, openai_completions, openai_responses
 
-    _apis.setdefault("openai-completions", stream_openai_completions)
-    _apis.setdefault("anthropic-messages", stream_anthropic_messages)
-    _apis.setdefault("openai-responses", stream_openai_responses)
-    _apis.setdefault("google-generative-ai", stream_google_generative_ai)
+    for module in (openai_completions, anthropic_messages, openai_responses, google_generative_ai):
+        _apis.setdefault(module.API.name, module.API.stream)
 
 
 def stream(model: Model, context: Context, options: StreamOptions | None = None) -> AssistantMessageEventStream:

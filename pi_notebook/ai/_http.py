@@ -233,17 +233,7 @@ async def send_with_retry(
         else:
             if response.status_code < 300:
                 return response
-            try:
-                body = await _read_limited(response)
-            finally:
-                await response.aclose()
-            if response.status_code < 400:  # a redirect: never retried, never followed
-                raise ProviderError(describe_redirect(response), response.status_code, response.headers, body)
-            kind = content_type(response)
-            shown = summarise_body(kind, body) if "html" in kind else body  # a page's title, not its markup
-            error = ProviderError(
-                describe_status(response.status_code, shown), response.status_code, response.headers, body
-            )
+            error = await _status_error(response, describe_status)
         if attempt >= options.max_retries or not is_retryable_failure(error.message, error.failure):
             raise error
         delay = provider_retry_delay_ms(error, attempt)
@@ -257,6 +247,20 @@ async def send_with_retry(
             )
         attempt += 1
         await anyio.sleep(delay / 1000)  # an abort cancels it: providers run inside run_provider's abort scope
+
+
+async def _status_error(response: httpx.Response, describe_status: Callable[[int, str], str]) -> ProviderError:
+    """The error an unsuccessful response is, its body read (up to a limit) and the response closed. Raises it for
+    a redirect (3xx), which is never retried nor followed."""
+    try:
+        body = await _read_limited(response)
+    finally:
+        await response.aclose()
+    if response.status_code < 400:
+        raise ProviderError(describe_redirect(response), response.status_code, response.headers, body)
+    kind = content_type(response)
+    shown = summarise_body(kind, body) if "html" in kind else body  # a page's title, not its markup
+    return ProviderError(describe_status(response.status_code, shown), response.status_code, response.headers, body)
 
 
 def _ceil_s(ms: float) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._request import Model
-from .models import _PROVIDERS, model_from_spec
+from .models import _PROVIDERS, model_from_spec, spec_prefix
 
 __all__ = ["model_from_record", "model_record"]
 
@@ -55,7 +55,7 @@ def model_from_record(record: Mapping[str, Any]) -> Model:
         if not base_url:
             raise ValueError(f"the session file does not say which server {provider}:{model_id} was on")
         return model_from_spec(f"{provider}:{base_url}:{model_id}", **options)
-    prefix = "openai-responses" if record.get("api") == "openai-responses" else provider
+    prefix = spec_prefix(provider, record.get("api"))
     if prefix not in _PROVIDERS:
         raise ValueError(f"{provider}:{model_id} is not a model this version can connect to")
     other: dict[str, Any] = {"base_url": base_url} if base_url and base_url != _PROVIDERS[prefix][1] else {}

@@ -24,6 +24,7 @@ __all__ = [
     "StreamOptions",
     "ThinkingLevel",
     "Tool",
+    "WireApi",
     "cache_savings",
     "input_tokens",
     "usage_with_cost",
@@ -192,3 +193,12 @@ class StreamFn(Protocol):
     def __call__(
         self, model: Model, context: Context, options: StreamOptions, /
     ) -> MaybeAwaitable[AssistantMessageEventStream]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WireApi:
+    """A wire API (a provider protocol) as its module exports it (``API``): the ``Model.api`` value it serves and
+    its stream function. ``_api_registry.py`` lists the built-in modules."""
+
+    name: str
+    stream: StreamFn

@@ -33,6 +33,7 @@ from urllib.parse import quote, quote_plus
 from pydantic import SecretStr
 
 from ._errors import UserError
+from .vendors import VENDORS
 
 __all__ = [
     "ENV_KEYS",
@@ -53,19 +54,8 @@ __all__ = [
     "strip_api_key",
 ]
 
-ENV_KEYS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together": "TOGETHER_API_KEY",
-    "cerebras": "CEREBRAS_API_KEY",
-    "google": "GEMINI_API_KEY",
-}
-"""The environment variable holding each provider's key (Pi's names)."""
+ENV_KEYS = {name: vendor.key_env for name, vendor in VENDORS.items()}
+"""The environment variable holding each provider's key (Pi's names; :data:`~.vendors.VENDORS`)."""
 
 REDACTED = "***"
 MIN_SECRET_LEN = 8

@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ._secret import ENV_KEYS, MIN_SECRET_LEN, is_secret_name
+from .vendors import VENDORS
 
 __all__ = [
     "ENV_FALLBACK_KEYS",
@@ -39,7 +40,7 @@ __all__ = [
     "secret_variables",
 ]
 
-ENV_FALLBACK_KEYS = {"google": ("GOOGLE_API_KEY",)}
+ENV_FALLBACK_KEYS = {name: vendor.fallback_keys for name, vendor in VENDORS.items() if vendor.fallback_keys}
 """Further variables read when the provider's own is not set: Google's SDKs read ``GOOGLE_API_KEY``."""
 
 PROVIDER_KEY_VARIABLES: tuple[str, ...] = (

@@ -29,6 +29,7 @@ from typing import Any
 
 from ._discover import context_window_of, fetch_listing, pick_model
 from ._request import Model, ModelCost
+from .vendors import SPEC_ALIASES, VENDORS
 
 __all__ = [
     "KNOWN_MODELS",
@@ -38,6 +39,7 @@ __all__ = [
     "model_from_spec",
     "parse_compatible_spec",
     "provider_base_url",
+    "spec_prefix",
 ]
 
 SPEC_HELP = (
@@ -51,13 +53,10 @@ SPEC_HELP = (
 )
 
 _PROVIDERS: dict[str, tuple[str, str]] = {
-    "openai": ("openai-completions", "https://api.openai.com/v1"),
-    "openai-responses": ("openai-responses", "https://api.openai.com/v1"),
-    "anthropic": ("anthropic-messages", "https://api.anthropic.com"),
-    "google": ("google-generative-ai", "https://generativelanguage.googleapis.com/v1beta"),
-    "openrouter": ("openai-completions", "https://openrouter.ai/api/v1"),
-    "groq": ("openai-completions", "https://api.groq.com/openai/v1"),
+    name: (vendor.api, vendor.base_url) for name, vendor in VENDORS.items() if vendor.api and vendor.base_url
 }
+_PROVIDERS |= {prefix: (api, _PROVIDERS[vendor][1]) for prefix, (vendor, api) in SPEC_ALIASES.items()}
+"""A model spec's prefix: (its wire API, its vendor's server), from :data:`~.vendors.VENDORS`."""
 
 # id: (context window, max output tokens, $/M input, output, cache read, cache write, reasoning, images)
 KNOWN_MODELS: dict[str, tuple[int, int, float, float, float, float, bool, bool]] = {
@@ -98,6 +97,13 @@ _COMPATIBLE_APIS = {"openai-compatible": "openai-completions", "anthropic-compat
 _ORIGIN = re.compile(r"^https?://(?:\[[0-9A-Fa-f:.]+\]|[^/:\s\[\]]+)")
 _PORT = re.compile(r":(\d+)(?=[/:]|$)")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def spec_prefix(provider: str, api: object) -> str:
+    """The model-spec prefix of a model of ``provider`` speaking ``api``: the prefix that names that API
+    (``openai-responses``, :data:`~.vendors.SPEC_ALIASES`; its base URL is given apart when it is another
+    server's), else the provider's name."""
+    return next((prefix for prefix, (_, named) in SPEC_ALIASES.items() if named == api), provider)
 
 
 def provider_base_url(provider: str) -> str | None:
@@ -169,7 +175,7 @@ def model_from_spec(
     if provider not in _PROVIDERS or not rest:
         raise ValueError(f"unknown model spec {spec!r}; {SPEC_HELP}")
     api, base_url = _PROVIDERS[provider]
-    vendor = "openai" if provider == "openai-responses" else provider
+    vendor = SPEC_ALIASES[provider][0] if provider in SPEC_ALIASES else provider
     fields = {"id": rest, "name": rest, "api": api, "provider": vendor, "base_url": base_url}
     known = KNOWN_MODELS.get(f"{vendor}:{rest}")
     if f"{vendor}:{rest}" in THINKING_LEVEL_MAPS:

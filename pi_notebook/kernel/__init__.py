@@ -23,43 +23,66 @@ interrupt) and below ``notebook``, which draws what it reports.
 from ._cell_common import CellKernelInterrupt, CellToolError
 from ._cell_protocol import AGENT_TAG, METADATA_KEY, PROTECTED_TAG
 from ._cells import CELL_TOOL_NAMES, cell_tools
+from ._checkpoint import Checkpoint
+from ._checkpoint_cells import CellChangeRecord
+from ._checkpoint_files import Budget, FileBefore, Stamp, file_stamp, holds, restore
+from ._checkpoint_vars import SizeChange
+from ._exec import current_shell
 from ._frontend import (
     FRONTENDS,
     CellChange,
     CellChanges,
     Frontend,
+    FrontendRefused,
     Frontends,
     NotebookTarget,
     NotebookUnavailable,
     current_notebook,
 )
+from ._in_place import ABSENT, InPlace
 from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
+from ._scratch import Scratchpad, current_scratch
 from .python_tool import PythonError, PythonEvent, python_tool
 
 __all__ = [
+    "ABSENT",
     "AGENT_TAG",
     "CELL_TOOL_NAMES",
     "FRONTENDS",
     "KERNEL",
     "METADATA_KEY",
     "PROTECTED_TAG",
+    "Budget",
     "CellChange",
+    "CellChangeRecord",
     "CellChanges",
     "CellKernelInterrupt",
     "CellToolError",
+    "Checkpoint",
+    "FileBefore",
     "Frontend",
+    "FrontendRefused",
     "Frontends",
+    "InPlace",
     "InterruptHook",
     "Kernel",
     "NotebookTarget",
     "NotebookUnavailable",
     "PythonError",
     "PythonEvent",
+    "Scratchpad",
+    "SizeChange",
+    "Stamp",
     "add_python_listener",
     "cell_tools",
     "current_notebook",
+    "current_scratch",
+    "current_shell",
+    "file_stamp",
     "hold_interrupt",
+    "holds",
     "interrupt_running_code",
     "python_tool",
+    "restore",
 ]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ai import AbortSignal
-from ..tools._file_journal import file_journal
+from ..tools import file_journal
 from ._cell_common import CellToolError, ask
 from ._checkpoint_cells import CellJournal, complete
 from ._checkpoint_files import Budget, FileCheckpoint

@@ -23,8 +23,7 @@ import stat as stats
 import threading
 from dataclasses import dataclass, field
 
-from ..tools._atomic import write_atomic
-from ..tools._common import Stop
+from ..tools import Stop, write_atomic
 
 __all__ = ["Budget", "FileBefore", "FileCheckpoint", "Stamp", "file_stamp", "holds"]
 

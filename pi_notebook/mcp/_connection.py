@@ -42,10 +42,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import ValidationError
 
-from ..ai import AbortSignal, PiNotebookError, abort_scope
-from ..ai._secret import scrub_secrets
-from ..ai._secret_env import HELD_SECRETS, known_secrets, secret_variables
-from ..tools._lifeline import LIFELINE
+from ..ai import HELD_SECRETS, AbortSignal, PiNotebookError, abort_scope, known_secrets, scrub_secrets, secret_variables
+from ..tools import LIFELINE
 from ..tools._process import MARKER_ENV, ProcessTree, _spawn_mark
 from ._server_config import McpConfigError, ServerConfig
 from ._stderr_tail import StderrTail

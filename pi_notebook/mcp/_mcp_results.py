@@ -26,11 +26,9 @@ from typing import Any
 import mcp_types as types
 
 from ..agent import AgentToolResult
-from ..ai import ImageContent, TextContent
-from ..ai._secret import scrub_secrets
-from ..tools._images import process_image
+from ..ai import ImageContent, TextContent, scrub_secrets
+from ..tools import process_image, truncate_head
 from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, _temp_logs, format_size
-from ..tools._truncate import truncate_head
 
 __all__ = ["LOG_PREFIX", "agent_result"]
 

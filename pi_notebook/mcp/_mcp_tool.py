@@ -27,10 +27,8 @@ from typing import Any
 import mcp_types as types
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortSignal, Cassette, ImageContent, TextContent, ToolError
-from ..ai._secret_env import known_secrets
-from ..ai.cassette._route import active_cassette
-from ..session._redact import redact_result
+from ..ai import AbortSignal, Cassette, ImageContent, TextContent, ToolError, active_cassette, known_secrets
+from ..session import redact_result
 from ._connection import Connection, McpCallError
 from ._mcp_results import agent_result
 from ._server_config import agent_tool_name

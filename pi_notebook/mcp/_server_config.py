@@ -35,8 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..ai import UserError
-from ..ai._secret import header_secrets, is_secret_name
+from ..ai import UserError, header_secrets, is_secret_name
 
 __all__ = [
     "CONFIG_ENV",

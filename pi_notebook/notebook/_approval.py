@@ -30,13 +30,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..ai import AbortSignal, Cassette, abort_scope, maybe_await
 from ..kernel import CELL_TOOL_NAMES
 from ..session import AgentSession, Approval, ApprovalRequest
 from ._run import Run
+from ._run_state import StatusMachine
 from ._visible import MAX_CHARS
 from .widget import RunPresenter
 
@@ -46,6 +48,7 @@ __all__ = [
     "FRONTEND_WAIT_S",
     "MAX_PREVIEW",
     "NO_FRONTEND",
+    "Asking",
     "NotebookApprover",
     "describe_tools",
     "preview_call",
@@ -109,7 +112,7 @@ class NotebookApprover:
         wait = run.started_at + FRONTEND_WAIT_S - time.monotonic()
         if not await presenter.wait_rendered(wait, signal):
             return refused, False
-        return await ask_in_widget(run, presenter, request, signal), True
+        return await ask_in_widget(Asking.of(run, presenter, request.tool_name), request, signal), True
 
     def _replayed(self, request: ApprovalRequest, recorded: dict[str, Any]) -> Approval:
         """The recorded answer, with the event log's lines as when it was given."""
@@ -131,7 +134,23 @@ def _answered(name: str, choice: str | None) -> str:
     return f"{name}: " + (choice if choice is not None else "stopped while waiting")
 
 
-async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequest, signal: AbortSignal) -> Approval:
+@dataclass(frozen=True)
+class Asking:
+    """What a question in a run's widget needs, gathered once from the run (:meth:`of`): the presenter that shows
+    it, the event log that records the question and the answer, the run's state machine (``awaiting approval``
+    meanwhile), and whether **Always** is offered (not for a tool the site policy says must ask each time)."""
+
+    presenter: RunPresenter
+    note: Callable[[str, str], None]
+    status: StatusMachine
+    always: bool
+
+    @classmethod
+    def of(cls, run: Run, presenter: RunPresenter, tool_name: str) -> Asking:
+        return cls(presenter, run.note, run.status, not run.session.policy.must_ask(tool_name))
+
+
+async def ask_in_widget(asking: Asking, request: ApprovalRequest, signal: AbortSignal) -> Approval:
     """Show ``request`` in the run's widget and wait for Run / Skip / Always, or for ``signal`` to abort (then
     ``skip``; the loop ends the call as aborted). The run's state is ``awaiting approval`` meanwhile; its event
     log records the question and the answer."""
@@ -142,11 +161,11 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
         if not answer.done():
             answer.set_result(choice)
 
-    status = run.status
+    status, presenter = asking.status, asking.presenter
     previous = status.status
-    run.note("approval", _asking(name))
-    always, group = not run.session.policy.must_ask(name), request.tool.approval_group if request.tool else None
-    presenter.ask(name, await preview_call(request, signal), on_answer, always=always, group=group)
+    asking.note("approval", _asking(name))
+    group = request.tool.approval_group if request.tool else None
+    presenter.ask(name, await preview_call(request, signal), on_answer, always=asking.always, group=group)
     status.set("awaiting approval")
     aborted: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
     try:
@@ -157,7 +176,7 @@ async def ask_in_widget(run: Run, presenter: RunPresenter, request: ApprovalRequ
         if status.status == "awaiting approval":
             status.set(previous)
     choice = answer.result() if answer.done() else None
-    run.note("approval", _answered(name, choice))
+    asking.note("approval", _answered(name, choice))
     return Approval("always" if choice == "always" else "run" if choice == "run" else "skip")
 
 

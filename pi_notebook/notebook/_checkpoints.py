@@ -15,9 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..ai import UserError
-from ..kernel import NotebookTarget
-from ..kernel._checkpoint import Checkpoint
-from ..kernel._checkpoint_files import Budget
+from ..kernel import Budget, Checkpoint, NotebookTarget
 from ..session import AgentSession
 
 __all__ = ["RewindRefused", "RunCheckpoints", "with_checkpoint"]

@@ -268,8 +268,7 @@ def parse_line(line: str) -> PiCommand:
 
     first = words[0]
     if first not in _SPECS:
-        meant = near_command(first, words[1:])
-        if meant is not None:
+        if (meant := near_command(first, words[1:])) is not None:
             prompt = f"{first} ..." if words[1:] else first
             raise UsageError(
                 f"did you mean %pi {meant}? ({first!r} is not a command; to send it to the model: %pi -- {prompt})"
@@ -288,14 +287,7 @@ def parse_line(line: str) -> PiCommand:
         raise UsageError(f"{first}: {exc}") from None
     name: CommandName = parsed.command
     if extra:
-        kind = _SPECS[name]
-        if kind == "none":
-            raise UsageError(f"{name} takes no arguments")
-        if kind == "number":
-            raise UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
-        if kind in ("cassette", "model"):
-            raise UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}{_flag_hint(name, extra)}")
-        raise UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
+        raise _extra_words(name, extra)
     if _SPECS[name] == "cassette":
         flags = {flag: getattr(parsed, flag) for flag in ("mode", "timing") if getattr(parsed, flag) is not None}
         return PiCommand(name, parsed.path, flags=flags, session=parsed.session or head.session)
@@ -305,6 +297,18 @@ def parse_line(line: str) -> PiCommand:
         return PiCommand(name, parsed.spec, flags=flags, session=parsed.session or head.session)
     text = verbatim(getattr(parsed, "text", []))
     return PiCommand(name, text, getattr(parsed, "number", None), session=parsed.session or head.session)
+
+
+def _extra_words(name: CommandName, extra: list[str]) -> UsageError:
+    """What to say of words ``name`` does not take, by the kind of its arguments."""
+    kind = _SPECS[name]
+    if kind == "none":
+        return UsageError(f"{name} takes no arguments")
+    if kind == "number":
+        return UsageError(f"{name} takes at most one run number, got {' '.join(extra)!r}")
+    if kind in ("cassette", "model"):
+        return UsageError(f"{name}: unrecognized arguments: {' '.join(extra)}{_flag_hint(name, extra)}")
+    return UsageError(f"{name}: unknown option {extra[0]!r} (a text that starts with a dash: %pi {name} -- <text>)")
 
 
 _ARGUMENTS: dict[CommandName, Callable[[list[str]], bool]] = {

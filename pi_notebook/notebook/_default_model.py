@@ -1,12 +1,14 @@
-"""The notebook's default model: the offline faux model, which explains how to connect a real provider."""
+"""The notebook's default model: the offline faux model, which explains how to connect a real provider; and the model
+``configure()`` makes of what it is given."""
 
 from __future__ import annotations
 
-from ..ai import Context, Model, StreamOptions, UserMessage
+from ..ai import Context, Model, StreamFn, StreamOptions, UserMessage
 from ..ai.messages import AssistantMessage, text_of
+from ..ai.models import SPEC_HELP, model_from_spec
 from ..ai.providers.faux import FauxProvider, faux_assistant_message
 
-__all__ = ["WELCOME", "default_faux"]
+__all__ = ["WELCOME", "configured_model", "default_faux"]
 
 WELCOME = (
     "Hello! I am **the faux model**: a scripted stand-in that works offline, with no API key.\n\n"
@@ -35,3 +37,18 @@ def default_faux(tokens_per_second: float = 40) -> FauxProvider:
 
     faux.set_responses([answer])
     return faux
+
+
+def configured_model(
+    model: Model | str | None, stream_fn: StreamFn | None
+) -> tuple[Model, StreamFn | None, str, FauxProvider | None]:
+    """``configure``'s model, stream function, spec (as ``%pi status`` shows it) and faux model (none given: the
+    default faux model). Raises ``ValueError`` for a spec it cannot read, or a stream function without a model."""
+    if isinstance(model, str) and model.strip() != "faux":
+        return model_from_spec(model), stream_fn, model, None
+    if isinstance(model, Model):
+        return model, stream_fn, f"{model.provider}:{model.id}", None
+    if stream_fn is None:
+        faux = default_faux()
+        return faux.model, faux.stream, "faux", faux
+    raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)

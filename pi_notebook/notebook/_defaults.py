@@ -23,13 +23,15 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..agent import AgentTool
+from ..ai import Model
 from ..kernel import CELL_TOOL_NAMES, cell_tools, python_tool
-from ..session import site_policy
+from ..session import AgentSession, Settings, site_policy
 from ..tools import coding_tools
 
 __all__ = [
     "CELLS_LEFT_OUT",
     "MAX_VARIABLES",
+    "allowed_tools_and_settings",
     "default_tools",
     "system_prompt",
     "variables_summary",
@@ -195,3 +197,26 @@ def _names(items: Iterable[Any], limit: int = 12) -> str:
 
 def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…"
+
+
+def allowed_tools_and_settings(
+    model: Model,
+    tools: Iterable[AgentTool] | None,
+    settings: Settings | Mapping[str, Any] | None,
+    previous: AgentSession | None,
+) -> tuple[list[AgentTool], Settings]:
+    """``configure``'s tools and settings, the ``previous`` session's if not given (what ``%pi settings`` set
+    survives a change of model), as the site policy has them. Raises its ``PolicyError`` for a model or tool it
+    refuses."""
+    if tools is None:
+        tools = previous.tools if previous is not None else default_tools()
+    if settings is None:
+        settings = previous.settings if previous is not None else Settings()
+    elif isinstance(settings, Mapping):
+        settings = Settings(**settings)
+    policy = site_policy()
+    settings = policy.enforce(settings)
+    policy.check_model(model)
+    tools = list(tools)
+    policy.check_tools(tool.name for tool in tools)
+    return tools, settings

@@ -102,6 +102,21 @@ def describe_event(event: SessionEvent) -> tuple[str, str] | None:
             return kind, f"{name} {'error' if is_error else 'ok'}"
         case QueueUpdateEvent(steering=steering, follow_up=follow_up):
             return kind, f"steering={len(steering)} follow_up={len(follow_up)}"
+        case (
+            AgentStartEvent()
+            | TurnStartEvent()
+            | SummarizationRetryAttemptStartEvent()
+            | SummarizationRetryFinishedEvent()
+        ):
+            return kind, ""
+        case _:
+            return _session_step(event)
+
+
+def _session_step(event: SessionEvent) -> tuple[str, str] | None:
+    """``describe_event`` of the session's own steps: retries, compaction, budgets, branch summaries, the tree."""
+    kind = event.type
+    match event:
         case AutoRetryStartEvent():
             detail = f"attempt {event.attempt}/{event.max_attempts} in {event.delay_ms / 1000:.1f} s"
             return kind, f"{detail}: {event.error_message}"
@@ -131,13 +146,7 @@ def describe_event(event: SessionEvent) -> tuple[str, str] | None:
             )
         case SummarizationRetryScheduledEvent():
             return kind, f"attempt {event.attempt}/{event.max_attempts}: {event.error_message}"
-        case (
-            AgentStartEvent()
-            | TurnStartEvent()
-            | SummarizationRetryAttemptStartEvent()
-            | SummarizationRetryFinishedEvent()
-        ):
-            return kind, ""
+    return None
 
 
 def result_text(result: AgentToolResult | ToolResultMessage) -> str:

@@ -31,7 +31,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 
 from ..ai import Cassette, CassetteError
-from ..kernel._exec import current_shell
+from ..kernel import current_shell
 from ..session import SessionBusyError, SettingsError
 from ._approval import describe_tools
 from ._cell_link import cells_left_out, notebook_of_cell

@@ -25,9 +25,8 @@ import shlex
 from collections.abc import Awaitable, Coroutine
 from typing import Any, NoReturn
 
-from ..ai._secret import is_secret_name
-from ..mcp import Connection, McpServers, ServerConfig, agent_tool_name
-from ..mcp._server_config import DEFAULT_STARTUP_TIMEOUT_MS
+from ..ai import is_secret_name
+from ..mcp import DEFAULT_STARTUP_TIMEOUT_MS, Connection, McpServers, ServerConfig, agent_tool_name
 from ._commands import PiCommand, UsageError
 from ._mcp_link import sync_mcp_tools
 from ._registry import SessionRegistry

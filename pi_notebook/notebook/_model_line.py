@@ -15,9 +15,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..ai import Model, resolve_openai_compat
-from ..ai._model_record import model_from_record
-from ..ai.models import _PROVIDERS
+from ..ai import Model, model_from_record, resolve_openai_compat
+from ..ai.models import _PROVIDERS, spec_prefix
 from ..ai.providers.faux import FAUX_PROVIDER
 from ..session import PolicyError
 from ._registry import NotebookSession
@@ -79,7 +78,7 @@ def _spec(model: Model, record: Mapping[str, Any]) -> str:
         spec = f"{model.provider}:{model.base_url}:{model.id}"
         flags.append(f"--context-window {model.context_window}")
     else:
-        prefix = "openai-responses" if model.api == "openai-responses" else model.provider
+        prefix = spec_prefix(model.provider, model.api)
         spec = f"{prefix}:{model.id}"
         if model.base_url != _PROVIDERS[prefix][1]:
             flags.append(f"--base-url {model.base_url}")

@@ -21,18 +21,17 @@ from typing import Any
 from ..agent import AgentTool
 from ..ai import Cassette, Model, StreamFn
 from ..ai import stream as default_stream
-from ..ai.models import SPEC_HELP, model_from_server, model_from_spec, parse_compatible_spec
+from ..ai.models import model_from_server, model_from_spec, parse_compatible_spec
 from ..ai.providers.faux import FauxProvider
-from ..kernel import KERNEL, InterruptHook, Kernel
-from ..kernel._scratch import Scratchpad, current_scratch
+from ..kernel import KERNEL, InterruptHook, Kernel, Scratchpad, current_scratch
 from ..mcp import McpServers, ServerConfig, server_configs
 from ..session import AgentSession, SessionBusyError, Settings, site_policy
 from ._approval import NotebookApprover
 from ._cell_link import notebook_of_cell, with_cell_tools
 from ._checkpoints import RewindRefused, RunCheckpoints, with_checkpoint
 from ._control_comm import ControlChannel
-from ._default_model import default_faux
-from ._defaults import default_tools, system_prompt
+from ._default_model import configured_model, default_faux
+from ._defaults import allowed_tools_and_settings, system_prompt
 from ._fork import Fork, find_prompt, fork_label
 from ._mcp_link import sync_mcp_tools, with_mcp_tools
 from ._recent import RecentRuns
@@ -459,36 +458,11 @@ class SessionRegistry:
         disposed."""
         name = name or self.current
         previous = self._entries.get(name)
-        if cassette is _KEEP:
-            cassette = previous.cassette if previous is not None else None
-        elif cassette is not None and not isinstance(cassette, Cassette):
-            cassette = Cassette(cassette)
-        if cassette is not None:
-            cassette.load()  # a missing file in replay-only mode fails here, not in the first run
-        faux = None
-        spec = "faux"
-        if isinstance(model, str) and model.strip() != "faux":
-            spec = model
-            model = model_from_spec(model)
-        elif isinstance(model, Model):
-            spec = f"{model.provider}:{model.id}"
-        elif stream_fn is None:
-            faux = default_faux()
-            model, stream_fn = faux.model, faux.stream
-        if not isinstance(model, Model):
-            raise ValueError("configure(stream_fn=...) needs a model too; " + SPEC_HELP)
-        if tools is None:
-            tools = previous.session.tools if previous is not None else default_tools()
-        if settings is None:  # kept, as the tools are: what %pi settings set survives a change of model
-            settings = previous.session.settings if previous is not None else Settings()
-        elif isinstance(settings, Mapping):
-            settings = Settings(**settings)
+        cassette = _cassette_for(cassette, previous)
+        model, stream_fn, spec, faux = configured_model(model, stream_fn)
         # The site policy is checked before the session in place is disposed: a refused configure() changes nothing.
-        policy = site_policy()
-        settings = policy.enforce(settings)
-        policy.check_model(model)
-        tools = list(tools)
-        policy.check_tools(tool.name for tool in tools)
+        kept = previous.session if previous is not None else None
+        tools, settings = allowed_tools_and_settings(model, tools, settings, kept)
         if "store" not in session_options and isinstance(settings, Settings):
             default = name == DEFAULT_NAME
             session_options["store"] = default_store(settings, name=name, notebook=self.notebook, default=default)
@@ -600,3 +574,16 @@ def get_notebook_session() -> NotebookSession:
 def get_session() -> AgentSession:
     """The notebook's session (created with the faux model on first use)."""
     return REGISTRY.get().session
+
+
+def _cassette_for(
+    cassette: Cassette | str | os.PathLike[str] | None, previous: NotebookSession | None
+) -> Cassette | None:
+    """``configure(cassette=...)``'s cassette, loaded: the previous session's if not given (``_KEEP``)."""
+    if cassette is _KEEP:
+        cassette = previous.cassette if previous is not None else None
+    elif cassette is not None and not isinstance(cassette, Cassette):
+        cassette = Cassette(cassette)
+    if cassette is not None:
+        cassette.load()  # a missing file in replay-only mode fails here, not in the first run
+    return cassette

@@ -29,8 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..kernel import FRONTENDS, NotebookUnavailable
-from ..kernel._frontend import FrontendRefused
+from ..kernel import FRONTENDS, FrontendRefused, NotebookUnavailable
 from ..session import AgentSession, SessionBusyError
 from ._checkpoints import RunCheckpoints
 from ._rewind_plan import RewindPlan, RewindReceipt, plan, q

@@ -15,12 +15,19 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..kernel._checkpoint import Checkpoint
-from ..kernel._checkpoint_cells import CellChangeRecord
-from ..kernel._checkpoint_files import FileBefore, Stamp, file_stamp, holds, restore
-from ..kernel._checkpoint_vars import SizeChange
-from ..kernel._frontend import NotebookTarget
-from ..kernel._in_place import ABSENT, InPlace
+from ..kernel import (
+    ABSENT,
+    CellChangeRecord,
+    Checkpoint,
+    FileBefore,
+    InPlace,
+    NotebookTarget,
+    SizeChange,
+    Stamp,
+    file_stamp,
+    holds,
+    restore,
+)
 
 __all__ = ["Conflict", "RewindPlan", "RewindReceipt", "plan"]
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..ai import AssistantMessage, Model
-from ..ai._request import cache_savings, input_tokens
+from ..ai import AssistantMessage, Model, cache_savings, input_tokens
 from ..ai.providers.faux import FAUX_API
 
 __all__ = ["Spent", "is_priced"]

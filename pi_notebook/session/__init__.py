@@ -39,7 +39,7 @@ from ._guard import AbortRun, ToolTimeoutError
 from ._lock import SessionInUseError
 from ._navigator import BranchSummaryFailed, TreeNavigation
 from ._policy import POLICY_ENV, Policy, PolicyError, site_policy
-from ._redact import StreamRedactor
+from ._redact import StreamRedactor, redact_result
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -131,6 +131,7 @@ __all__ = [
     "load_session",
     "plan_compaction",
     "read_session_info",
+    "redact_result",
     "session_folder",
     "site_policy",
 ]

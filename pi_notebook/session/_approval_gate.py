@@ -37,8 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from ..agent import AgentTool, BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, call_hook
-from ..agent._hooks import before_result
+from ..agent import AgentTool, BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, before_result, call_hook
 from ..ai import AbortSignal, ToolCall, maybe_await
 from ._settings import ApprovalMode
 

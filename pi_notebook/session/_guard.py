@@ -1,4 +1,5 @@
-"""Limits the session puts around a run: the tool timeout and abort grace, the run budget, the turn timer.
+"""The guard around each tool call: its timeout and abort grace, and keys kept out of its output. (The run budget
+is ``_budget.py``; the wall-time and turn timers ``_timers.py``.)
 
 Pi leaves these to the host ("cancellation, timeouts and budgets are the host's job"); the session builds
 them in. Each knob's docstring in ``Settings`` says what it does not cover.
@@ -10,20 +11,17 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
 
 from ..agent import AgentTool, AgentToolResult
-from ..ai import AbortController, AbortSignal, AssistantMessage, Deadline, Model, PiNotebookError
-from ..ai._request import cache_savings, input_tokens
-from ..ai._secret_env import knowing_secrets
-from ._events import BudgetExceededEvent
+from ..ai import AbortController, AbortSignal, Deadline, PiNotebookError, knowing_secrets
 from ._redact import SessionKeys, redact_result, redact_text
-from ._settings import BudgetSettings, TimeoutSettings
+from ._settings import TimeoutSettings
 
-__all__ = ["AbortRun", "RunBudget", "RunHooks", "ToolTimeoutError", "guard_tool"]
+__all__ = ["AbortRun", "RunHooks", "ToolTimeoutError", "guard_tool"]
 
 
 class ToolTimeoutError(PiNotebookError):
@@ -163,62 +161,3 @@ def _timed_out(signal: AbortSignal, own: Deadline | None) -> bool:
     if isinstance(signal.reason, _Timeout):
         return True
     return own is not None and not signal.aborted and time.monotonic() >= own.at
-
-
-@dataclass(slots=True)
-class RunBudget:
-    """Usage of one session operation against ``BudgetSettings``."""
-
-    limits: BudgetSettings
-    started: float = 0.0
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    cache_read_tokens: int = 0
-    """Of ``input_tokens``, those read from the provider's prompt cache (at its cache price)."""
-    cache_write_tokens: int = 0
-    """Of ``input_tokens``, those written to the prompt cache (Anthropic charges a quarter more for them)."""
-    cache_saved_usd: float = 0.0
-    """What caching saved: cached and cache-written tokens at the input price, less what they cost."""
-    estimated: bool = False
-    """A reply's usage was estimated (the server reported none, or not all of it): ``usage.estimated``."""
-
-    def start(self) -> None:
-        self.started = time.monotonic()
-        self.turns = self.input_tokens = self.output_tokens = 0
-        self.cache_read_tokens = self.cache_write_tokens = 0
-        self.cost_usd = self.cache_saved_usd = 0.0
-        self.estimated = False
-
-    @property
-    def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
-
-    def record(self, message: AssistantMessage, model: Model | None = None) -> None:
-        """Count a reply; ``model`` (its prices) values what the cache saved."""
-        usage = message.usage
-        self.turns += 1
-        self.input_tokens += input_tokens(usage)
-        self.output_tokens += usage.output
-        self.estimated = self.estimated or bool(usage.estimated)
-        self.cost_usd += usage.cost.total
-        self.cache_read_tokens += usage.cache_read
-        self.cache_write_tokens += usage.cache_write
-        if model is not None:
-            self.cache_saved_usd += cache_savings(model, usage)
-
-    def check(self, *, before_request: bool) -> BudgetExceededEvent | None:
-        """The first limit exceeded, if any. Before a request, reaching ``max_turns`` already counts."""
-        limits = self.limits
-        if limits.wall_time_ms is not None and self.elapsed_ms > limits.wall_time_ms:
-            return BudgetExceededEvent("wall_time", limits.wall_time_ms, round(self.elapsed_ms))
-        if before_request and limits.max_turns is not None and self.turns >= limits.max_turns:
-            return BudgetExceededEvent("turns", limits.max_turns, self.turns)
-        if limits.max_input_tokens is not None and self.input_tokens > limits.max_input_tokens:
-            return BudgetExceededEvent("input_tokens", limits.max_input_tokens, self.input_tokens)
-        if limits.max_output_tokens is not None and self.output_tokens > limits.max_output_tokens:
-            return BudgetExceededEvent("output_tokens", limits.max_output_tokens, self.output_tokens)
-        if limits.max_cost_usd is not None and self.cost_usd > limits.max_cost_usd:
-            return BudgetExceededEvent("cost_usd", limits.max_cost_usd, round(self.cost_usd, 6))
-        return None

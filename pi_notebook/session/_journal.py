@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..agent import AgentMessage, CustomMessage
-from ..ai import Model, Usage
-from ..ai._model_record import model_record
+from ..ai import Model, Usage, model_record
 from ._branch_summary import BranchSummaryMessage
 from ._summary import CompactionSummaryMessage
 from ._tree import LEAF_MOVE, EntryIndex, TreeError

@@ -38,9 +38,9 @@ from ..agent import (
 )
 from ..agent import AgentEndEvent as AgentRunEndEvent
 from ..ai import AbortSignal, AssistantMessage, BusyError, Deadline, UserMessage, maybe_await
+from ._budget import RunBudget
 from ._compactor import Compactor
 from ._events import AgentEndEvent, AgentSettledEvent, BudgetExceededEvent
-from ._guard import RunBudget
 from ._journal import Journal
 from ._listeners import Listeners
 from ._navigator import Navigator

@@ -64,8 +64,7 @@ from typing import Any
 
 import httpx
 
-from ..ai import Model, UserError
-from ..ai._egress import add_request_check
+from ..ai import Model, UserError, add_request_check
 from ..ai.models import provider_base_url
 from ..ai.providers.faux import FAUX_API
 from ._settings import Settings, SettingsError

@@ -28,9 +28,18 @@ from typing import Any
 from pydantic import SecretStr
 
 from ..agent import Agent, AgentToolResult
-from ..ai import TextContent, maybe_await
-from ..ai._secret import REDACTED, header_secrets, scrub_secrets, secret_spellings, secret_value
-from ..ai._secret_env import HELD_SECRETS, KnownSecrets, secret_variables
+from ..ai import (
+    HELD_SECRETS,
+    REDACTED,
+    KnownSecrets,
+    TextContent,
+    header_secrets,
+    maybe_await,
+    scrub_secrets,
+    secret_spellings,
+    secret_value,
+    secret_variables,
+)
 
 __all__ = ["SessionKeys", "StreamRedactor", "redact_result", "redact_text", "redact_value"]
 

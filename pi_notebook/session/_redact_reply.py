@@ -30,15 +30,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import MessageUpdateEvent
-from ..ai import AssistantMessage, TextContent, ThinkingContent, ToolCall
-from ..ai._secret import scrub_secrets, secret_spellings
-from ..ai._stream_events import (
+from ..ai import (
+    AssistantMessage,
+    TextContent,
     TextDeltaEvent,
     TextEndEvent,
+    ThinkingContent,
     ThinkingDeltaEvent,
     ThinkingEndEvent,
+    ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
+    scrub_secrets,
+    secret_spellings,
 )
 from ._redact import redact_text, redact_value
 

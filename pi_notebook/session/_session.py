@@ -46,14 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import Agent, AgentMessage, AgentTool, Hooks
-from ..ai import ImageContent, Model, StreamFn, TextContent, UserMessage
+from ..ai import ImageContent, Model, StreamFn, TextContent, UserMessage, known_during_call, known_secrets
 from ..ai import stream as default_stream
-from ..ai._secret_env import known_during_call, known_secrets
 from ._agent_setup import AgentSetup
 from ._approval_gate import ApprovalGate, Approver
+from ._budget import RunBudget
 from ._compactor import Compactor
 from ._events import SessionListener
-from ._guard import RunBudget
 from ._listeners import Listeners
 from ._navigator import Navigator
 from ._operation import Operation, SessionBusyError

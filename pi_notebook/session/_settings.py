@@ -23,8 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from ..ai import UserError
-from ..ai.providers._caching import CacheRetention, default_cache_retention
+from ..ai import CacheRetention, UserError, default_cache_retention
 from ..ai.retry import MAX_TIMER_MS, ProviderRetrySettings, RetryPolicy
 
 __all__ = [

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..ai import Deadline
+from ._budget import RunBudget
 from ._events import BudgetExceededEvent
-from ._guard import RunBudget
 from ._settings import Settings
 
 __all__ = ["RunTimers"]

@@ -1,4 +1,4 @@
-"""The fault server's script: replies and faults (written in each wire format by ``_fault_formats``).
+"""The fault server's script: replies and faults (written in each wire format by ``formats/``).
 
 See :mod:`pi_notebook.testing._fault_server` for the server and how scripts are used.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Literal, TypeAlias
 
-from ._fault_formats import Api, ErrorSpec, WireReply, google_status, wire_events
+from .formats import ErrorSpec, WireReply, wire_format
 
 __all__ = [
     "Api",
@@ -29,6 +29,9 @@ __all__ = [
     "ToolCallBlock",
 ]
 
+Api: TypeAlias = str
+"""A wire format's name, as the fault server routes it: ``openai`` (chat completions), ``anthropic``, ``responses``
+(OpenAI's Responses API), ``google`` (``testing/formats/``' ``FORMATS``)."""
 StreamFaultKind: TypeAlias = Literal["reset", "disconnect", "truncate", "stall", "drip", "malformed", "sse_error"]
 
 
@@ -144,11 +147,13 @@ class StatusFault:
     google: _ErrorSpec | None = None
 
     def spec_for(self, api: Api) -> _ErrorSpec:
-        if api == "anthropic":
-            return self.anthropic
-        if api == "google":
-            return self.google or _ErrorSpec(self.openai.status, google_status(self.openai.status), self.openai.message)
-        return self.openai
+        """The error the format named ``api`` answers with (its ``WireFormat.status_fault``); an unknown name is a
+        ``ValueError``."""
+        wire = wire_format(api)
+        own: _ErrorSpec | None = getattr(self, wire.status_fault)
+        if own is None:  # google not given: openai's status and message, the status's name as its type
+            return _ErrorSpec(self.openai.status, wire.status_name(self.openai.status), self.openai.message)
+        return own
 
     def status_for(self, api: Api) -> int:
         return self.spec_for(api).status
@@ -466,7 +471,7 @@ class Reply:
             u.cache_write_tokens,
             self.chunk_chars,
         )
-        return wire_events(wire, api, model=model, include_usage=include_usage and self.send_usage, number=number)
+        return wire_format(api).events(wire, model, include_usage and self.send_usage, number)
 
 
 ScriptEntry: TypeAlias = Reply | StatusFault | StreamFault | RawResponse

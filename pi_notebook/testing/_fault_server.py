@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that streams scripted replies and injects scripted faults.
 
 Providers are tested against it over loopback, and so are the teaching notebooks. It speaks four wire formats,
-chosen by request path (written by ``_fault_formats``):
+chosen by request path (written by ``formats/``, one module per format):
 
 * OpenAI-compatible chat completions, ``POST …/chat/completions``: ``data: {chat.completion.chunk}`` lines, a
   usage chunk when ``stream_options.include_usage`` is set, then ``data: [DONE]``; errors
@@ -62,8 +62,8 @@ from typing import Any, NoReturn, cast
 
 __all__ = ["FaultServer", "RecordedRequest"]
 
-from ._fault_formats import Api, ErrorSpec, error_body, malformed_event, route, sse_error_event
-from ._fault_script import RawResponse, Reply, ScriptEntry, StatusFault, StreamFault
+from ._fault_script import Api, RawResponse, Reply, ScriptEntry, StatusFault, StreamFault
+from .formats import ErrorSpec, WireFormat, route
 
 _JOIN_TIMEOUT_S = 5.0
 _AUTH_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
@@ -410,11 +410,9 @@ class FaultServer:
                 remaining = None if deadline is None else deadline - time.monotonic()
 
 
-def _asks_for_stream(api: Api, request: RecordedRequest) -> bool:
-    """A stream is asked for with ``"stream": true``, Gemini's by the ``:streamGenerateContent`` method."""
-    if api == "google":
-        return request.path.endswith(":streamGenerateContent") and isinstance(request.json, dict)
-    return isinstance(request.json, dict) and request.json.get("stream") is True
+def _route_name(path: str) -> Api | None:
+    wire = route(path)
+    return wire.name if wire is not None else None
 
 
 def _path_model(path: str) -> str | None:
@@ -446,12 +444,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer one request: record it, take its script entry, act it out."""
         request = self._read_request()
         entry, number = self.fault_server._take(request)
-        api = request.api
+        wire = route(request.path)
         with self.fault_server._lock:
             models = self.fault_server._models
         if request.method == "GET" and request.path.endswith("/models") and models is not None:
             self._send_json(200, models)
-        elif api is None or request.method != "POST":
+        elif wire is None or request.method != "POST":
             where = f"{request.method} {request.path}"
             message = (
                 f"fault server: no route for {where} (POST …/chat/completions, …/v1/messages, …/responses or "
@@ -459,26 +457,26 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._send_json(404, {"error": {"message": message, "type": "not_found_error"}})
         elif entry is None:
-            self._send_json(500, error_body(api, ErrorSpec(500, "api_error", "fault server: no scripted reply")))
+            self._send_json(500, wire.error_body(ErrorSpec(500, "api_error", "fault server: no scripted reply")))
         elif isinstance(entry, StatusFault):
-            self._send_status_fault(api, entry)
+            self._send_status_fault(wire, entry)
         elif isinstance(entry, RawResponse):
             self._send_raw(entry)
         elif isinstance(entry, StreamFault):
             if entry.kind in ("reset", "stall"):
-                self._fire(api, entry)
-            self._stream(api, [], entry, 0.0)
-        elif not _asks_for_stream(api, request):
+                self._fire(wire, entry)
+            self._stream(wire, [], entry, 0.0)
+        elif not wire.asks_for_stream(request.path, request.json):
             message = (
                 'fault server: a scripted Reply needs a JSON body with "stream": true (Gemini: …:streamGenerateContent)'
             )
-            self._send_json(400, error_body(api, ErrorSpec(400, "invalid_request_error", message)))
+            self._send_json(400, wire.error_body(ErrorSpec(400, "invalid_request_error", message)))
         else:
             body = request.json
             model = str(body.get("model") or _path_model(request.path) or "fault-model")
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            events = entry.wire_events(api, model=model, include_usage=include_usage, number=number)
-            self._stream(api, events, entry.fault, entry.delay_s)
+            events = entry.wire_events(wire.name, model=model, include_usage=include_usage, number=number)
+            self._stream(wire, events, entry.fault, entry.delay_s)
 
     do_POST = _answer
     do_GET = do_PUT = do_PATCH = do_DELETE = _answer  # recorded, answered 404
@@ -497,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers, api_key = _split_auth(self.headers.items())
         path, _, query = self.path.partition("?")
         return RecordedRequest(
-            self.command, path, query, headers, body, parsed, received_at, route(path), None, api_key
+            self.command, path, query, headers, body, parsed, received_at, _route_name(path), None, api_key
         )
 
     def _send_head(self, status: int, headers: Mapping[str, str]) -> None:
@@ -514,10 +512,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_head(status, headers | {k.lower(): v for k, v in extra.items()})
         self.wfile.write(body)
 
-    def _send_status_fault(self, api: Api, fault: StatusFault) -> None:
-        spec = fault.spec_for(api)
+    def _send_status_fault(self, wire: WireFormat, fault: StatusFault) -> None:
+        spec = fault.spec_for(wire.name)
         if fault.body is None:
-            self._send_json(spec.status, error_body(api, spec), fault.headers)
+            self._send_json(spec.status, wire.error_body(spec), fault.headers)
         elif isinstance(fault.body, Mapping):
             self._send_json(spec.status, dict(fault.body), fault.headers)
         else:
@@ -535,7 +533,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(body)
         self._write_chunk(b"")
 
-    def _stream(self, api: Api, events: list[bytes], fault: StreamFault | None, delay_s: float) -> None:
+    def _stream(self, wire: WireFormat, events: list[bytes], fault: StreamFault | None, delay_s: float) -> None:
         stream_headers = {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}
         self._send_head(200, stream_headers | {"transfer-encoding": "chunked"})
         for index, event in enumerate(events):
@@ -545,10 +543,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.fault_server._pause(self.connection, delay_s)
             self._write_chunk(event)
         if fault is not None:
-            self._fire(api, fault)
+            self._fire(wire, fault)
         self._write_chunk(b"")  # the last chunk: the body ends cleanly
 
-    def _fire(self, api: Api, fault: StreamFault) -> None:
+    def _fire(self, wire: WireFormat, fault: StreamFault) -> None:
         """Act out a stream fault; returns only when the body should then end cleanly."""
         if fault.kind == "reset":
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -562,9 +560,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.fault_server._pause(self.connection, fault.interval_s)
             self._write_chunk(b":\n")
         if fault.kind == "malformed":
-            self._write_chunk(fault.payload or malformed_event(api))
+            self._write_chunk(fault.payload or wire.malformed)
         elif fault.kind == "sse_error":
-            self._write_chunk(sse_error_event(api, fault.error_type, fault.message))
+            self._write_chunk(wire.sse_error(fault.error_type, fault.message))
 
     def _drop(self) -> NoReturn:
         self.close_connection = True

@@ -20,9 +20,14 @@ stays free. Failures raise :class:`FileToolError` (``BashError`` for ``bash``) w
 loop turns into error tool results.
 """
 
-from ._common import FileToolError
+from ._atomic import write_atomic
+from ._common import FileToolError, Stop
+from ._file_journal import file_journal
+from ._images import process_image
+from ._lifeline import LIFELINE
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
 from ._sets import coding_tools, read_only_tools
+from ._truncate import truncate_head
 from .bash import BashError, bash_tool
 from .edit import edit_tool, preview_edit
 from .find import find_tool
@@ -34,17 +39,23 @@ from .write import write_tool
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
+    "LIFELINE",
     "BashError",
     "FileToolError",
+    "Stop",
     "Truncation",
     "bash_tool",
     "coding_tools",
     "edit_tool",
+    "file_journal",
     "find_tool",
     "grep_tool",
     "ls_tool",
     "preview_edit",
+    "process_image",
     "read_only_tools",
     "read_tool",
+    "truncate_head",
+    "write_atomic",
     "write_tool",
 ]

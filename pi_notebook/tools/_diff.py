@@ -191,17 +191,8 @@ def generate_diff_string(
             last_was_change = True
             continue
         next_is_change = index < len(parts) - 1 and (parts[index + 1].added or parts[index + 1].removed)
-        if last_was_change and next_is_change and len(raw) <= context_lines * 2:
-            shown: list[str | None] = list(raw)
-        elif last_was_change and next_is_change:
-            shown = [*raw[:context_lines], None, *raw[len(raw) - context_lines :]]
-        elif last_was_change:
-            shown = raw[:context_lines] + ([None] if len(raw) > context_lines else [])
-        elif next_is_change:
-            cut = max(0, len(raw) - context_lines)
-            shown = ([None] if cut > 0 else []) + raw[cut:]
-        else:
-            shown = []
+        shown = _context_shown(raw, context_lines, last_was_change, next_is_change)
+        if not last_was_change and not next_is_change:  # nothing shown of it, not even the ``...``
             old_line += len(raw)
             new_line += len(raw)
         hidden = len(raw) - sum(1 for line in shown if line is not None)
@@ -216,6 +207,21 @@ def generate_diff_string(
                 new_line += 1
         last_was_change = False
     return "\n".join(output), first_changed
+
+
+def _context_shown(raw: list[str], context_lines: int, after_change: bool, before_change: bool) -> list[str | None]:
+    """The lines of an unchanged stretch the diff shows: ``context_lines`` after a change and before the next,
+    ``None`` where lines are skipped (one `` ... ``); none of a stretch next to no change."""
+    if after_change and before_change and len(raw) <= context_lines * 2:
+        return list(raw)
+    if after_change and before_change:
+        return [*raw[:context_lines], None, *raw[len(raw) - context_lines :]]
+    if after_change:
+        return [*raw[:context_lines], *([None] if len(raw) > context_lines else [])]
+    if before_change:
+        cut = max(0, len(raw) - context_lines)
+        return [*([None] if cut > 0 else []), *raw[cut:]]
+    return []
 
 
 def _split_lines(text: str) -> list[str]:

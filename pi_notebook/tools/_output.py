@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Literal, TypedDict
 
 from ..agent import AgentToolResult
-from ..ai._secret import scrub_secrets_bytes, secret_spellings
+from ..ai import scrub_secrets_bytes, secret_spellings
 from ._common import js_to_fixed
 
 __all__ = [

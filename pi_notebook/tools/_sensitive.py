@@ -25,8 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import AgentTool, ToolPrompt
-from ..agent._types import Execute
+from ..agent import AgentTool, Execute, ToolPrompt
 from ._paths import resolve_to_cwd
 
 __all__ = ["SENSITIVE_HOME", "SENSITIVE_NAMES", "looking_tool", "path_approval"]

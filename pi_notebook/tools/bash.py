@@ -54,8 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, ToolError
-from ..ai._secret_env import known_secrets
+from ..ai import AbortSignal, ToolError, known_secrets
 from ._common import js_number
 from ._file_journal import file_journal, note_untracked
 from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, Progress, tail_text

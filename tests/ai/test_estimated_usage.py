@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +46,6 @@ BIG_SCHEMA = {
     "properties": {f"field_{i}": {"type": "string", "description": "a long description " * 10} for i in range(20)},
 }
 TOOLS = [Tool(name="lookup", description="Looks things up. " * 30, parameters=BIG_SCHEMA)]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def local(server: FaultServer, **fields: Any) -> Model:

@@ -6,7 +6,7 @@ test_http_providers.py."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,12 +32,6 @@ from pi_notebook.testing._fault_script import TextBlock, ThinkingBlock, ToolCall
 
 PRICES = ModelCost(input=2.0, output=8.0, cache_read=0.5, cache_write=2.5)
 TOOLS = [Tool("bash", "run a command", {"type": "object", "properties": {"command": {"type": "string"}}})]
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def responses_model(server: FaultServer, **fields: Any) -> Model:

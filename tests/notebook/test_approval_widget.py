@@ -10,7 +10,6 @@ import sys
 import time
 from typing import Any
 
-import dummy_comm as dummy
 import pytest
 from agent_helpers import ToolLog, recording_tool
 
@@ -24,10 +23,7 @@ from pi_notebook.notebook._defaults import MAX_VARIABLES, variables_summary
 from pi_notebook.notebook._registry import NotebookSession, SessionRegistry
 from pi_notebook.session import DECLINED, ApprovalRequest
 
-
-@pytest.fixture(autouse=True)
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    return dummy.install(monkeypatch.setattr)
+pytestmark = pytest.mark.usefixtures("dummy_comm")  # every widget here talks to a dummy comm (conftest)
 
 
 def test_a_notebook_session_starts_with_the_whole_tool_set_and_configure_keeps_or_replaces_it() -> None:

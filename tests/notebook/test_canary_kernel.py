@@ -26,12 +26,6 @@ FILLER_LINES = 6000  # about 70 KB: past the 50 KB tail, so the full output goes
 
 
 @pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-
-
-@pytest.fixture
 def kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kernel]:
     monkeypatch.setenv("LLM_PROXY", CANARY)  # a name that does not say "key": only --key-env makes it one
     monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", str(tmp_path / "sessions"))

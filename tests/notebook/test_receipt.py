@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import dummy_comm
 import pytest
 
 from pi_notebook.agent import AgentToolResult, ToolExecutionEndEvent, ToolExecutionStartEvent
@@ -84,8 +83,8 @@ def test_a_run_that_changed_nothing_has_no_receipt_lines_unless_it_was_stopped()
 
 
 @pytest.fixture
-def widgets(monkeypatch: pytest.MonkeyPatch) -> None:
-    dummy_comm.install(monkeypatch.setattr)
+def widgets(dummy_comm: list[Any]) -> None:
+    """Widgets on conftest's dummy comm."""
 
 
 def spent_of(run: Run) -> tuple[str, str]:

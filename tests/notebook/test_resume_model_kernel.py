@@ -6,7 +6,6 @@ refuses prompts until ``%pi model`` sets one."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,6 @@ def sessions_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PI_NOTEBOOK_SESSIONS__DIR", str(tmp_path))
     monkeypatch.setenv("RESUME_TEST_KEY", KEY)
     return session_folder(tmp_path)
-
-
-@pytest.fixture
-def server() -> Iterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def entries(path: Path) -> list[dict[str, object]]:

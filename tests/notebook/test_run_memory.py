@@ -6,9 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 from functools import partial
-from typing import Any
 
-import dummy_comm as dummy
 import pytest
 from ipywidgets.widgets import widget as widget_module
 
@@ -18,10 +16,7 @@ from pi_notebook.notebook._registry import SessionRegistry
 from pi_notebook.notebook.widget._view import RunView, _widget_tree
 from pi_notebook.session import AgentSession, Settings
 
-
-@pytest.fixture(autouse=True)
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    return dummy.install(monkeypatch.setattr)
+pytestmark = pytest.mark.usefixtures("dummy_comm")  # every widget here talks to a dummy comm (conftest)
 
 
 def faux_with(*texts: str, tps: float | None = None) -> FauxProvider:

@@ -4,9 +4,7 @@ for N s" in its widget, over real loopback HTTP from a server that drips bytes t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-import dummy_comm as dummy
 import pytest
 
 from pi_notebook.ai import close_connections
@@ -16,10 +14,7 @@ from pi_notebook.notebook._run_state import RunState
 from pi_notebook.session import AgentSession, Settings
 from pi_notebook.testing import Fault, FaultServer, Reply
 
-
-@pytest.fixture(autouse=True)
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    return dummy.install(monkeypatch.setattr)
+pytestmark = pytest.mark.usefixtures("dummy_comm")  # every widget here talks to a dummy comm (conftest)
 
 
 async def test_a_dripping_stream_shows_no_data_for_n_seconds_until_stopped(

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import dummy_comm
 import pytest
 
 from pi_notebook.ai import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
@@ -86,10 +84,10 @@ def test_latest_is_this_notebook_s_then_one_that_names_none_then_the_newest(tmp_
     assert offered(infos, None) == infos
 
 
-async def test_a_resumed_retried_turn_shows_one_error_as_the_run_did(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.usefixtures("dummy_comm")
+async def test_a_resumed_retried_turn_shows_one_error_as_the_run_did(tmp_path: Path) -> None:
     """Issue 37 item 15, after ``%pi resume``: the file keeps each attempt of a retried turn, and the replay drew a
     red block for each; it shows them as the run did (the last failed one says how often it was retried)."""
-    dummy_comm.install(monkeypatch.setattr)
     faux = FauxProvider()
     down = faux_assistant_message([], "error", "Connection error.")
     faux.set_responses([down] * 4 + [faux_assistant_message("back")])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import dummy_comm as dummy
 import pytest
 from agent_helpers import recording_tool
 from rendered_html import Node, parse, render, squeezed
@@ -33,9 +32,7 @@ STRUCTURE = {"#root", "div", "p", "strong", "em", "code", "pre", "blockquote", "
 """The elements a report is made of (``span``: nbconvert's syntax highlighting of the JSON arguments)."""
 
 
-@pytest.fixture(autouse=True)
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    return dummy.install(monkeypatch.setattr)
+pytestmark = pytest.mark.usefixtures("dummy_comm")  # every widget here talks to a dummy comm (conftest)
 
 
 def assert_inert(root: Node) -> None:

@@ -22,10 +22,7 @@ from pi_notebook.notebook.widget._view import FLUSH_INTERVAL, TranscriptWidget
 from pi_notebook.session import AgentSession, SessionStore, Settings
 from pi_notebook.testing import FaultServer
 
-
-@pytest.fixture(autouse=True)
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    return dummy.install(monkeypatch.setattr)
+pytestmark = pytest.mark.usefixtures("dummy_comm")  # every widget here talks to a dummy comm (conftest)
 
 
 custom_messages = dummy.custom_messages

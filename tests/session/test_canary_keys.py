@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,6 @@ from pi_notebook.tools import bash_tool
 CANARY = "canary-3f8a61d2c7e9b40"
 WAYS = ["key_env", "api_key", "get_api_key", "header", "environment"]
 FILLER = 70_000  # bytes of filler lines, past the 50 KB tail: the full output goes to a temp log
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def configured(way: str, server: FaultServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

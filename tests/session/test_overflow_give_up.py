@@ -20,10 +20,10 @@ LLAMA_OVERFLOW = "request (2407 tokens) exceeds the available context size (2048
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
-        await close_connections()
+async def server(server: FaultServer) -> AsyncIterator[FaultServer]:
+    """conftest's ``server``, and the shared HTTP client's connections to it closed after the test."""
+    yield server
+    await close_connections()
 
 
 def session_for(server: FaultServer, tmp_path: Path) -> tuple[AgentSession, EventRecorder]:

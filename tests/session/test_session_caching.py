@@ -4,7 +4,6 @@ loopback HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,6 @@ CLAUDE_PRICES = ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.
 @pytest.fixture(autouse=True)
 def openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-caching")  # openai-responses: specs need OpenAI's key
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 def claude(server: FaultServer) -> Model:

@@ -1,34 +1,18 @@
 """The wire APIs the loopback fault server speaks, and a model that talks to it in each: the one table tests and
-benchmarks parametrize over. A new wire API is one more line in :data:`WIRES` (and its format in
-``pi_notebook.testing``'s fault server); every test parametrized on :data:`APIS` then runs it too."""
+benchmarks parametrize over. A new wire API is its format in ``pi_notebook/testing/formats/`` (one module, one row
+in ``FORMATS``); every test parametrized on :data:`APIS` then runs it too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pi_notebook.ai import Model
 from pi_notebook.testing import Api, FaultServer, RecordedRequest
+from pi_notebook.testing.formats import FORMATS, WireFormat
 
-
-@dataclass(frozen=True)
-class Wire:
-    """How a model reaches the fault server in one wire API."""
-
-    api: str
-    """``Model.api``: which provider code streams it."""
-    vendor: str
-    """The provider whose key variable applies (``OPENAI_API_KEY``, ...): a missing key is an error."""
-    path: str = ""
-    """What the fault server's base URL takes for this API's routes (``/v1``: OpenAI's)."""
-
-
-WIRES: dict[Api, Wire] = {
-    "openai": Wire(api="openai-completions", vendor="openai", path="/v1"),
-    "anthropic": Wire(api="anthropic-messages", vendor="anthropic"),
-    "responses": Wire(api="openai-responses", vendor="openai", path="/v1"),
-    "google": Wire(api="google-generative-ai", vendor="google", path="/v1beta"),
-}
+WIRES: dict[Api, WireFormat] = {wire.name: wire for wire in FORMATS}
+"""Each format the fault server speaks (``pi_notebook.testing.formats``) by name: its ``api`` (``Model.api``), its
+``vendor`` (whose key variable applies: a missing key is an error) and the ``path`` its base URL takes."""
 APIS: list[Api] = list(WIRES)
 """What tests parametrize over: ``@pytest.mark.parametrize("api", APIS)``."""
 
@@ -41,7 +25,7 @@ def model_for(api: str, server: FaultServer | str, *, keyless: bool = False, **f
     vendor's variable, and a missing one is an error. ``keyless``: a self-hosted server of that format
     (``openai-compatible``, ...), which needs no key. ``fields`` set any other :class:`Model` field
     (``context_window``, ``cost``, ...)."""
-    wire = WIRES[cast(Api, api)]  # tests take ``api`` as a str; an unknown one is a KeyError
+    wire = WIRES[api]  # an unknown one is a KeyError
     base = server if isinstance(server, str) else server.base_url
     provider = f"{wire.vendor}-compatible" if keyless else wire.vendor
     return Model(**{"id": "test-model", "api": wire.api, "provider": provider, "base_url": base + wire.path, **fields})

@@ -9,7 +9,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -26,12 +26,6 @@ from pi_notebook.tools._workers import FileWorkers, WorkersStuck
 pytestmark = pytest.mark.timeout(60)
 
 BLOCKED = 10
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FaultServer]:
-    with FaultServer() as running:
-        yield running
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, iter_sse
-from .._request import Context, Model, StreamOptions, usage_with_cost
+from .._request import Context, Model, StreamOptions, WireApi, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import ThinkingContent
 from ._anthropic_request import beta_header, build_payload
 from ._sse_api import stream_sse_api
 
-__all__ = ["build_payload", "stream_anthropic_messages"]
+__all__ = ["API", "build_payload", "stream_anthropic_messages"]
 
 API_VERSION = "2023-06-01"
 _STOP_REASONS = {
@@ -230,3 +230,7 @@ def _block_stop(run: ProviderRun, blocks: dict[int, int], event: dict[str, Any])
     if index is None:
         return
     run.push(builder.end_block(index))
+
+
+API = WireApi("anthropic-messages", stream_anthropic_messages)
+"""This module's wire API, as ``_api_registry.py`` registers it."""

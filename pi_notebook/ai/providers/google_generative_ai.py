@@ -25,14 +25,14 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, iter_sse
-from .._request import Context, Model, StreamOptions, usage_with_cost
+from .._request import Context, Model, StreamOptions, WireApi, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
 from ._google_request import build_payload, request_path
 from ._openai_request import compact_json
 from ._sse_api import stream_sse_api
 
-__all__ = ["build_payload", "describe_status", "stream_google_generative_ai"]
+__all__ = ["API", "build_payload", "describe_status", "stream_google_generative_ai"]
 
 _ERROR_REASONS = frozenset(
     {
@@ -201,3 +201,7 @@ def _read_json(run: ProviderRun, response: httpx.Response, body: str, data: Any)
     for chunk in chunks:
         reply.chunk(chunk)
     reply.done()
+
+
+API = WireApi("google-generative-ai", stream_google_generative_ai)
+"""This module's wire API, as ``_api_registry.py`` registers it."""

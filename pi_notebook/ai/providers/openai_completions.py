@@ -19,14 +19,14 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, iter_sse
-from .._request import Context, Model, StreamOptions, usage_with_cost
+from .._request import Context, Model, StreamOptions, WireApi, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
 from ._openai_request import build_payload
 from ._sse_api import stream_sse_api
 from ._usage_estimate import estimated_usage
 
-__all__ = ["build_payload", "stream_openai_completions"]
+__all__ = ["API", "build_payload", "stream_openai_completions"]
 
 _STOP_REASONS = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
@@ -195,3 +195,7 @@ def _usage(raw: dict[str, Any]) -> Usage:
         cache_write=cache_write,
         reasoning=reasoning or None,
     )
+
+
+API = WireApi("openai-completions", stream_openai_completions)
+"""This module's wire API, as ``_api_registry.py`` registers it."""

@@ -18,14 +18,14 @@ from typing import Any
 import httpx
 
 from .._http import ProviderError, ProviderRun, iter_sse
-from .._request import Context, Model, StreamOptions, usage_with_cost
+from .._request import Context, Model, StreamOptions, WireApi, usage_with_cost
 from .._stream import AssistantMessageEventStream
 from ..messages import TextContent, ThinkingContent, ToolCall, Usage
 from ._openai_request import compact_json
 from ._responses_request import build_payload, session_headers
 from ._sse_api import stream_sse_api
 
-__all__ = ["build_payload", "describe_status", "stream_openai_responses"]
+__all__ = ["API", "build_payload", "describe_status", "stream_openai_responses"]
 
 _STATUS = {"completed": "stop", "incomplete": "length", "failed": "error", "cancelled": "error"}
 
@@ -274,3 +274,7 @@ def _read_json(run: ProviderRun, response: httpx.Response, body: str, data: Any)
         _item_done(slots, position, item)
     _completed(slots, data)
     _finish(slots)
+
+
+API = WireApi("openai-responses", stream_openai_responses)
+"""This module's wire API, as ``_api_registry.py`` registers it."""
