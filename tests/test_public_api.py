@@ -61,11 +61,12 @@ PINNED = {
 
 FOR_OTHER_FLOORS = {
     "pi_notebook.agent": {"Execute", "before_result"},
-    "pi_notebook.session": {"redact_result"},
+    "pi_notebook.session": {"redact_result", "redact_value"},
     "pi_notebook.tools": {"LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic"},
     "pi_notebook.kernel": {
         "ABSENT", "Budget", "CellChangeRecord", "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
-        "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "restore",
+        "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "keep_busy",
+        "restore", "signals_wake_the_loop",
     },
 }  # fmt: skip
 """Names a floor exports for the floors above it (``tests/test_import_graph.py`` forbids reaching into its private

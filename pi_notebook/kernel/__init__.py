@@ -20,6 +20,7 @@ This floor sits above ``tools`` and ``session`` (the python tool raises the sess
 interrupt) and below ``notebook``, which draws what it reports.
 """
 
+from ._busy import keep_busy
 from ._cell_common import CellKernelInterrupt, CellToolError
 from ._cell_protocol import AGENT_TAG, METADATA_KEY, PROTECTED_TAG
 from ._cells import CELL_TOOL_NAMES, cell_tools
@@ -43,6 +44,7 @@ from ._in_place import ABSENT, InPlace
 from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
 from ._scratch import Scratchpad, current_scratch
+from ._wake import signals_wake_the_loop
 from .python_tool import PythonError, PythonEvent, python_tool
 
 __all__ = [
@@ -83,6 +85,8 @@ __all__ = [
     "hold_interrupt",
     "holds",
     "interrupt_running_code",
+    "keep_busy",
     "python_tool",
     "restore",
+    "signals_wake_the_loop",
 ]

@@ -27,8 +27,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from ..session import StreamRedactor
-from ..session._redact import redact_value
+from ..session import StreamRedactor, redact_value
 from ._exec import PythonEvent
 from ._kernel import add_python_listener
 

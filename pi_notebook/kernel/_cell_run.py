@@ -68,8 +68,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, Deadline
-from ..ai._secret_env import known_secrets
+from ..ai import AbortSignal, Deadline, known_secrets
 from ..tools._output import OutputAccumulator
 from ..tools.bash import resolve_timeout
 from ._cell_common import (

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..kernel._busy import keep_busy
+from ..kernel import keep_busy
 from ..session import PolicyError, Settings, site_policy
 from ._commands import USAGE
 from ._default_model import default_faux

@@ -29,8 +29,7 @@ from typing import Any
 from ..agent import AgentMessage
 from ..ai import AssistantMessage
 from ..ai.messages import message_key
-from ..kernel import NotebookTarget, PythonEvent, add_python_listener
-from ..kernel._wake import signals_wake_the_loop
+from ..kernel import NotebookTarget, PythonEvent, add_python_listener, signals_wake_the_loop
 from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,

@@ -39,7 +39,7 @@ from ._guard import AbortRun, ToolTimeoutError
 from ._lock import SessionInUseError
 from ._navigator import BranchSummaryFailed, TreeNavigation
 from ._policy import POLICY_ENV, Policy, PolicyError, site_policy
-from ._redact import StreamRedactor, redact_result
+from ._redact import StreamRedactor, redact_result, redact_value
 from ._session import AgentSession, QueueSnapshot, SessionBusyError
 from ._settings import (
     BudgetSettings,
@@ -132,6 +132,7 @@ __all__ = [
     "plan_compaction",
     "read_session_info",
     "redact_result",
+    "redact_value",
     "session_folder",
     "site_policy",
 ]

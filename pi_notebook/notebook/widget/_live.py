@@ -40,8 +40,7 @@ from typing import Any
 from ...agent import AgentToolResult
 from ...kernel import PythonEvent, add_python_listener
 from ...kernel.python_tool import MAX_RICH_OUTPUTS
-from ...session import StreamRedactor
-from ...session._redact import redact_value
+from ...session import StreamRedactor, redact_value
 from ._protocol import TOOL_TAIL_CHARS, Op, ToolDisplayOp
 from ._view import FLUSH_INTERVAL, TranscriptWidget
 
