@@ -15,6 +15,9 @@ through the ``pytest11`` entry point: installing ``pi_notebook`` is all it takes
   ``T``: a row starts with the time, then the event's name as code (``| 0.029 | `agent_start` |``; the same rows in
   the report's HTML and plain-text copies); a measured duration in a budget's message (``301 ms used``) reads
   ``N ms used``, and a run receipt's token counts ``(in N tok, out N tok)``;
+- a run's report folded under one line (``<details class="pi-report-folded">``: JupyterLab drew the run's widget
+  above it, so the transcript is shown once) is compared as the whole report it holds, which a check with no page
+  shows;
 - a cell ending in ``;`` (``await run;``) has its result (``execute_result``) left out on both sides: Jupyter, which
   stores each cell in the history, shows none for it, while nbval executes with ``store_history=False`` and IPython 8
   then reads the ``;`` of the last stored cell instead (ipython/ipython#14162), so the result shows and the cell
@@ -68,6 +71,9 @@ _MEASURED = re.compile(r"\b\d+(?:\.\d+)? ms used\b")
 _RECEIPT_TOKENS = re.compile(r"\(in \d+ tok, out \d+ tok\)")
 """A run receipt's token counts: an estimate includes the system prompt, which names the working directory (it is
 left out under a cassette, but a faux run's depends on where the notebook runs)."""
+_FOLDED = re.compile(r'\A<details class="pi-report-folded"><summary>[^<]*</summary>\n(.*)\n</details>\Z', re.S)
+"""A run's report folded under one line (``describe.folded_report``): the cell that showed the live widget, when a page
+drew it (a notebook executed in JupyterLab), saves it folded; a check, with no page, shows it whole."""
 _ENTRY_ID = re.compile(r"\b[0-9a-f]{8}\b")
 """A session entry id (``session/_tree.py``; Pi's are the same), in an output marked as holding them."""
 _CELL = "IPyNbCell"
@@ -165,6 +171,7 @@ def _normalized(value: Any, entry_ids: bool = False) -> Any:
         return value
     if entry_ids:
         value = _ENTRY_ID.sub("ID", value)
+    value = _FOLDED.sub(r"\1", value)
     value = _EVENT_TIME.sub("| T ", value)
     value = _EVENT_TIME_HTML.sub('<td style="text-align:right">T</td>', value)
     value = _EVENT_TIME_TEXT.sub("T", value)

@@ -74,6 +74,23 @@ def test_marked_outputs_are_compared_on_their_listed_mimetypes_and_event_times_r
     assert comparable(saved) != comparable(other)
 
 
+def test_a_report_folded_in_jupyterlab_compares_as_the_whole_report_a_check_shows() -> None:
+    """A notebook executed in JupyterLab saves an awaited run's report folded (the page drew its widget above it);
+    nbval re-executes it with no page, so the report is whole: the same report either way, another one not."""
+    html = '<div class="tex2jax_ignore mathjax_ignore">\n<p><strong>Run 1</strong> — settled</p>\n<p>4.</p>\n</div>'
+    folded = (
+        '<details class="pi-report-folded"><summary>Run 1 — settled: the transcript and event log, as in the widget'
+        f" above</summary>\n{html}\n</details>"
+    )
+
+    def report(text: str) -> Any:
+        return nbformat.v4.new_output("execute_result", data={"text/html": text})
+
+    assert comparable([report(folded)]) == comparable([report(html)])
+    assert comparable([report(folded)]) != comparable([report(html.replace("4.", "5."))])
+    assert comparable([report(f"<p>mine</p>{folded}")]) != comparable([report(f"<p>mine</p>{html}")])  # whole only
+
+
 def test_entry_ids_read_id_only_in_outputs_marked_as_holding_them() -> None:
     def tree(text: str, marked: bool = True) -> Any:
         metadata = {METADATA_KEY: {"entry_ids": True}} if marked else {}
