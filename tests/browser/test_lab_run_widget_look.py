@@ -77,6 +77,7 @@ def test_one_transcript_per_cell_no_scrollbar_and_cell_tool_panels_show_the_chan
     expect(folded.locator("summary")).to_have_text(
         "Run 1 — settled: the transcript and event log, as in the widget above", timeout=WAIT
     )
+    expect(cell(page, 1).locator(".pi-run-view")).to_contain_text(REPLY, timeout=WAIT)  # the widget drew it
     assert outputs.inner_text().count(REPLY) == 1  # the widget's; the report's is folded away
     folded.locator("summary").click()
     assert outputs.inner_text().count(REPLY) == 2  # one click away
