@@ -16,9 +16,8 @@ the branch summaries on it.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -27,7 +26,6 @@ from ..agent import AgentMessage, CustomMessage
 from ..ai import (
     AbortSignal,
     AssistantMessage,
-    Context,
     Model,
     StreamFn,
     StreamOptions,
@@ -36,15 +34,14 @@ from ..ai import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    maybe_await,
 )
 from ..ai.messages import text_of
-from ..ai.retry import OnRetryAttemptStart, OnRetryFinished, OnRetryScheduled, RetryPolicy, retry_assistant_call
+from ..ai.retry import OnRetryAttemptStart, OnRetryFinished, OnRetryScheduled, RetryPolicy
 from ._summary import (
-    SYSTEM_PROMPT,
     CompactionSummaryMessage,
     estimate_tokens,
     format_file_lists,
+    request_summary,
     serialize_conversation,
 )
 
@@ -210,29 +207,19 @@ async def generate_branch_summary(
         prompt = f"{BRANCH_SUMMARY_PROMPT}\n\nAdditional focus: {instructions}"
     else:
         prompt = BRANCH_SUMMARY_PROMPT
-    text = f"<conversation>\n{serialize_conversation(kept)}\n</conversation>\n\n{prompt}"
-    context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
-    request = replace(
-        options,
+    reply = await request_summary(
+        f"<conversation>\n{serialize_conversation(kept)}\n</conversation>\n\n{prompt}",
+        model=model,
+        stream_fn=stream_fn,
+        policy=policy,
+        options=options,
         signal=signal,
         max_tokens=MAX_SUMMARY_TOKENS,
-        session_id=str(uuid.uuid4()),
-        cache_retention="none",
-    )
-
-    async def produce() -> AssistantMessage:
-        stream = await maybe_await(stream_fn(model, context, request))
-        return await stream.result()
-
-    reply = await retry_assistant_call(
-        produce,
-        policy,
-        signal,
         on_retry_scheduled=on_retry_scheduled,
         on_retry_attempt_start=on_retry_attempt_start,
         on_retry_finished=on_retry_finished,
     )
-    if reply.stop_reason == "aborted" or signal.aborted:
+    if reply is None:
         return None
     if reply.stop_reason == "error":
         return reply.error_message or "Summarization failed"

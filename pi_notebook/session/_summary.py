@@ -355,6 +355,42 @@ class SummarizationFailed(PiNotebookError):
     """The model could not write the summary (after layer-2 retries); the message says why."""
 
 
+async def request_summary(
+    text: str,
+    *,
+    model: Model,
+    stream_fn: StreamFn,
+    policy: RetryPolicy,
+    options: StreamOptions,
+    signal: AbortSignal,
+    max_tokens: int | None,
+    on_retry_scheduled: OnRetryScheduled | None = None,
+    on_retry_attempt_start: OnRetryAttemptStart | None = None,
+    on_retry_finished: OnRetryFinished | None = None,
+) -> AssistantMessage | None:
+    """One summary request, as Pi makes a compaction's and a branch summary's: ``text`` as the user's message under
+    :data:`SYSTEM_PROMPT`, with ``signal``, ``max_tokens``, a fresh session id and no caching, retried per ``policy``
+    (layer 2, reported through the ``on_retry_*`` callbacks); ``None`` when ``signal`` aborted it."""
+    context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
+    request = replace(
+        options, signal=signal, max_tokens=max_tokens, session_id=str(uuid.uuid4()), cache_retention="none"
+    )
+
+    async def produce() -> AssistantMessage:
+        stream = await maybe_await(stream_fn(model, context, request))
+        return await stream.result()
+
+    reply = await retry_assistant_call(
+        produce,
+        policy,
+        signal,
+        on_retry_scheduled=on_retry_scheduled,
+        on_retry_attempt_start=on_retry_attempt_start,
+        on_retry_finished=on_retry_finished,
+    )
+    return None if reply.stop_reason == "aborted" or signal.aborted else reply
+
+
 async def summarize(
     plan: CompactionPlan,
     *,
@@ -393,25 +429,19 @@ async def summarize(
                     "prompts and an answer"
                 )
             conversation = fit_conversation(conversation, room)
-        text = f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}"
-        context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
-        request = replace(
-            options, signal=signal, max_tokens=limit or None, session_id=str(uuid.uuid4()), cache_retention="none"
-        )
-
-        async def produce() -> AssistantMessage:
-            stream = await maybe_await(stream_fn(model, context, request))
-            return await stream.result()
-
-        reply = await retry_assistant_call(
-            produce,
-            policy,
-            signal,
+        reply = await request_summary(
+            f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}",
+            model=model,
+            stream_fn=stream_fn,
+            policy=policy,
+            options=options,
+            signal=signal,
+            max_tokens=limit or None,
             on_retry_scheduled=on_retry_scheduled,
             on_retry_attempt_start=on_retry_attempt_start,
             on_retry_finished=on_retry_finished,
         )
-        if reply.stop_reason == "aborted" or signal.aborted:
+        if reply is None:
             return None
         if reply.stop_reason == "error":
             raise SummarizationFailed(f"{what} failed: {reply.error_message or 'Unknown error'}")
