@@ -39,7 +39,17 @@ def imports_of(name: str, path: Path, known: Mapping[str, Path]) -> set[str]:
             for alias in node.names:  # `from . import module` imports that module, `from .m import name` m
                 submodule = f"{base}.{alias.name}"
                 found.add(submodule if submodule in known else base)
+    found.update([package for target in found for package in packages_entered(name, target)])
     return {target for target in found if target in known and target != name}
+
+
+def packages_entered(name: str, target: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` from ``name`` runs first: ``target``'s parents that are
+    not ``name``'s (those are already being imported). Importing ``kernel.cells._shared`` from ``kernel._checkpoint``
+    runs ``kernel/cells/__init__.py`` and everything it imports: a cycle at import time the module edges alone miss."""
+    parts = target.split(".")
+    parents = [".".join(parts[:end]) for end in range(1, len(parts))]
+    return [parent for parent in parents if not (name == parent or name.startswith(f"{parent}."))]
 
 
 def graph() -> dict[str, set[str]]:
@@ -85,6 +95,14 @@ def test_the_scan_sees_every_kind_of_import() -> None:
     assert "pi_notebook.ai.providers.anthropic_messages" in edges["pi_notebook.ai._api_registry"]  # in a function
     assert "pi_notebook.notebook" in edges["pi_notebook"]  # in a function
     assert "pi_notebook.session._summary" in edges["pi_notebook.session._events"]
+    assert "pi_notebook.notebook.widget" in edges["pi_notebook.notebook._run_state"]  # runs widget/__init__ first
+
+
+def test_importing_a_module_of_another_folder_runs_that_folders_init() -> None:
+    assert packages_entered("pkg.a", "pkg.sub.b") == ["pkg.sub"]  # ``pkg`` is already being imported
+    assert packages_entered("pkg.sub.a", "pkg.sub.b") == []
+    assert packages_entered("pkg.sub", "pkg.c") == []  # the folder's own __init__
+    assert packages_entered("pkg.a", "other.sub.b") == ["other", "other.sub"]
 
 
 def test_pi_notebook_has_no_import_cycle() -> None:
@@ -133,16 +151,15 @@ def test_no_two_modules_share_a_name_on_different_floors() -> None:
 
 
 STILL_REACHING = {
-    # the cell-tool modules (issue 38 item 3 moves them to kernel/cells/; left alone while that move is under way)
-    ("pi_notebook.kernel._cell_run", "pi_notebook.tools._output"),
-    ("pi_notebook.kernel._cell_text", "pi_notebook.tools._output"),
-    ("pi_notebook.kernel._cell_tools", "pi_notebook.tools._diff"),
-    ("pi_notebook.kernel._cell_tools", "pi_notebook.tools._edits"),
+    # the cell-tool and python-tool modules
+    ("pi_notebook.kernel.cells._cell_run", "pi_notebook.tools._output"),
+    ("pi_notebook.kernel.cells._text", "pi_notebook.tools._output"),
+    ("pi_notebook.kernel.cells._cell_tools", "pi_notebook.tools._diff"),
+    ("pi_notebook.kernel.cells._cell_tools", "pi_notebook.tools._edits"),
     ("pi_notebook.kernel._exec", "pi_notebook.tools._output"),
     ("pi_notebook.kernel.python_tool", "pi_notebook.ai._secret_env"),
     ("pi_notebook.kernel.python_tool", "pi_notebook.tools._common"),
     ("pi_notebook.kernel.python_tool", "pi_notebook.tools._output"),
-    ("pi_notebook.notebook.widget._protocol", "pi_notebook.kernel._cell_protocol"),
     # private names (``_alive``, ``_marked_pids``, ``_spawn_mark``, ``_temp_logs``): they need a public name first
     ("pi_notebook.kernel._code_processes", "pi_notebook.tools._process"),
     ("pi_notebook.mcp._connection", "pi_notebook.tools._process"),

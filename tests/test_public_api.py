@@ -64,7 +64,8 @@ FOR_OTHER_FLOORS = {
     "pi_notebook.session": {"redact_result", "redact_value"},
     "pi_notebook.tools": {"LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic"},
     "pi_notebook.kernel": {
-        "ABSENT", "Budget", "CellChangeRecord", "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
+        "ABSENT", "Budget", "CELL_MESSAGES", "CellAction", "CellChangeRecord", "CellError", "CellOp", "CellType",
+        "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
         "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "keep_busy",
         "restore", "signals_wake_the_loop",
     },

@@ -1,12 +1,68 @@
-"""The five cell tools as one set (each carries its own approval default, preview and prompt lines)."""
+"""The cells room: the five cell tools, with which the agent reads, changes and runs the live notebook's cells
+through its page in JupyterLab, and the kernel's connected pages they act through.
+
+- :func:`cell_tools`: the five tools as one set (each carries its own approval default, preview and prompt lines):
+  ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` (``_cell_tools``) and ``cell_run``
+  (``_cell_run``, whose docstring says how a cell's code runs and why; its live outputs: ``_live_outputs``);
+- what they share (``_shared``: their error, asking the run's page) and how cells read as text (``_text``);
+- :class:`Frontends`: the notebook pages connected to the kernel and asking them (``_frontend``; the kernel's one
+  registry is ``KERNEL.frontends``); :data:`current_notebook`: which notebook the running run's tools act on;
+- the protocol with the page (``_cell_protocol``; ``labextension/src/cells.ts`` declares the same messages).
+
+The rest of the package uses the room through ``pi_notebook.kernel``, which re-exports these names.
+"""
 
 from __future__ import annotations
 
-from ..agent import AgentTool
+from ...agent import AgentTool
+from .._frontend import (
+    CellChange,
+    CellChangeKind,
+    CellChanges,
+    Frontend,
+    FrontendRefused,
+    Frontends,
+    NotebookTarget,
+    NotebookUnavailable,
+    current_notebook,
+)
+from ._cell_protocol import (
+    AGENT_TAG,
+    CELL_MESSAGES,
+    METADATA_KEY,
+    PROTECTED_TAG,
+    CellAction,
+    CellError,
+    CellOp,
+    CellType,
+)
 from ._cell_run import cell_run_tool
 from ._cell_tools import cell_delete_tool, cell_edit_tool, cell_insert_tool, notebook_read_tool
+from ._shared import CellKernelInterrupt, CellToolError
 
-__all__ = ["CELL_TOOL_NAMES", "cell_tools"]
+__all__ = [
+    "AGENT_TAG",
+    "CELL_MESSAGES",
+    "CELL_TOOL_NAMES",
+    "METADATA_KEY",
+    "PROTECTED_TAG",
+    "CellAction",
+    "CellChange",
+    "CellChangeKind",
+    "CellChanges",
+    "CellError",
+    "CellKernelInterrupt",
+    "CellOp",
+    "CellToolError",
+    "CellType",
+    "Frontend",
+    "FrontendRefused",
+    "Frontends",
+    "NotebookTarget",
+    "NotebookUnavailable",
+    "cell_tools",
+    "current_notebook",
+]
 
 CELL_TOOL_NAMES = ("notebook_read", "cell_insert", "cell_edit", "cell_delete", "cell_run")
 """The cell tools, in the order the tool set lists them."""

@@ -2,7 +2,7 @@
 
 ``cell_run {"cell_id", "timeout"?}`` runs the cell's code, shows its outputs and execution count in the cell (in
 the notebook, live, while it runs), waits for it, and returns its outputs bounded as ``notebook_read`` shows them
-(``_cell_text``; 2000 lines / 50 KB of tail, as ``bash``).
+(``_text``; 2000 lines / 50 KB of tail, as ``bash``).
 
 How the cell's code runs, and why
 ---------------------------------
@@ -15,7 +15,7 @@ How the cell's code runs, and why
 2. The kernel takes the next execution count and records the source in IPython's history (``In``, ``_i``), as a
    cell does, then runs it as a cell would (magics, the last expression's value, ``display()``, the figures
    matplotlib's inline backend would show), in the user's namespace. Prints and displays go to the page every
-   50 ms as ``run_output`` notifications from a flusher thread (``_cell_outputs``), since the code blocks the
+   50 ms as ``run_output`` notifications from a flusher thread (``_live_outputs``), since the code blocks the
    event loop; they also show in the run widget's panel for the call, as the python tool's do.
 3. ``run_end`` gives the page the cell's complete outputs (the value as ``execute_result`` with its count, or the
    error with its traceback, ``KeyboardInterrupt`` after a stop) and its count; the value is also ``Out[n]``.
@@ -67,25 +67,26 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, Deadline, known_secrets
-from ..tools._output import OutputAccumulator
-from ..tools.bash import resolve_timeout
-from ._cell_common import (
+from ...agent import AgentTool, AgentToolResult, ToolPrompt
+from ...ai import AbortSignal, Deadline, known_secrets
+from ...tools._output import OutputAccumulator
+from ...tools.bash import resolve_timeout
+from .._exec import AWAIT_HINT, current_shell
+from .._frontend import FRONTENDS, current_notebook
+from ..python_tool import CodeRun, run_stoppable
+from ._live_outputs import CellOutputs
+from ._shared import (
     CellKernelInterrupt,
     CellToolError,
+    ask_changing,
     cell_call_text,
     cell_id_argument,
+    note_ran,
     page_refusal,
     record,
     source_preview,
 )
-from ._cell_outputs import CellOutputs
-from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
-from ._checkpoint import ask_changing, note_ran
-from ._exec import AWAIT_HINT, current_shell
-from ._frontend import FRONTENDS, current_notebook
-from .python_tool import CodeRun, run_stoppable
+from ._text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 
 __all__ = ["CELL_AWAIT_HINT", "PROMPT", "cell_run_tool"]
 
