@@ -47,7 +47,7 @@ PINNED = {
     },
     "pi_notebook.kernel": {
         "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
-        "PythonError", "InterruptHook", "KERNEL", "Kernel", "AGENT_TAG", "CELL_TOOL_NAMES", "FRONTENDS",
+        "PythonError", "InterruptHook", "KERNEL", "Kernel", "AGENT_TAG", "CELL_TOOL_NAMES",
         "METADATA_KEY", "PROTECTED_TAG", "CellChange", "CellChanges", "CellKernelInterrupt", "CellToolError",
         "Frontend", "Frontends", "NotebookTarget", "NotebookUnavailable", "cell_tools", "current_notebook",
     },

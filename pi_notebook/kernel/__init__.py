@@ -7,7 +7,8 @@ and the SIGINT machinery every stop path goes through.
 - :func:`cell_tools`: ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` and ``cell_run``, acting on
   the live notebook in the browser through the JupyterLab extension's control comm: the cells room (``cells/``,
   whose ``__init__`` says what is where; ``cells/_cell_run.py`` says how a cell's code runs and why);
-- :data:`FRONTENDS`: the notebook pages connected to this kernel, and asking them (``cells/_frontend``);
+- :class:`Frontends`: the notebook pages connected to this kernel, and asking them (``_frontend``; the kernel's
+  one registry is ``KERNEL.frontends``);
   :data:`current_notebook`: which notebook the running run's cell tools act on (set by the run);
 - :func:`interrupt_running_code` / :func:`hold_interrupt`: interrupt the agent's code from any thread, as a
   KeyboardInterrupt ends a cell (``_interrupt``);
@@ -26,7 +27,6 @@ from ._checkpoint_cells import CellChangeRecord
 from ._checkpoint_files import Budget, FileBefore, Stamp, file_stamp, holds, restore
 from ._checkpoint_vars import SizeChange
 from ._exec import current_shell
-from ._frontend import FRONTENDS
 from ._in_place import ABSENT, InPlace
 from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
@@ -61,7 +61,6 @@ __all__ = [
     "AGENT_TAG",
     "CELL_MESSAGES",
     "CELL_TOOL_NAMES",
-    "FRONTENDS",
     "KERNEL",
     "METADATA_KEY",
     "PROTECTED_TAG",

@@ -72,7 +72,8 @@ from ...ai import AbortSignal, Deadline, known_secrets
 from ...tools._output import OutputAccumulator
 from ...tools.bash import resolve_timeout
 from .._exec import AWAIT_HINT, current_shell
-from .._frontend import FRONTENDS, current_notebook
+from .._frontend import current_notebook
+from .._kernel import KERNEL
 from ..python_tool import CodeRun, run_stoppable
 from ._live_outputs import CellOutputs
 from ._shared import (
@@ -194,7 +195,7 @@ class _CellRun:
                 raise CellToolError(f"Cell {cell_id} was not run: the run was stopped", "aborted")
         except CellToolError as exc:
             if exc.reason == "aborted":  # the page may have shown it running: it puts the cell back
-                FRONTENDS.notify(target, _end(cell_id, None, [], ran=False))
+                KERNEL.frontends.notify(target, _end(cell_id, None, [], ran=False))
             raise
         return str(begun.get("source", "")), int(begun.get("index") or 0)
 
@@ -213,7 +214,7 @@ class _CellRun:
         count = _take_count(shell, source)
         known = known_secrets()
         text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell", secrets=known.values)
-        live = CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message), known.values)
+        live = CellOutputs(call_id, cell_id, lambda message: KERNEL.frontends.notify(target, message), known.values)
         try:
             with live:
                 ran = await run_stoppable(
@@ -231,7 +232,7 @@ class _CellRun:
         outputs = live.outputs
         _final_outputs(ran, count, outputs, shell)
         outputs = live.redacted(outputs)
-        written = FRONTENDS.notify(target, _end(cell_id, count, outputs))
+        written = KERNEL.frontends.notify(target, _end(cell_id, count, outputs))
         return ran, count, outputs, written
 
 

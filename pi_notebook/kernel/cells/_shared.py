@@ -1,4 +1,5 @@
-"""What the five cell tools share: their error, how a page's refusal reads, asking the run's notebook page."""
+"""What the five cell tools share: their error, how a page's refusal reads, asking the run's notebook page (and noting
+a change in the run's checkpoint)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from ...session import AbortRun
 from .._checkpoint import current_checkpoint
 from .._checkpoint_cells import complete
 from .._frontend import (
-    FRONTENDS,
     CellChangeKind,
     FrontendRefused,
-    Frontends,
     NotebookUnavailable,
     current_notebook,
 )
+from .._kernel import KERNEL
 from ._cell_protocol import PROTECTED_TAG, CellAction, CellInfo
 
 __all__ = [
@@ -80,15 +80,13 @@ def cell_id_argument(args: Any, tool: str, name: str = "cell_id") -> str:
     return value
 
 
-async def ask(
-    message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "", frontends: Frontends = FRONTENDS
-) -> dict[str, Any]:
+async def ask(message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "") -> dict[str, Any]:
     """Send ``message`` to the run's notebook page and return its result; a refusal, a missing page or an abort
     raise :class:`CellToolError` with the text the model reads."""
     if signal is not None and signal.aborted:
         raise CellToolError("Operation aborted", "aborted")
     try:
-        return await frontends.request(current_notebook.get(), {"type": "cells", **message}, signal)
+        return await KERNEL.frontends.request(current_notebook.get(), {"type": "cells", **message}, signal)
     except FrontendRefused as refusal:
         raise CellToolError(refused_text(refusal, cell_id, str(refusal)), "refused") from None
     except NotebookUnavailable as missing:
