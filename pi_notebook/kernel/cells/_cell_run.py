@@ -65,7 +65,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ...agent import AgentTool, AgentToolResult, ToolPrompt
 from ...ai import AbortSignal, Deadline, known_secrets
@@ -178,12 +179,10 @@ class _CellRun:
         source, index = await self._begin(cell_id, signal)
         ran, count, outputs, written = await self._run(tool_call_id, cell_id, source, own, signal)
         note_ran(cell_id, count)  # the run's checkpoint: what the cell holds now
-        stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
-        reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
-        failed = "error" if ran.result.error is not None and not stopped else ""
-        record(tool_call_id, "interrupted" if stopped else "ran", cell_id, reason or failed)
+        ending = _Ending.of(ran, own)
+        record(tool_call_id, "interrupted" if ending.stopped else "ran", cell_id, ending.reason)
         await ran.let_abort_land(own, signal)
-        return _result(ran, own, cell_id, index, count, outputs, written)
+        return _result(ran, ending, cell_id, index, count, outputs, written)
 
     async def _begin(self, cell_id: str, signal: AbortSignal | None) -> tuple[str, int]:
         """The page shows the cell running and gives its source and index. A stop meanwhile: it never runs."""
@@ -245,9 +244,37 @@ def _invalid(text: str) -> CellToolError:
     return CellToolError(text, "invalid")
 
 
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How the cell's code ended, for the tool's result and the run's ledger: ``status`` ``ok``, ``error`` (it
+    raised), ``interrupted`` (a stop ended it) or ``timeout`` (the call's own ``timeout`` did); ``stop_line`` what the
+    result says about the stop (``""`` when it was not stopped)."""
+
+    status: Literal["ok", "error", "interrupted", "timeout"]
+    stop_line: str = ""
+
+    @classmethod
+    def of(cls, ran: CodeRun, own: Deadline | None) -> _Ending:
+        """A stop that came as the code returned (no error, not the kernel's interrupt) did not stop it."""
+        if ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted):
+            return cls("timeout" if ran.own_timeout(own) else "interrupted", ran.stop_line(own))
+        return cls("ok" if ran.result.error is None else "error")
+
+    @property
+    def stopped(self) -> bool:
+        return self.status in ("interrupted", "timeout")
+
+    @property
+    def reason(self) -> str:
+        """Why, for the run's ledger (``CellChange.reason``): the stop (``"Stopped by the user"``), or ``error``."""
+        if self.stopped:
+            return self.stop_line.removeprefix("Interrupted: ")
+        return "error" if self.status == "error" else ""
+
+
 def _result(
     ran: CodeRun,
-    own: Deadline | None,
+    ending: _Ending,
     cell_id: str,
     index: int,
     count: int | None,
@@ -259,17 +286,15 @@ def _result(
     lines = [head, text or "(no output)"]
     if not written:
         lines.append("(The notebook's page was not connected when the cell ended: its outputs are not in the cell.)")
-    status = "ok" if ran.result.error is None else "error"
-    if ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted):
-        status = "timeout" if ran.own_timeout(own) else "interrupted"
-        lines.append(ran.stop_line(own))
-    details = {"cell_id": cell_id, "index": index, "execution_count": count, "status": status}
+    if ending.stopped:
+        lines.append(ending.stop_line)
+    details = {"cell_id": cell_id, "index": index, "execution_count": count, "status": ending.status}
     content = "\n\n".join(lines)
-    if status == "ok":
+    if ending.status == "ok":
         return AgentToolResult(content=content, details=details)
     if ran.kernel_interrupted:
         raise CellKernelInterrupt(content, "interrupted", details)
-    raise CellToolError(content, status, details)
+    raise CellToolError(content, ending.status, details)
 
 
 def cell_run_tool() -> AgentTool:
