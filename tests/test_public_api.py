@@ -62,7 +62,12 @@ PINNED = {
 FOR_OTHER_FLOORS = {
     "pi_notebook.agent": {"Execute", "before_result"},
     "pi_notebook.session": {"redact_result", "redact_value"},
-    "pi_notebook.tools": {"LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic"},
+    "pi_notebook.tools": {
+        "LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic",
+        "OutputAccumulator", "format_size", "tail_text", "truncate_tail", "delete_at_exit", "js_number",
+        "generate_diff_string", "generate_unified_patch", "apply_edits", "normalize_to_lf",
+        "KILL_GIVE_UP_S", "KILL_POLL_S", "MARKER_ENV", "ProcessTree", "marked_pids", "process_alive", "spawn_mark",
+    },
     "pi_notebook.kernel": {
         "ABSENT", "Budget", "CELL_MESSAGES", "CellAction", "CellChangeRecord", "CellError", "CellOp", "CellType",
         "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",

@@ -70,7 +70,7 @@ from typing import Any, Literal
 
 from ...agent import AgentTool, AgentToolResult, ToolPrompt
 from ...ai import AbortSignal, Deadline, known_secrets
-from ...tools._output import OutputAccumulator
+from ...tools import OutputAccumulator
 from ...tools.bash import resolve_timeout
 from .._exec import AWAIT_HINT, current_shell
 from .._frontend import current_notebook

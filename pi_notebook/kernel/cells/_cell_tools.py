@@ -27,9 +27,7 @@ from typing import Any
 
 from ...agent import AgentTool, AgentToolResult, ToolPrompt
 from ...ai import AbortSignal
-from ...tools import FileToolError
-from ...tools._diff import generate_diff_string, generate_unified_patch
-from ...tools._edits import apply_edits, normalize_to_lf
+from ...tools import FileToolError, apply_edits, generate_diff_string, generate_unified_patch, normalize_to_lf
 from ...tools.edit import parse_edits, prepare_edit_arguments
 from .._frontend import current_notebook
 from ._cell_protocol import CellInfo
