@@ -69,10 +69,10 @@ FOR_OTHER_FLOORS = {
         "KILL_GIVE_UP_S", "KILL_POLL_S", "MARKER_ENV", "ProcessTree", "marked_pids", "process_alive", "spawn_mark",
     },
     "pi_notebook.kernel": {
-        "ABSENT", "Budget", "CELL_MESSAGES", "CellAction", "CellChangeRecord", "CellError", "CellOp", "CellType",
-        "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
-        "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "keep_busy",
-        "restore", "signals_wake_the_loop",
+        "ABSENT", "CELL_MESSAGES", "CellAction", "CellChangeRecord", "CellError", "CellOp", "CellType", "Checkpoint",
+        "CheckpointBudget", "FileBefore", "FrontendRefused", "InPlace", "Scratchpad", "SizeChange", "Stamp",
+        "current_scratch", "current_shell", "file_holds", "file_stamp", "keep_busy", "restore_file",
+        "signals_wake_the_loop",
     },
 }  # fmt: skip
 """Names a floor exports for the floors above it (``tests/test_import_graph.py`` forbids reaching into its private

@@ -24,7 +24,7 @@ interrupt) and below ``notebook``, which draws what it reports.
 from ._busy import keep_busy
 from ._checkpoint import Checkpoint
 from ._checkpoint_cells import CellChangeRecord
-from ._checkpoint_files import Budget, FileBefore, Stamp, file_stamp, holds, restore
+from ._checkpoint_files import CheckpointBudget, FileBefore, Stamp, file_holds, file_stamp, restore_file
 from ._checkpoint_vars import SizeChange
 from ._exec import current_shell
 from ._in_place import ABSENT, InPlace
@@ -64,7 +64,6 @@ __all__ = [
     "KERNEL",
     "METADATA_KEY",
     "PROTECTED_TAG",
-    "Budget",
     "CellAction",
     "CellChange",
     "CellChangeRecord",
@@ -75,6 +74,7 @@ __all__ = [
     "CellToolError",
     "CellType",
     "Checkpoint",
+    "CheckpointBudget",
     "FileBefore",
     "Frontend",
     "FrontendRefused",
@@ -94,12 +94,12 @@ __all__ = [
     "current_notebook",
     "current_scratch",
     "current_shell",
+    "file_holds",
     "file_stamp",
     "hold_interrupt",
-    "holds",
     "interrupt_running_code",
     "keep_busy",
     "python_tool",
-    "restore",
+    "restore_file",
     "signals_wake_the_loop",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..tools import file_journal
 from ._checkpoint_cells import CellJournal
-from ._checkpoint_files import Budget, FileCheckpoint
+from ._checkpoint_files import CheckpointBudget, FileCheckpoint
 from ._checkpoint_vars import VariableCheckpoint, Watch
 from ._frontend import NotebookTarget
 
@@ -39,7 +39,7 @@ class Checkpoint:
     run: int
     leaf_id: str | None
     """The session's leaf when the run started (``None``: the session was empty), where a rewind moves it back."""
-    budget: Budget
+    budget: CheckpointBudget
     notebook: NotebookTarget | None = None
     files: FileCheckpoint = field(init=False)
     variables: VariableCheckpoint = field(init=False)
