@@ -185,3 +185,17 @@ def test_a_floor_uses_another_floor_through_its_init_only() -> None:
     """Each floor's ``__init__`` exports what the floors above it use (``tests/test_public_api.py`` pins them);
     reaching into its private modules ties the floor above to how the floor below is split into files."""
     assert private_reaches() == set()
+
+
+def test_the_cells_room_sits_on_top_of_the_kernel() -> None:
+    """Only ``kernel/__init__.py`` imports ``kernel/cells/``: the room imports the kernel's other modules (the python
+    tool, the checkpoint, the pages), so one of them importing any module of the room would run the room's
+    ``__init__`` halfway through its own import."""
+    room = "pi_notebook.kernel.cells"
+    users = {
+        source
+        for source, targets in graph().items()
+        if not (source == room or source.startswith(f"{room}."))
+        and any(target == room or target.startswith(f"{room}.") for target in targets)
+    }
+    assert users == {"pi_notebook.kernel"}

@@ -27,6 +27,16 @@ from ._checkpoint_cells import CellChangeRecord
 from ._checkpoint_files import CheckpointBudget, FileBefore, Stamp, file_holds, file_stamp, restore_file
 from ._checkpoint_vars import SizeChange
 from ._exec import current_shell
+from ._frontend import (
+    CellChange,
+    CellChanges,
+    Frontend,
+    FrontendRefused,
+    Frontends,
+    NotebookTarget,
+    NotebookUnavailable,
+    current_notebook,
+)
 from ._in_place import ABSENT, InPlace
 from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
@@ -39,20 +49,12 @@ from .cells import (
     METADATA_KEY,
     PROTECTED_TAG,
     CellAction,
-    CellChange,
-    CellChanges,
     CellError,
     CellKernelInterrupt,
     CellOp,
     CellToolError,
     CellType,
-    Frontend,
-    FrontendRefused,
-    Frontends,
-    NotebookTarget,
-    NotebookUnavailable,
     cell_tools,
-    current_notebook,
 )
 from .python_tool import PythonError, PythonEvent, python_tool
 

@@ -1,31 +1,20 @@
 """The cells room: the five cell tools, with which the agent reads, changes and runs the live notebook's cells
-through its page in JupyterLab, and the kernel's connected pages they act through.
+through its page in JupyterLab.
 
 - :func:`cell_tools`: the five tools as one set (each carries its own approval default, preview and prompt lines):
   ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` (``_cell_tools``) and ``cell_run``
   (``_cell_run``, whose docstring says how a cell's code runs and why; its live outputs: ``_live_outputs``);
 - what they share (``_shared``: their error, asking the run's page) and how cells read as text (``_text``);
-- :class:`Frontends`: the notebook pages connected to the kernel and asking them (``_frontend``; the kernel's one
-  registry is ``KERNEL.frontends``); :data:`current_notebook`: which notebook the running run's tools act on;
 - the protocol with the page (``_cell_protocol``; ``labextension/src/cells.ts`` declares the same messages).
 
-The rest of the package uses the room through ``pi_notebook.kernel``, which re-exports these names.
+They reach the page through the kernel's pages (``kernel/_frontend.py``, ``KERNEL.frontends``), the page of the
+notebook the run came from (``current_notebook``). The rest of the package uses the room through
+``pi_notebook.kernel``, which re-exports these names; no other module of the kernel imports the room.
 """
 
 from __future__ import annotations
 
 from ...agent import AgentTool
-from .._frontend import (
-    CellChange,
-    CellChangeKind,
-    CellChanges,
-    Frontend,
-    FrontendRefused,
-    Frontends,
-    NotebookTarget,
-    NotebookUnavailable,
-    current_notebook,
-)
 from ._cell_protocol import (
     AGENT_TAG,
     CELL_MESSAGES,
@@ -47,21 +36,12 @@ __all__ = [
     "METADATA_KEY",
     "PROTECTED_TAG",
     "CellAction",
-    "CellChange",
-    "CellChangeKind",
-    "CellChanges",
     "CellError",
     "CellKernelInterrupt",
     "CellOp",
     "CellToolError",
     "CellType",
-    "Frontend",
-    "FrontendRefused",
-    "Frontends",
-    "NotebookTarget",
-    "NotebookUnavailable",
     "cell_tools",
-    "current_notebook",
 ]
 
 CELL_TOOL_NAMES = ("notebook_read", "cell_insert", "cell_edit", "cell_delete", "cell_run")
