@@ -43,7 +43,7 @@ from pi_notebook.ai import AbortController
 from pi_notebook.kernel import python_tool
 from pi_notebook.kernel._checkpoint import Checkpoint, current_checkpoint
 from pi_notebook.kernel._checkpoint_cells import complete
-from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint
+from pi_notebook.kernel._checkpoint_files import CheckpointBudget, FileCheckpoint
 from pi_notebook.tools import edit_tool, write_tool
 from pi_notebook.tools._file_journal import file_journal
 
@@ -87,7 +87,7 @@ async def file_calls(tool_name: str, size: int, calls: int, folder: Path) -> dic
         args: dict[str, Any] = {"path": path.name, "content": f"line {i + 1}\n" + body}
         if tool_name == "edit":
             args = {"path": path.name, "edits": [{"oldText": f"line {i}\n", "newText": f"line {i + 1}\n"}]}
-        journal = TimedFiles(Budget(1 << 30))
+        journal = TimedFiles(CheckpointBudget(1 << 30))
         journal.spent = []
         file_journal.set(journal)
         await tool.execute("call", args, signal, lambda _: None)
@@ -119,7 +119,7 @@ async def python_calls(code: str, calls: int) -> dict[str, Any]:
     tool, signal = python_tool(namespace=namespace()), AbortController().signal
     watch_ms, plain_ms = [], []
     for _ in range(calls):
-        checkpoint = Checkpoint(1, None, Budget(1 << 30))
+        checkpoint = Checkpoint(1, None, CheckpointBudget(1 << 30))
         ns = tool_namespace(tool)
         started = time.perf_counter()
         watch = checkpoint.variables.watch(ns, code)
@@ -149,7 +149,7 @@ def cell_calls(calls: int) -> dict[str, Any]:
                                      "index": 3, "anchor": "b"}}  # fmt: skip
     message = {"op": "edit", "cell_id": "c", "source": "x = 2", "expect": "x = 1", "run": 1}
     for _ in range(calls):
-        checkpoint = Checkpoint(1, None, Budget(1 << 30))
+        checkpoint = Checkpoint(1, None, CheckpointBudget(1 << 30))
         started = time.perf_counter()
         record = checkpoint.cells.begin("edit", "c")
         complete(record, message, answer)

@@ -1,4 +1,4 @@
-"""Three counts of the package's layout (issue 38), printed for a commit's tree: run ``python bench/layout_counts.py``.
+"""Counts of the package's layout (issue 38), printed for a commit's tree: run ``python bench/layout_counts.py``.
 
 * **files naming a wire API**: for each wire API the fault server speaks (``openai-completions`` as ``openai``,
   ``anthropic-messages`` as ``anthropic``, ``openai-responses`` as ``responses``, ``google-generative-ai`` as
@@ -12,8 +12,10 @@
   into (before: an unknown API got Google's events).
 * **private reaches**: ``import`` statements in one floor (``ai``, ``agent``, ``session``, ``tools``, ``kernel``,
   ``mcp``, ``notebook``: ``tests/test_import_graph.py``'s ``FLOORS``) naming a private module (a ``_name`` part
-  after the floor) of another floor.
+  after the floor) or a private room (a folder of private modules: ``kernel.cells``) of another floor.
 * **long functions**: functions and methods in ``pi_notebook/`` over 50 lines (``def`` to its last line).
+* **long modules, long classes**: modules over 600 lines, classes over 300 (``class`` to its last line): the house's
+  size rules, which ``tests/test_layout_rules.py`` enforces.
 
 Only the standard library's ``ast``: it reads the source, imports nothing."""
 
@@ -33,6 +35,8 @@ WIRE_APIS = {
     "google-generative-ai": "google",
 }
 LONG = 50
+LONG_MODULE = 600
+LONG_CLASS = 300
 
 
 def _sources() -> dict[Path, ast.Module]:
@@ -93,13 +97,24 @@ def _module_parts(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def _reaches(floor: str, target: list[str]) -> bool:
-    """Whether ``target`` (a module's dotted parts) is a private module of a floor other than ``floor``."""
+def _private_rooms(sources: dict[Path, ast.Module]) -> set[tuple[str, ...]]:
+    """The folders of a floor whose modules are all private (``kernel/cells/``), as dotted parts."""
+    modules: dict[tuple[str, ...], list[str]] = {}
+    for path in sources:
+        parts = tuple(_module_parts(path))
+        if path.name != "__init__.py" and len(parts) > 3 and parts[1] in FLOORS:
+            modules.setdefault(parts[:-1], []).append(parts[-1])
+    return {room for room, names in modules.items() if all(name.startswith("_") for name in names)}
+
+
+def _reaches(floor: str, target: list[str], rooms: set[tuple[str, ...]]) -> bool:
+    """Whether ``target`` (a module's dotted parts) is a private module or room of a floor other than ``floor``."""
     other = len(target) > 2 and target[0] == "pi_notebook" and target[1] in FLOORS and target[1] != floor
-    return other and any(part.startswith("_") for part in target[2:])
+    return other and (any(part.startswith("_") for part in target[2:]) or tuple(target) in rooms)
 
 
 def private_reaches(sources: dict[Path, ast.Module]) -> list[str]:
+    rooms = _private_rooms(sources)
     found = []
     for path, tree in sources.items():
         parts = _module_parts(path)
@@ -116,7 +131,7 @@ def private_reaches(sources: dict[Path, ast.Module]) -> list[str]:
             found.extend(
                 f"{'.'.join(parts)} -> {'.'.join(target)} (line {node.lineno})"
                 for target in targets
-                if _reaches(parts[1], target)
+                if _reaches(parts[1], target, rooms)
             )
     return found
 
@@ -132,12 +147,27 @@ def long_functions(sources: dict[Path, ast.Module]) -> list[str]:
     return found
 
 
+def long_modules_and_classes(sources: dict[Path, ast.Module]) -> tuple[list[str], list[str]]:
+    modules, classes = [], []
+    for path, tree in sources.items():
+        lines = len(path.read_text().splitlines())
+        if lines > LONG_MODULE:
+            modules.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                length = node.end_lineno - node.lineno + 1
+                if length > LONG_CLASS:
+                    classes.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
+    return modules, classes
+
+
 def main(verbose: bool) -> None:
     sources = _sources()
     per_api = files_per_api(sources)
     reaches = private_reaches(sources)
     long = long_functions(sources)
     branches = api_branches(sources)
+    long_modules, long_classes = long_modules_and_classes(sources)
     out = sys.stdout
     out.write(f"files naming a wire API: max {max(len(files) for files in per_api.values())}")
     out.write(f" ({', '.join(f'{api} {len(files)}' for api, files in per_api.items())})\n")
@@ -152,6 +182,12 @@ def main(verbose: bool) -> None:
     out.write(f"functions over {LONG} lines: {len(long)}\n")
     if verbose:
         out.writelines(f"  {function}\n" for function in long)
+    out.write(f"modules over {LONG_MODULE} lines: {len(long_modules)}\n")
+    if verbose:
+        out.writelines(f"  {module}\n" for module in long_modules)
+    out.write(f"classes over {LONG_CLASS} lines: {len(long_classes)}\n")
+    if verbose:
+        out.writelines(f"  {cls}\n" for cls in long_classes)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,17 @@ def imports_of(name: str, path: Path, known: Mapping[str, Path]) -> set[str]:
             for alias in node.names:  # `from . import module` imports that module, `from .m import name` m
                 submodule = f"{base}.{alias.name}"
                 found.add(submodule if submodule in known else base)
+    found.update([package for target in found for package in packages_entered(name, target)])
     return {target for target in found if target in known and target != name}
+
+
+def packages_entered(name: str, target: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` from ``name`` runs first: ``target``'s parents that are
+    not ``name``'s (those are already being imported). Importing ``kernel.cells._shared`` from ``kernel._checkpoint``
+    runs ``kernel/cells/__init__.py`` and everything it imports: a cycle at import time the module edges alone miss."""
+    parts = target.split(".")
+    parents = [".".join(parts[:end]) for end in range(1, len(parts))]
+    return [parent for parent in parents if not (name == parent or name.startswith(f"{parent}."))]
 
 
 def graph() -> dict[str, set[str]]:
@@ -85,6 +95,14 @@ def test_the_scan_sees_every_kind_of_import() -> None:
     assert "pi_notebook.ai.providers.anthropic_messages" in edges["pi_notebook.ai._api_registry"]  # in a function
     assert "pi_notebook.notebook" in edges["pi_notebook"]  # in a function
     assert "pi_notebook.session._summary" in edges["pi_notebook.session._events"]
+    assert "pi_notebook.notebook.widget" in edges["pi_notebook.notebook._run_state"]  # runs widget/__init__ first
+
+
+def test_importing_a_module_of_another_folder_runs_that_folders_init() -> None:
+    assert packages_entered("pkg.a", "pkg.sub.b") == ["pkg.sub"]  # ``pkg`` is already being imported
+    assert packages_entered("pkg.sub.a", "pkg.sub.b") == []
+    assert packages_entered("pkg.sub", "pkg.c") == []  # the folder's own __init__
+    assert packages_entered("pkg.a", "other.sub.b") == ["other", "other.sub"]
 
 
 def test_pi_notebook_has_no_import_cycle() -> None:
@@ -132,42 +150,52 @@ def test_no_two_modules_share_a_name_on_different_floors() -> None:
     assert {name: where for name, where in seen.items() if len(where) > 1} == {}
 
 
-STILL_REACHING = {
-    # the cell-tool modules (issue 38 item 3 moves them to kernel/cells/; left alone while that move is under way)
-    ("pi_notebook.kernel._cell_run", "pi_notebook.tools._output"),
-    ("pi_notebook.kernel._cell_text", "pi_notebook.tools._output"),
-    ("pi_notebook.kernel._cell_tools", "pi_notebook.tools._diff"),
-    ("pi_notebook.kernel._cell_tools", "pi_notebook.tools._edits"),
-    ("pi_notebook.kernel._exec", "pi_notebook.tools._output"),
-    ("pi_notebook.kernel.python_tool", "pi_notebook.ai._secret_env"),
-    ("pi_notebook.kernel.python_tool", "pi_notebook.tools._common"),
-    ("pi_notebook.kernel.python_tool", "pi_notebook.tools._output"),
-    ("pi_notebook.notebook.widget._protocol", "pi_notebook.kernel._cell_protocol"),
-    # private names (``_alive``, ``_marked_pids``, ``_spawn_mark``, ``_temp_logs``): they need a public name first
-    ("pi_notebook.kernel._code_processes", "pi_notebook.tools._process"),
-    ("pi_notebook.mcp._connection", "pi_notebook.tools._process"),
-    ("pi_notebook.mcp._mcp_results", "pi_notebook.tools._output"),
-}
-"""Imports still reaching into another floor's private modules: each one to remove, none to add."""
+def private_room(name: str, known: Iterable[str]) -> bool:
+    """``name`` is a folder of a floor whose modules are all private (``kernel.cells``): a room of that floor, which
+    the floors above use through the floor's ``__init__`` (a folder with public modules, ``ai.providers``, is not)."""
+    inside = [module.rpartition(".")[2] for module in known if module.startswith(f"{name}.")]
+    return bool(inside) and all(module.startswith("_") for module in inside)
 
 
 def private_reaches() -> set[tuple[str, str]]:
-    """``(module, target)``: a module of one floor importing a private module (a ``_name`` part) of another."""
+    """``(module, target)``: a module of one floor importing a private module (a ``_name`` part) or a private room
+    of another."""
+    edges = graph()
     found = set()
-    for source, targets in graph().items():
+    for source, targets in edges.items():
         source_layer = source.split(".")[1] if source.count(".") else None
         if source_layer not in LAYERS:
             continue
         for target in targets:
             parts = target.split(".")
             other_floor = len(parts) > 2 and parts[1] in LAYERS and parts[1] != source_layer
-            if other_floor and any(part.startswith("_") for part in parts[2:]):
+            if other_floor and (any(part.startswith("_") for part in parts[2:]) or private_room(target, edges)):
                 found.add((source, target))
     return found
+
+
+def test_a_room_of_a_floor_is_private_to_it() -> None:
+    known = set(graph())
+    assert private_room("pi_notebook.kernel.cells", known)
+    assert not private_room("pi_notebook.ai.providers", known)  # users import its faux provider
+    assert not private_room("pi_notebook.kernel._exec", known)  # a module, not a folder
 
 
 def test_a_floor_uses_another_floor_through_its_init_only() -> None:
     """Each floor's ``__init__`` exports what the floors above it use (``tests/test_public_api.py`` pins them);
     reaching into its private modules ties the floor above to how the floor below is split into files."""
-    assert private_reaches() - STILL_REACHING == set()
-    assert STILL_REACHING - private_reaches() == set(), "a reach was removed: take it off STILL_REACHING"
+    assert private_reaches() == set()
+
+
+def test_the_cells_room_sits_on_top_of_the_kernel() -> None:
+    """Only ``kernel/__init__.py`` imports ``kernel/cells/``: the room imports the kernel's other modules (the python
+    tool, the checkpoint, the pages), so one of them importing any module of the room would run the room's
+    ``__init__`` halfway through its own import."""
+    room = "pi_notebook.kernel.cells"
+    users = {
+        source
+        for source, targets in graph().items()
+        if not (source == room or source.startswith(f"{room}."))
+        and any(target == room or target.startswith(f"{room}.") for target in targets)
+    }
+    assert users == {"pi_notebook.kernel"}

@@ -47,7 +47,7 @@ PINNED = {
     },
     "pi_notebook.kernel": {
         "python_tool", "interrupt_running_code", "hold_interrupt", "add_python_listener", "PythonEvent",
-        "PythonError", "InterruptHook", "KERNEL", "Kernel", "AGENT_TAG", "CELL_TOOL_NAMES", "FRONTENDS",
+        "PythonError", "InterruptHook", "KERNEL", "Kernel", "AGENT_TAG", "CELL_TOOL_NAMES",
         "METADATA_KEY", "PROTECTED_TAG", "CellChange", "CellChanges", "CellKernelInterrupt", "CellToolError",
         "Frontend", "Frontends", "NotebookTarget", "NotebookUnavailable", "cell_tools", "current_notebook",
     },
@@ -62,11 +62,17 @@ PINNED = {
 FOR_OTHER_FLOORS = {
     "pi_notebook.agent": {"Execute", "before_result"},
     "pi_notebook.session": {"redact_result", "redact_value"},
-    "pi_notebook.tools": {"LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic"},
+    "pi_notebook.tools": {
+        "LIFELINE", "Stop", "file_journal", "process_image", "truncate_head", "write_atomic",
+        "OutputAccumulator", "format_size", "tail_text", "truncate_tail", "delete_at_exit", "js_number",
+        "generate_diff_string", "generate_unified_patch", "apply_edits", "normalize_to_lf",
+        "KILL_GIVE_UP_S", "KILL_POLL_S", "MARKER_ENV", "ProcessTree", "marked_pids", "process_alive", "spawn_mark",
+    },
     "pi_notebook.kernel": {
-        "ABSENT", "Budget", "CellChangeRecord", "Checkpoint", "FileBefore", "FrontendRefused", "InPlace",
-        "Scratchpad", "SizeChange", "Stamp", "current_scratch", "current_shell", "file_stamp", "holds", "keep_busy",
-        "restore", "signals_wake_the_loop",
+        "ABSENT", "CELL_MESSAGES", "CellAction", "CellChangeRecord", "CellError", "CellOp", "CellType", "Checkpoint",
+        "CheckpointBudget", "FileBefore", "FrontendRefused", "InPlace", "Scratchpad", "SizeChange", "Stamp",
+        "current_scratch", "current_shell", "file_holds", "file_stamp", "keep_busy", "restore_file",
+        "signals_wake_the_loop",
     },
 }  # fmt: skip
 """Names a floor exports for the floors above it (``tests/test_import_graph.py`` forbids reaching into its private

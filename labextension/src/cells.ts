@@ -15,11 +15,11 @@
  *   from editing (`editable: false`) or deleting (`deletable: false`). `check` says so before the user is asked to
  *   approve such a change, changing nothing.
  * - Inserted and edited cells get the `pi-agent` tag and `metadata.pi_notebook = {run, change}`.
- * - Running: the kernel runs the cell's code itself (see `pi_notebook/kernel/_cell_run.py` for why); the page shows
+ * - Running: the kernel runs the cell's code itself (see `pi_notebook/kernel/cells/_cell_run.py` for why); the page shows
  *   it: `run_begin` clears the cell and marks it running (as JupyterLab's own execute does), `run_output` adds what
  *   the code wrote, `run_end` sets the cell's final outputs and execution count.
  *
- * The protocol's one definition is Python's (`pi_notebook/kernel/_cell_protocol.py`); tests/test_protocol.py checks
+ * The protocol's one definition is Python's (`pi_notebook/kernel/cells/_cell_protocol.py`); tests/test_protocol.py checks
  * the unions and interfaces below against it.
  */
 import type { ICodeCellModel } from '@jupyterlab/cells';

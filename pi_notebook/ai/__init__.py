@@ -56,7 +56,7 @@ from ._stream_events import (
     ToolCallStartEvent,
 )
 from ._trusted import trusted_text, trusted_tool_result
-from .cassette import Cassette, CassetteError, CassetteMode, CassetteTiming
+from .cassette import CASSETTE_MODE_VARIABLE, Cassette, CassetteError, CassetteMode, CassetteTiming
 from .cassette._route import active_cassette
 from .messages import (
     AssistantMessage,
@@ -75,6 +75,7 @@ from .providers._caching import CacheRetention, default_cache_retention
 
 __all__ = [
     "ABORTED_TEXT",
+    "CASSETTE_MODE_VARIABLE",
     "HELD_SECRETS",
     "REDACTED",
     "AbortController",

@@ -5,9 +5,10 @@ and the SIGINT machinery every stop path goes through.
 - :func:`python_tool`: the tool (``python_tool``; why the code runs on the main thread and how each stop path
   reaches it is in that module's docstring);
 - :func:`cell_tools`: ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` and ``cell_run``, acting on
-  the live notebook in the browser through the JupyterLab extension's control comm (``_cell_tools``, ``_cell_run``,
-  whose docstring says how a cell's code runs and why); the protocol with the browser is ``_cell_protocol``;
-- :data:`FRONTENDS`: the notebook pages connected to this kernel, and asking them (``_frontend``);
+  the live notebook in the browser through the JupyterLab extension's control comm: the cells room (``cells/``,
+  whose ``__init__`` says what is where; ``cells/_cell_run.py`` says how a cell's code runs and why);
+- :class:`Frontends`: the notebook pages connected to this kernel, and asking them (``_frontend``; the kernel's
+  one registry is ``KERNEL.frontends``);
   :data:`current_notebook`: which notebook the running run's cell tools act on (set by the run);
 - :func:`interrupt_running_code` / :func:`hold_interrupt`: interrupt the agent's code from any thread, as a
   KeyboardInterrupt ends a cell (``_interrupt``);
@@ -21,16 +22,12 @@ interrupt) and below ``notebook``, which draws what it reports.
 """
 
 from ._busy import keep_busy
-from ._cell_common import CellKernelInterrupt, CellToolError
-from ._cell_protocol import AGENT_TAG, METADATA_KEY, PROTECTED_TAG
-from ._cells import CELL_TOOL_NAMES, cell_tools
 from ._checkpoint import Checkpoint
 from ._checkpoint_cells import CellChangeRecord
-from ._checkpoint_files import Budget, FileBefore, Stamp, file_stamp, holds, restore
+from ._checkpoint_files import CheckpointBudget, FileBefore, Stamp, file_holds, file_stamp, restore_file
 from ._checkpoint_vars import SizeChange
 from ._exec import current_shell
 from ._frontend import (
-    FRONTENDS,
     CellChange,
     CellChanges,
     Frontend,
@@ -45,23 +42,41 @@ from ._interrupt import InterruptHook
 from ._kernel import KERNEL, Kernel, add_python_listener, hold_interrupt, interrupt_running_code
 from ._scratch import Scratchpad, current_scratch
 from ._wake import signals_wake_the_loop
+from .cells import (
+    AGENT_TAG,
+    CELL_MESSAGES,
+    CELL_TOOL_NAMES,
+    METADATA_KEY,
+    PROTECTED_TAG,
+    CellAction,
+    CellError,
+    CellKernelInterrupt,
+    CellOp,
+    CellToolError,
+    CellType,
+    cell_tools,
+)
 from .python_tool import PythonError, PythonEvent, python_tool
 
 __all__ = [
     "ABSENT",
     "AGENT_TAG",
+    "CELL_MESSAGES",
     "CELL_TOOL_NAMES",
-    "FRONTENDS",
     "KERNEL",
     "METADATA_KEY",
     "PROTECTED_TAG",
-    "Budget",
+    "CellAction",
     "CellChange",
     "CellChangeRecord",
     "CellChanges",
+    "CellError",
     "CellKernelInterrupt",
+    "CellOp",
     "CellToolError",
+    "CellType",
     "Checkpoint",
+    "CheckpointBudget",
     "FileBefore",
     "Frontend",
     "FrontendRefused",
@@ -81,12 +96,12 @@ __all__ = [
     "current_notebook",
     "current_scratch",
     "current_shell",
+    "file_holds",
     "file_stamp",
     "hold_interrupt",
-    "holds",
     "interrupt_running_code",
     "keep_busy",
     "python_tool",
-    "restore",
+    "restore_file",
     "signals_wake_the_loop",
 ]

@@ -7,7 +7,7 @@ it *before it acts*:
 - ``write`` and ``edit``: the file's bytes before, or that it did not exist (``_checkpoint_files``, through the
   tools' journal ``pi_notebook.tools._file_journal``); ``bash``: its command, named by a rewind as not undone;
 - ``cell_insert``, ``cell_edit``, ``cell_delete``, ``cell_run``: the cell before, taken by the page in the same step
-  as the change (``_checkpoint_cells``; :func:`ask_changing`);
+  as the change (``_checkpoint_cells``; ``cells/_shared.ask_changing``);
 - the ``python`` tool's code and the cells ``cell_run`` runs: the variables' objects before, by reference, and copies
   of objects the code may change in place (``_checkpoint_vars``, ``_in_place``; :func:`watch_code`).
 
@@ -23,15 +23,13 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ai import AbortSignal
 from ..tools import file_journal
-from ._cell_common import CellToolError, ask
-from ._checkpoint_cells import CellJournal, complete
-from ._checkpoint_files import Budget, FileCheckpoint
+from ._checkpoint_cells import CellJournal
+from ._checkpoint_files import CheckpointBudget, FileCheckpoint
 from ._checkpoint_vars import VariableCheckpoint, Watch
 from ._frontend import NotebookTarget
 
-__all__ = ["Checkpoint", "ask_changing", "current_checkpoint", "note_ran", "watch_code"]
+__all__ = ["Checkpoint", "current_checkpoint", "watch_code"]
 
 
 @dataclass(eq=False)
@@ -41,7 +39,7 @@ class Checkpoint:
     run: int
     leaf_id: str | None
     """The session's leaf when the run started (``None``: the session was empty), where a rewind moves it back."""
-    budget: Budget
+    budget: CheckpointBudget
     notebook: NotebookTarget | None = None
     files: FileCheckpoint = field(init=False)
     variables: VariableCheckpoint = field(init=False)
@@ -81,30 +79,6 @@ current_checkpoint: contextvars.ContextVar[Checkpoint | None] = contextvars.Cont
     "pi_notebook_current_checkpoint", default=None
 )
 """The checkpoint of the run whose task is running (``None``: none is kept)."""
-
-
-async def ask_changing(message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "") -> dict[str, Any]:
-    """``ask`` for a request that changes a cell (``insert``, ``edit``, ``delete``, ``run_begin``), noted in the run's
-    checkpoint before it is sent and completed from the page's answer (``_checkpoint_cells``)."""
-    checkpoint = current_checkpoint.get()
-    if checkpoint is None or (signal is not None and signal.aborted):
-        return await ask(message, signal, cell_id)
-    record = checkpoint.cells.begin(message["op"], cell_id)
-    try:
-        result = await ask(message, signal, cell_id)
-    except CellToolError as exc:
-        if exc.reason in ("refused", "invalid"):
-            checkpoint.cells.refused(record)
-        raise
-    complete(record, message, result)
-    return result
-
-
-def note_ran(cell_id: str, count: int | None) -> None:
-    """``cell_run``'s cell ended with execution count ``count``."""
-    checkpoint = current_checkpoint.get()
-    if checkpoint is not None:
-        checkpoint.cells.ran(cell_id, count)
 
 
 def watch_code(namespace: dict[str, Any], code: str, shell: Any) -> Watch | None:

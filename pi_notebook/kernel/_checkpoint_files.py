@@ -6,13 +6,14 @@ made); after each change, the file's stamp (size, modification and change times,
 pays no hash of what it wrote). A file is keyed by its real path (a symlink and its target are one file) and shown by
 the path the tool was given.
 
-The bytes kept by one run are bounded (``checkpoints.max_run_bytes``, a :class:`Budget` the run's checkpoint shares
-with copies of objects changed in place): a file that does not fit is recorded as too large, never half-kept, and a
-rewind names it as not restorable.
+The bytes kept by one run are bounded (``checkpoints.max_run_bytes``, a :class:`CheckpointBudget` the run's
+checkpoint shares with copies of objects changed in place): a file that does not fit is recorded as too large, never
+half-kept, and a rewind names it as not restorable.
 
-Rewinding (:func:`restore`): the file is given back its bytes (written atomically, as the tools write), or removed if
-the run created it (with the empty folders it made). A file whose content is no longer what the run left (the user
-changed it since: its stamp moved) is a conflict: it is restored only when the user says so (``overwrite``).
+Rewinding (:func:`restore_file`): the file is given back its bytes (written atomically, as the tools write), or
+removed if the run created it (with the empty folders it made); one that already holds them (:func:`file_holds`) is
+left alone. A file whose content is no longer what the run left (the user changed it since: its stamp moved) is a
+conflict: it is restored only when the user says so (``overwrite``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..tools import Stop, write_atomic
 
-__all__ = ["Budget", "FileBefore", "FileCheckpoint", "Stamp", "file_stamp", "holds"]
+__all__ = ["CheckpointBudget", "FileBefore", "FileCheckpoint", "Stamp", "file_holds", "file_stamp", "restore_file"]
 
 Stamp = tuple[int, int, int, int]
 """A file's size, modification and change times (ns) and inode: any write (an editor's, an atomic replace) moves
@@ -41,7 +42,7 @@ def file_stamp(path: str) -> Stamp | None:
     return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino) if stats.S_ISREG(info.st_mode) else None
 
 
-def holds(path: str, content: bytes | None) -> bool:
+def file_holds(path: str, content: bytes | None) -> bool:
     """``path`` holds exactly ``content`` (``None``: it does not exist)."""
     try:
         with open(path, "rb") as file:
@@ -50,7 +51,7 @@ def holds(path: str, content: bytes | None) -> bool:
         return content is None
 
 
-class Budget:
+class CheckpointBudget:
     """The bytes one run's checkpoint may still hold (thread-safe)."""
 
     def __init__(self, limit: int) -> None:
@@ -97,7 +98,7 @@ class FileBefore:
 class FileCheckpoint:
     """The files one run changed (see the module docstring); also what ``bash`` ran, which it cannot undo."""
 
-    budget: Budget
+    budget: CheckpointBudget
     files: dict[str, FileBefore] = field(default_factory=dict)
     """By real path, in the order of their first change."""
     untracked_calls: list[tuple[str, str]] = field(default_factory=list)
@@ -133,7 +134,7 @@ class FileCheckpoint:
         self.untracked_calls = []
 
 
-def _read_before(absolute: str, content: bytes | None, budget: Budget) -> FileBefore | None:
+def _read_before(absolute: str, content: bytes | None, budget: CheckpointBudget) -> FileBefore | None:
     """The file as it is now, kept if it fits the budget; ``None`` for what the tools refuse to write (a folder, a
     device): nothing will change there."""
     try:
@@ -168,7 +169,7 @@ def _first_missing(folder: str) -> str | None:
     return missing
 
 
-def restore(entry: FileBefore) -> str:
+def restore_file(entry: FileBefore) -> str:
     """Give the file back what it held before the run (see the module docstring); returns what was done
     (``"restored"``, ``"removed"``). Raises ``OSError`` when the file system refuses."""
     if entry.content is not None:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checkpoint_files import Budget
+from ._checkpoint_files import CheckpointBudget
 from ._in_place import ABSENT, InPlace, keep, shape_of, suspects
 
 __all__ = ["Binding", "SizeChange", "VariableCheckpoint", "Watch", "user_name"]
@@ -62,7 +62,7 @@ class SizeChange:
 class VariableCheckpoint:
     """The variables one run changed (see the module docstring)."""
 
-    budget: Budget
+    budget: CheckpointBudget
     bindings: dict[tuple[int, str], Binding] = field(default_factory=dict)
     in_place: list[InPlace] = field(default_factory=list)
     """Objects the code changed in place, in order (those with a copy can be given back)."""

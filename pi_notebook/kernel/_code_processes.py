@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import psutil
 
-from ..tools._process import KILL_GIVE_UP_S, KILL_POLL_S, _alive, _marked_pids, _spawn_mark
+from ..tools import KILL_GIVE_UP_S, KILL_POLL_S, marked_pids, process_alive, spawn_mark
 
 __all__ = ["MARKER_ENV", "CodeProcesses"]
 
@@ -45,7 +45,7 @@ class CodeProcesses:
     def __init__(self) -> None:
         self._token = secrets.token_hex(8)
         self._before = set(_descendants())
-        self._since = _spawn_mark()
+        self._since = spawn_mark()
         self._since_epoch = time.time() - 1.0
 
     @contextlib.contextmanager
@@ -66,13 +66,13 @@ class CodeProcesses:
         found = {}
         for pid, proc in _descendants().items():
             with contextlib.suppress(psutil.Error):
-                if pid not in self._before and proc.create_time() >= self._since_epoch and _alive(proc):
+                if pid not in self._before and proc.create_time() >= self._since_epoch and process_alive(proc):
                     found[pid] = proc
         needle = f"{MARKER_ENV}={self._token}".encode()
-        for pid in _marked_pids(needle, self._since, found):
+        for pid in marked_pids(needle, self._since, found):
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
-                if _alive(proc):
+                if process_alive(proc):
                     found[pid] = proc
         return list(found.values())
 
@@ -89,11 +89,11 @@ class CodeProcesses:
                     proc.send_signal(sig)
         deadline = time.monotonic() + grace_s
         while (wait := deadline - time.monotonic()) > 0:
-            if not any(_alive(proc) for proc in found):
+            if not any(process_alive(proc) for proc in found):
                 break
             await asyncio.sleep(min(KILL_POLL_S, wait))
         give_up = time.monotonic() + KILL_GIVE_UP_S
-        while (left := [proc for proc in found + self.started() if _alive(proc)]) and time.monotonic() < give_up:
+        while (left := [proc for proc in found + self.started() if process_alive(proc)]) and time.monotonic() < give_up:
             for proc in left:
                 with contextlib.suppress(psutil.Error, OSError):
                     proc.kill()

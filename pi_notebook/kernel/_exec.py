@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..tools._output import OutputAccumulator
+from ..tools import OutputAccumulator
 from ._interrupt import Execution, never_trace
 
 __all__ = ["Capture", "CodeResult", "PythonEvent", "PythonListener", "PythonListeners", "current_shell", "run_code"]

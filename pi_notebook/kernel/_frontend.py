@@ -2,8 +2,9 @@
 
 A :class:`Frontend` is one notebook page of JupyterLab (or Notebook 7) whose pi-notebook extension opened a control
 comm and said it can act on cells (``{"cells": 1, "path": ...}`` in its ``comm_open``). The control comm
-(``pi_notebook.notebook._control_comm``, a floor below) tells :data:`FRONTENDS` when one opens or closes and hands it
-every answer; this module knows nothing of comms: a frontend is a thread-safe ``send``.
+(``pi_notebook.notebook._control_comm``, a floor above) tells the kernel's one :class:`Frontends` (``KERNEL.frontends``)
+when one opens or closes and hands it every answer; this module knows nothing of comms: a frontend is a thread-safe
+``send``.
 
 Which page. The notebook the cell tools act on is the one whose cell started the run, described by a
 :class:`NotebookTarget` the run sets in :data:`current_notebook` for its task: the client session id of the
@@ -37,7 +38,6 @@ from typing import Any, Literal
 from ..ai import AbortSignal, PiNotebookError
 
 __all__ = [
-    "FRONTENDS",
     "RECONNECT_WAIT_S",
     "REPLY_TIMEOUT_S",
     "CellChange",
@@ -262,7 +262,3 @@ def _unavailable(target: NotebookTarget | None) -> str:
         "The notebook is not open in a JupyterLab page with the pi-notebook extension (it may have been closed or "
         "be reloading), so its cells cannot be read or changed"
     )
-
-
-FRONTENDS = Frontends()
-"""The kernel's notebook pages (the control comm keeps it up to date)."""

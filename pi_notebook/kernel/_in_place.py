@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._checkpoint_files import Budget
+from ._checkpoint_files import CheckpointBudget
 
 __all__ = ["ABSENT", "InPlace", "Suspect", "keep", "shape_of", "suspects"]
 
@@ -214,7 +214,7 @@ class InPlace:
             return f"could not be put back ({type(exc).__name__}: {exc})"
 
 
-def keep(name: str, value: object, suspect: Suspect, budget: Budget) -> InPlace:
+def keep(name: str, value: object, suspect: Suspect, budget: CheckpointBudget) -> InPlace:
     """A copy of ``value`` (held by ``name``) for ``suspect``'s change, if this module can give it back and it fits
     ``budget``; else an :class:`InPlace` saying why not."""
     item = InPlace(name, suspect.how, value)

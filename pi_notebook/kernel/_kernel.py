@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ._exec import PythonListener, PythonListeners
-from ._frontend import FRONTENDS, Frontends
+from ._frontend import Frontends
 from ._interrupt import Interrupts
 
 __all__ = ["KERNEL", "Kernel", "add_python_listener", "hold_interrupt", "interrupt_running_code"]
@@ -34,7 +34,7 @@ class Kernel:
     token (run widgets carry it, so a page can tell the widgets of a kernel that is gone)."""
 
 
-KERNEL = Kernel(frontends=FRONTENDS)
+KERNEL = Kernel()
 """This process's kernel state."""
 
 

@@ -97,11 +97,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, Deadline, ToolError, abortable_sleep
-from ..ai._secret_env import known_secrets
+from ..ai import AbortSignal, Deadline, ToolError, abortable_sleep, known_secrets
 from ..session import AbortRun
-from ..tools._common import js_number
-from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, tail_text
+from ..tools import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, OutputAccumulator, js_number, tail_text
 from ..tools.bash import resolve_timeout
 from ._checkpoint import watch_code
 from ._code_processes import CodeProcesses

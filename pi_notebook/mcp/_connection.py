@@ -43,8 +43,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from pydantic import ValidationError
 
 from ..ai import HELD_SECRETS, AbortSignal, PiNotebookError, abort_scope, known_secrets, scrub_secrets, secret_variables
-from ..tools import LIFELINE
-from ..tools._process import MARKER_ENV, ProcessTree, _spawn_mark
+from ..tools import LIFELINE, MARKER_ENV, ProcessTree, spawn_mark
 from ._server_config import McpConfigError, ServerConfig
 from ._stderr_tail import StderrTail
 
@@ -217,7 +216,7 @@ class Connection:
             env=server_environment(config.env) | {MARKER_ENV: self._token},
             cwd=config.cwd,
         )
-        mark = _spawn_mark()
+        mark = spawn_mark()
         LIFELINE.track(self._token, mark, KILL_GRACE_S)
         async with stdio_client(params, errlog=self._stderr.writer()) as streams:
             self._stderr.started()

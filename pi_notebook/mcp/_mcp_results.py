@@ -27,8 +27,7 @@ import mcp_types as types
 
 from ..agent import AgentToolResult
 from ..ai import ImageContent, TextContent, scrub_secrets
-from ..tools import process_image, truncate_head
-from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, _temp_logs, format_size
+from ..tools import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, delete_at_exit, format_size, process_image, truncate_head
 
 __all__ = ["LOG_PREFIX", "agent_result"]
 
@@ -116,5 +115,5 @@ def _save(text: str, keys: list[str]) -> tuple[str | None, str | None]:
             file.write(scrub_secrets(text, keys))
     except OSError as exc:
         return None, exc.strerror or str(exc)
-    _temp_logs.add(path)
+    delete_at_exit(path)
     return path, None

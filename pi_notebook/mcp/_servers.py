@@ -27,8 +27,7 @@ import mcp_types as types
 from pydantic import ValidationError
 
 from ..agent import AgentTool
-from ..ai import AbortSignal, Cassette
-from ..ai.cassette import MODE_VARIABLE
+from ..ai import CASSETTE_MODE_VARIABLE, AbortSignal, Cassette
 from ..session import Policy, site_policy
 from ._connection import Connection
 from ._mcp_tool import mcp_agent_tool
@@ -44,7 +43,7 @@ MCP_TOOLS_NOTE = "mcp_tools"
 
 def replay_only() -> bool:
     """Whether cassettes may only replay in this process (``PI_NOTEBOOK_CASSETTE_MODE=none``): no server starts."""
-    return os.environ.get(MODE_VARIABLE, "").strip() == "none"
+    return os.environ.get(CASSETTE_MODE_VARIABLE, "").strip() == "none"
 
 
 class McpServers:

@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
-from ..kernel import CELL_TOOL_NAMES, FRONTENDS, NotebookTarget, NotebookUnavailable, current_notebook
+from ..kernel import CELL_TOOL_NAMES, KERNEL, NotebookTarget, NotebookUnavailable, current_notebook
 from ..session import AgentSession
 
 __all__ = ["CONNECT_WAIT_S", "cells_left_out", "notebook_of_cell", "with_cell_tools"]
@@ -72,7 +72,7 @@ def notebook_of_cell(run: int, path: str | None) -> NotebookTarget:
 
 def cells_left_out(session: AgentSession, target: NotebookTarget | None) -> tuple[str, ...]:
     """The session's cell tools that cannot work for ``target`` (all of them when no page shows its notebook)."""
-    if FRONTENDS.find(target) is not None:
+    if KERNEL.frontends.find(target) is not None:
         return ()
     return tuple(tool.name for tool in session.tools if tool.name in CELL_TOOL_NAMES)
 
@@ -97,10 +97,10 @@ def with_cell_tools(
         if uses_cells and entry.cassette is not None:  # a recording replays where no page is (module docstring)
             offer_tools(entry, [tool.name for tool in entry.session.tools if tool.name in CELL_TOOL_NAMES])
             return await operation()
-        if uses_cells and FRONTENDS.find(target) is None and target.cell_id and target.client not in _waited:
+        if uses_cells and KERNEL.frontends.find(target) is None and target.cell_id and target.client not in _waited:
             _waited.add(target.client or "")
             with contextlib.suppress(NotebookUnavailable):
-                await FRONTENDS.wait_for(target, CONNECT_WAIT_S, None)
+                await KERNEL.frontends.wait_for(target, CONNECT_WAIT_S, None)
         if uses_cells:
             offer_tools(entry, cells_left_out(entry.session, target))
         return await operation()

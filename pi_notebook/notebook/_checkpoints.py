@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..ai import UserError
-from ..kernel import Budget, Checkpoint, NotebookTarget
+from ..kernel import Checkpoint, CheckpointBudget, NotebookTarget
 from ..session import AgentSession
 
 __all__ = ["RewindRefused", "RunCheckpoints", "with_checkpoint"]
@@ -41,7 +41,7 @@ class RunCheckpoints:
         if settings.keep_runs <= 0:
             self.release_all()
             return None
-        budget = Budget(settings.max_run_bytes)
+        budget = CheckpointBudget(settings.max_run_bytes)
         checkpoint = Checkpoint(number, session.leaf_id, budget, notebook)
         self._kept[number] = checkpoint
         while len(self._kept) > settings.keep_runs:

@@ -12,10 +12,10 @@ Frontend -> kernel (``comm_msg`` data):
   ``"reply": "abort"``.
 * ``{"action": "status"}``: the kernel replies with the current state, ``"reply": "status"``.
 * ``{"action": "cells", "request": N, ...}``: a page's answer to a cells request (the cell tools,
-  ``pi_notebook.kernel``); handed to :data:`~pi_notebook.kernel.FRONTENDS`, which takes it only from the page it
-  asked (on that page's comm, from that page's client id). A page that opens the comm with
-  ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed there (with the
-  client id of its kernel connection, from the message header) until the comm closes.
+  ``pi_notebook.kernel``); handed to the kernel's :class:`~pi_notebook.kernel.Frontends` (``KERNEL.frontends``),
+  which takes it only from the page it asked (on that page's comm, from that page's client id). A page that opens
+  the comm with ``{"cells": 1, "path": <notebook path>}`` says it can act on its notebook's cells and is listed
+  there (with the client id of its kernel connection, from the message header) until the comm closes.
 
 Both are answered from the comm's thread as far as they can be: the state (on open and for ``status``) is read and
 sent there, so a page that opens while the agent's ``python`` code holds the main thread (a reload) shows the run

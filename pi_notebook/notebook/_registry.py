@@ -39,7 +39,7 @@ from ._rewind import rewind
 from ._run import Run
 from ._run_state import StateListener
 from ._saved import default_store
-from ._tree_view import tree_items
+from .widget._tree_panel import tree_items
 from .widget._view import RunView
 
 __all__ = [

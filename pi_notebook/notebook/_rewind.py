@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..kernel import FRONTENDS, FrontendRefused, NotebookUnavailable
+from ..kernel import KERNEL, FrontendRefused, NotebookUnavailable
 from ..session import AgentSession, SessionBusyError
 from ._checkpoints import RunCheckpoints
 from ._rewind_plan import RewindPlan, RewindReceipt, plan, q
@@ -96,7 +96,7 @@ async def _cells(merged: RewindPlan, receipt: RewindReceipt) -> bool:
     """Ask about conflicts (in the page, if any) and take the cells back there; returns whether the user chose to
     overwrite what they changed since."""
     touched = list(dict.fromkeys(record.cell_id for record in merged.cells))
-    page = FRONTENDS.find(merged.notebook)
+    page = KERNEL.frontends.find(merged.notebook)
     if page is None:
         if touched:
             shown = ", ".join(q(cell) for cell in touched)
@@ -126,7 +126,8 @@ def _title(merged: RewindPlan) -> str:
 
 
 async def _ask(merged: RewindPlan, message: dict[str, Any], within: float = 5.0) -> dict[str, Any]:
-    return await FRONTENDS.request(merged.notebook, {"type": "cells", **message}, None, wait=0, reply_within=within)
+    request = {"type": "cells", **message}
+    return await KERNEL.frontends.request(merged.notebook, request, None, wait=0, reply_within=within)
 
 
 async def _restore_cells(

@@ -24,9 +24,9 @@ from ..kernel import (
     NotebookTarget,
     SizeChange,
     Stamp,
+    file_holds,
     file_stamp,
-    holds,
-    restore,
+    restore_file,
 )
 
 __all__ = ["Conflict", "RewindPlan", "RewindReceipt", "plan"]
@@ -166,10 +166,10 @@ class RewindPlan:
             if id(item) in changed and not overwrite:
                 receipt.kept.append(f"file {name}")
                 continue
-            if holds(before.path, before.content):
+            if file_holds(before.path, before.content):
                 continue  # already as it was (a call that failed, or the user put it back)
             try:
-                done = restore(before)
+                done = restore_file(before)
             except OSError as exc:
                 receipt.not_restored.append(f"{name}: {exc.strerror or exc}")
                 continue

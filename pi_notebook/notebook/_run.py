@@ -30,7 +30,6 @@ from ..agent import AgentMessage
 from ..ai import AssistantMessage
 from ..ai.messages import message_key
 from ..kernel import NotebookTarget, PythonEvent, add_python_listener, signals_wake_the_loop
-from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentSession,
     AgentSettledEvent,
@@ -101,6 +100,35 @@ class RunReport:
     def static(self) -> Static:
         """Its markdown and HTML, as a run display's static copy."""
         return self.markdown, self.html
+
+    @classmethod
+    def of(cls, run: Run) -> RunReport:
+        """``run``'s report as it is now (``running`` until it settles)."""
+        status: str = run.status.status if run.done else "running"  # settled, aborted or error
+        if run.error:
+            status += f" — {run.error}"
+        tools = {tool.name: tool for tool in run.session.tools}
+        markdown, html, text = render_all(
+            _shown_messages(run.messages, run._retried),
+            run.log,
+            title=f"Run {run.number}",
+            status=status,
+            usage=run._cache_usage,
+            call_text=lambda name, args: tool_preview(tools.get(name), args),
+        )
+        return cls(markdown, aborted=run.aborted, error=run.error, html=html, text=text, receipt=run.receipt)
+
+
+def _shown_messages(messages: list[AgentMessage], retried: RetriedReplies) -> list[AgentMessage]:
+    """The messages a report shows: a failed reply a retry replaced is left out, the last one says how often it was
+    retried (``_retried``)."""
+    return [
+        message.model_copy(update={"error_message": retried.error_of(message)})
+        if isinstance(message, AssistantMessage) and message_key(message) in retried.notes
+        else message
+        for message in messages
+        if message_key(message) not in retried.replaced
+    ]
 
 
 class Run:
@@ -247,31 +275,8 @@ class Run:
             self._presenter.log(seconds, label, detail)
 
     def report(self) -> RunReport:
-        status: str = self.status.status if self.done else "running"  # settled, aborted or error
-        if self.error:
-            status += f" — {self.error}"
-        tools = {tool.name: tool for tool in self.session.tools}
-        markdown, html, text = render_all(
-            self._shown_messages(),
-            self.log,
-            title=f"Run {self.number}",
-            status=status,
-            usage=self._cache_usage,
-            call_text=lambda name, args: tool_preview(tools.get(name), args),
-        )
-        return RunReport(markdown, aborted=self.aborted, error=self.error, html=html, text=text, receipt=self.receipt)
-
-    def _shown_messages(self) -> list[AgentMessage]:
-        """The messages the report shows: a failed reply a retry replaced is left out, the last one says how often
-        it was retried (``_retried``)."""
-        retried = self._retried
-        return [
-            message.model_copy(update={"error_message": retried.error_of(message)})
-            if isinstance(message, AssistantMessage) and message_key(message) in retried.notes
-            else message
-            for message in self.messages
-            if message_key(message) not in retried.replaced
-        ]
+        """The run as it is now: its transcript and event log (:meth:`RunReport.of`)."""
+        return RunReport.of(self)
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
@@ -418,15 +423,9 @@ class Run:
             self._finish(aborted=event.aborted)
 
     def _on_python(self, event: PythonEvent) -> None:
-        """The ``python`` tool's events (any thread): its code stuck after a Stop, and back."""
-        if event.call_id not in self._tool_calls:
-            return
-        if event.kind == "stuck" and event.text == UNSTOPPABLE_TEXT:
-            self.status.given_up(event.text)  # no settling while the code holds the loop: say the run is over
-        elif event.kind == "stuck":
-            self.status.note(event.text)
-        elif event.kind == "end":
-            self.status.note("")
+        """The ``python`` tool's events (any thread), those of this run's calls: its code stuck after a Stop."""
+        if event.call_id in self._tool_calls:
+            self.status.code_event(event)
 
 
 _STREAMING_STEPS = (MessageUpdateEvent, ToolExecutionUpdateEvent)

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import TypeAlias, TypedDict
 
 from ..ai import AssistantMessage
+from ..kernel import PythonEvent
+from ..kernel.python_tool import UNSTOPPABLE_TEXT
 from ..session import (
     AgentStartEvent,
     AutoRetryEndEvent,
@@ -134,6 +136,16 @@ class StatusMachine:
         if text != self._note:
             self._note = text
             self._tell_listeners()
+
+    def code_event(self, event: PythonEvent) -> None:
+        """Any thread: an event of the run's ``python`` tool code: stuck after a Stop (noted), given up on, or
+        ended (the note cleared)."""
+        if event.kind == "stuck" and event.text == UNSTOPPABLE_TEXT:
+            self.given_up(event.text)  # no settling while the code holds the loop: say the run is over
+        elif event.kind == "stuck":
+            self.note(event.text)
+        elif event.kind == "end":
+            self.note("")
 
     def given_up(self, note: str) -> None:
         """Any thread: the agent's code does not stop after the Stop and its escalation (it swallows every

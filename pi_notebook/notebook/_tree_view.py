@@ -1,6 +1,6 @@
 """The session tree as a person reads it: the prompts (and the summaries between them), where the branches part,
 which branch is current and where the next prompt goes: ``%pi tree`` prints it (:func:`tree_text`), the run
-widget draws it foldable (:func:`tree_items`, its ``tree`` trait).
+widget draws it foldable (``widget/_tree_panel.tree_items``, its ``tree`` trait).
 
 A *prompt tree* keeps the entries a person steers by: user prompts, branch summaries and compactions. Replies, tool
 results and model changes are folded into the prompt before them (counted as replies). A branch is drawn indented
@@ -18,9 +18,8 @@ from typing import Literal
 
 from ..session import SessionTree, TreeEntry, TreeNode
 from ._visible import visible_text
-from .widget._protocol import TreeItem
 
-__all__ = ["PromptNode", "prompt_tree", "tree_items", "tree_text"]
+__all__ = ["PromptNode", "one_line", "prompt_tree", "tree_text"]
 
 Kind = Literal["user", "summary", "compaction"]
 TEXT_CHARS = 60
@@ -74,17 +73,17 @@ def prompt_tree(tree: SessionTree) -> list[PromptNode]:
     return roots
 
 
-def _one_line(text: str, limit: int = TEXT_CHARS) -> str:
+def one_line(text: str, limit: int = TEXT_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _label(node: PromptNode) -> str:
     if node.kind == "user":
-        text = f"#{node.number}  {_one_line(node.text)}"
+        text = f"#{node.number}  {one_line(node.text)}"
     else:
         name = "branch summary" if node.kind == "summary" else "compaction"
-        text = f"[{name}] {_one_line(node.text, TEXT_CHARS - len(name) - 3)}"
+        text = f"[{name}] {one_line(node.text, TEXT_CHARS - len(name) - 3)}"
     replies = f"  ({node.replies} repl{'y' if node.replies == 1 else 'ies'})" if node.replies else ""
     return f"{node.id}  {visible_text(text)}{replies}{'  ◀ here' if node.here else ''}"
 
@@ -126,26 +125,3 @@ def tree_text(tree: SessionTree) -> str:
                 (kid, below, "└─ " if i == len(kids) - 1 else "├─ ") for i, kid in reversed(list(enumerate(kids)))
             )
     return "\n".join(lines)
-
-
-def tree_items(tree: SessionTree) -> list[TreeItem]:
-    """The prompt tree as the run widget's ``tree`` trait: one item per node, parents before children, each naming
-    its parent (``""``: a root)."""
-    items: list[TreeItem] = []
-    stack: list[tuple[PromptNode, str]] = [(node, "") for node in reversed(prompt_tree(tree))]
-    while stack:
-        node, parent = stack.pop()
-        items.append(
-            TreeItem(
-                id=node.id,
-                parent=parent,
-                kind=node.kind,
-                text=_one_line(node.text, 200),
-                on_branch=node.on_branch,
-                number=node.number,
-                here=node.here,
-                replies=node.replies,
-            )
-        )
-        stack.extend((kid, node.id) for kid in reversed(node.children))
-    return items

@@ -21,11 +21,23 @@ loop turns into error tool results.
 """
 
 from ._atomic import write_atomic
-from ._common import FileToolError, Stop
+from ._common import FileToolError, Stop, js_number
+from ._diff import generate_diff_string, generate_unified_patch
+from ._edits import apply_edits, normalize_to_lf
 from ._file_journal import file_journal
 from ._images import process_image
 from ._lifeline import LIFELINE
-from ._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation
+from ._output import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_LINES,
+    OutputAccumulator,
+    Truncation,
+    delete_at_exit,
+    format_size,
+    tail_text,
+    truncate_tail,
+)
+from ._process import KILL_GIVE_UP_S, KILL_POLL_S, MARKER_ENV, ProcessTree, marked_pids, process_alive, spawn_mark
 from ._sets import coding_tools, read_only_tools
 from ._truncate import truncate_head
 from .bash import BashError, bash_tool
@@ -39,23 +51,40 @@ from .write import write_tool
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LINES",
+    "KILL_GIVE_UP_S",
+    "KILL_POLL_S",
     "LIFELINE",
+    "MARKER_ENV",
     "BashError",
     "FileToolError",
+    "OutputAccumulator",
+    "ProcessTree",
     "Stop",
     "Truncation",
+    "apply_edits",
     "bash_tool",
     "coding_tools",
+    "delete_at_exit",
     "edit_tool",
     "file_journal",
     "find_tool",
+    "format_size",
+    "generate_diff_string",
+    "generate_unified_patch",
     "grep_tool",
+    "js_number",
     "ls_tool",
+    "marked_pids",
+    "normalize_to_lf",
     "preview_edit",
+    "process_alive",
     "process_image",
     "read_only_tools",
     "read_tool",
+    "spawn_mark",
+    "tail_text",
     "truncate_head",
+    "truncate_tail",
     "write_atomic",
     "write_tool",
 ]

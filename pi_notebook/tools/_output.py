@@ -39,6 +39,7 @@ __all__ = [
     "Snapshot",
     "TailTruncation",
     "Truncation",
+    "delete_at_exit",
     "format_size",
     "tail_text",
     "truncate_tail",
@@ -137,6 +138,11 @@ def truncate_tail(text: str, max_lines: int, max_bytes: int) -> TailTruncation:
 
 
 _temp_logs: set[str] = set()
+
+
+def delete_at_exit(path: str) -> None:
+    """Delete the file at ``path`` when the process exits, with the full-output logs (a log another tool wrote)."""
+    _temp_logs.add(path)
 
 
 @atexit.register
@@ -329,7 +335,7 @@ class OutputAccumulator:
             self.file_error = str(exc)
             self._raw = []
             return
-        _temp_logs.add(path)
+        delete_at_exit(path)
         self._file = os.fdopen(fd, "wb")
         self.full_output_path = path
         raw, self._raw = self._raw, []

@@ -54,7 +54,17 @@ import psutil
 from ..ai import AbortSignal, abort_scope
 from ._lifeline import LIFELINE
 
-__all__ = ["MARKER_ENV", "Outcome", "ProcessTree", "run_shell"]
+__all__ = [
+    "KILL_GIVE_UP_S",
+    "KILL_POLL_S",
+    "MARKER_ENV",
+    "Outcome",
+    "ProcessTree",
+    "marked_pids",
+    "process_alive",
+    "run_shell",
+    "spawn_mark",
+]
 
 MARKER_ENV = "PI_NOTEBOOK_BASH_RUN"
 EXIT_QUIET_S = 0.1
@@ -105,12 +115,12 @@ class ProcessTree:
 
     def scan_marked(self) -> None:
         """Add every process started since the spawn whose environment carries this run's marker."""
-        for pid in _marked_pids(self._needle, self._started_after, self._known):
+        for pid in marked_pids(self._needle, self._started_after, self._known):
             if (proc := _process(pid)) is not None:
                 self._known[pid] = proc
 
     def living(self) -> list[psutil.Process]:
-        alive = [p for p in self._known.values() if _alive(p)]
+        alive = [p for p in self._known.values() if process_alive(p)]
         self._known = {p.pid: p for p in alive}
         return alive
 
@@ -172,7 +182,8 @@ def _process(pid: int) -> psutil.Process | None:
         return None
 
 
-def _alive(proc: psutil.Process) -> bool:
+def process_alive(proc: psutil.Process) -> bool:
+    """``proc`` is running and not a zombie."""
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -206,7 +217,9 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-def _marked_pids(needle: bytes, started_after: float, skip: Mapping[int, object]) -> list[int]:
+def marked_pids(needle: bytes, started_after: float, skip: Mapping[int, object]) -> list[int]:
+    """The processes (but this one and those in ``skip``) started after ``started_after`` (a :func:`spawn_mark`)
+    whose environment holds ``needle`` (``b"NAME=value"``)."""
     own = os.getpid()
     found: list[int] = []
     if _LINUX:
@@ -233,7 +246,7 @@ def _marked_pids(needle: bytes, started_after: float, skip: Mapping[int, object]
     return found
 
 
-def _spawn_mark() -> float:
+def spawn_mark() -> float:
     """A lower bound for the start time of anything spawned after now, in the units ProcessTree compares."""
     if _LINUX:
         with open("/proc/uptime", "rb") as f:
@@ -347,7 +360,7 @@ async def run_shell(
     """Run ``argv`` to completion, abort or timeout; see the module docstring. Raises ``OSError`` if it cannot
     start. On abort and timeout every process found is killed before this returns."""
     token = secrets.token_hex(8)
-    mark = _spawn_mark()
+    mark = spawn_mark()
     LIFELINE.track(token, mark, grace_s)
     try:
         transport, pipe = await _spawn(argv, cwd, {**env, MARKER_ENV: token}, on_data)

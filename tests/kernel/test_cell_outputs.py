@@ -1,14 +1,15 @@
-"""A running cell's outputs (``pi_notebook.kernel._cell_outputs``): the python executor's events become the outputs
-a cell would have (streams merged per name, displays, ``clear_output()``), sent to the page as they come, with a
-bounded tail of a print flood kept."""
+"""A running cell's outputs (``pi_notebook.kernel.cells._live_outputs``): the python executor's events become the
+outputs a cell would have (streams merged per name, displays, ``clear_output()``), sent to the page as they come,
+with a bounded tail of a print flood kept."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from pi_notebook.kernel import KERNEL, PythonEvent, _cell_outputs
-from pi_notebook.kernel._cell_outputs import CellOutputs
+from pi_notebook.kernel import KERNEL, PythonEvent
+from pi_notebook.kernel.cells import _live_outputs
+from pi_notebook.kernel.cells._live_outputs import CellOutputs
 
 emit = KERNEL.listeners.emit
 
@@ -68,7 +69,7 @@ def test_streams_merge_per_name_displays_stay_and_clear_output_takes_them_away()
 
 
 def test_a_print_flood_keeps_a_bounded_tail(monkeypatch: Any) -> None:
-    monkeypatch.setattr(_cell_outputs, "MAX_STREAM_CHARS", 1000)
+    monkeypatch.setattr(_live_outputs, "MAX_STREAM_CHARS", 1000)
     with CellOutputs("call-2", "cell-b", lambda message: None) as live:
         for n in range(10_000):
             emit(PythonEvent("call-2", "stdout", f"line {n}\n"))

@@ -1,4 +1,4 @@
-"""How the cell tools show cells and outputs to the model (``pi_notebook.kernel._cell_text``): one rule for
+"""How the cell tools show cells and outputs to the model (``pi_notebook.kernel.cells._text``): one rule for
 ``notebook_read`` and ``cell_run``, bounded like ``bash``, images by their size, HTML as text."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pi_notebook.kernel._cell_protocol import CellInfo
-from pi_notebook.kernel._cell_text import (
+from pi_notebook.kernel.cells._cell_protocol import CellInfo
+from pi_notebook.kernel.cells._text import (
     MAX_READ_BYTES,
     READ_OUTPUT_BYTES,
     boundary_mark,

@@ -11,7 +11,7 @@ import pytest
 
 from pi_notebook.ai import AbortController
 from pi_notebook.kernel._checkpoint import Checkpoint
-from pi_notebook.kernel._checkpoint_files import Budget, FileCheckpoint, file_stamp, restore
+from pi_notebook.kernel._checkpoint_files import CheckpointBudget, FileCheckpoint, file_stamp, restore_file
 from pi_notebook.notebook._rewind_plan import RewindReceipt, plan, shown_path
 from pi_notebook.tools import FileToolError, bash_tool, edit_tool, write_tool
 from pi_notebook.tools._file_journal import file_journal
@@ -29,7 +29,7 @@ async def call(tool_name: str, cwd: Path, **args: object) -> None:
 
 async def test_write_and_edit_record_the_content_before_their_first_change_and_what_they_left(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("one\ntwo\n")
-    checkpoint = FileCheckpoint(Budget(1_000_000))
+    checkpoint = FileCheckpoint(CheckpointBudget(1_000_000))
     file_journal.set(checkpoint)
     await call("edit", tmp_path, path="notes.txt", edits=[{"oldText": "two", "newText": "TWO"}])
     await call("write", tmp_path, path="notes.txt", content="replaced\n")
@@ -49,12 +49,12 @@ async def test_restoring_gives_the_bytes_back_and_removes_what_the_run_created_w
 ) -> None:
     (tmp_path / "keep").mkdir()
     (tmp_path / "notes.txt").write_bytes(b"caf\xc3\xa9 \xff raw\r\n")  # not UTF-8, CRLF: bytes come back as they were
-    checkpoint = FileCheckpoint(Budget(1_000_000))
+    checkpoint = FileCheckpoint(CheckpointBudget(1_000_000))
     file_journal.set(checkpoint)
     await call("write", tmp_path, path="notes.txt", content="new")
     await call("write", tmp_path, path="made/inner/x.txt", content="x")
     await call("write", tmp_path, path="keep/y.txt", content="y")
-    outcomes = [restore(entry) for entry in checkpoint.files.values()]
+    outcomes = [restore_file(entry) for entry in checkpoint.files.values()]
     assert outcomes == ["restored", "removed", "removed"]
     assert (tmp_path / "notes.txt").read_bytes() == b"caf\xc3\xa9 \xff raw\r\n"
     assert not (tmp_path / "made").exists()
@@ -64,7 +64,7 @@ async def test_restoring_gives_the_bytes_back_and_removes_what_the_run_created_w
 async def test_a_file_past_the_runs_byte_cap_is_recorded_as_too_large_never_half_kept(tmp_path: Path) -> None:
     (tmp_path / "small.txt").write_text("s" * 10)
     (tmp_path / "big.bin").write_bytes(b"b" * 100)
-    checkpoint = FileCheckpoint(Budget(50))
+    checkpoint = FileCheckpoint(CheckpointBudget(50))
     file_journal.set(checkpoint)
     await call("write", tmp_path, path="small.txt", content="changed")
     await call("write", tmp_path, path="big.bin", content="changed")
@@ -75,7 +75,7 @@ async def test_a_file_past_the_runs_byte_cap_is_recorded_as_too_large_never_half
 
 async def test_a_failed_edit_records_nothing_as_changed(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("one\n")
-    checkpoint = FileCheckpoint(Budget(1_000_000))
+    checkpoint = FileCheckpoint(CheckpointBudget(1_000_000))
     file_journal.set(checkpoint)
     with pytest.raises(FileToolError, match="Could not find"):
         await call("edit", tmp_path, path="notes.txt", edits=[{"oldText": "absent", "newText": "x"}])
@@ -83,7 +83,7 @@ async def test_a_failed_edit_records_nothing_as_changed(tmp_path: Path) -> None:
 
 
 async def test_bash_commands_are_recorded_as_untracked(tmp_path: Path) -> None:
-    checkpoint = FileCheckpoint(Budget(1_000_000))
+    checkpoint = FileCheckpoint(CheckpointBudget(1_000_000))
     file_journal.set(checkpoint)
     await call("bash", tmp_path, command="echo hi > made-by-bash.txt")
     assert checkpoint.untracked_calls == [("bash", "echo hi > made-by-bash.txt")]
@@ -98,7 +98,7 @@ async def test_without_a_journal_the_tools_record_nothing(tmp_path: Path) -> Non
 
 async def test_a_file_the_user_replaced_with_a_folder_is_kept_or_named_never_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "out.txt").write_text("before")
-    checkpoint = Checkpoint(1, None, Budget(1_000_000))
+    checkpoint = Checkpoint(1, None, CheckpointBudget(1_000_000))
     checkpoint.activate()
     await call("write", tmp_path, path="out.txt", content="by the agent")
     (tmp_path / "out.txt").unlink()

@@ -13,7 +13,7 @@ import pandas
 import pytest
 
 from pi_notebook.kernel._checkpoint import Checkpoint
-from pi_notebook.kernel._checkpoint_files import Budget
+from pi_notebook.kernel._checkpoint_files import CheckpointBudget
 from pi_notebook.kernel._in_place import suspects
 from pi_notebook.notebook._rewind_plan import RewindReceipt, plan
 
@@ -34,7 +34,7 @@ def rewound(checkpoint: Checkpoint, *, overwrite: bool = False) -> RewindReceipt
 
 
 def fresh(limit: int = 10_000_000) -> Checkpoint:
-    return Checkpoint(1, None, Budget(limit))
+    return Checkpoint(1, None, CheckpointBudget(limit))
 
 
 class Model:

@@ -114,7 +114,9 @@ def test_a_cell_run_again_by_the_user_since_counts_as_changed(frontend: Frontend
 def test_without_a_page_the_cells_are_named_and_the_rest_rewinds(frontend: Frontend) -> None:
     page = FakePage(frontend, notebook())
     run_agent(frontend, page, CALLS[3:])
-    frontend.run("from pi_notebook.kernel import FRONTENDS\nfor f in FRONTENDS.connected: FRONTENDS.disconnect(f)")
+    frontend.run(
+        "from pi_notebook.kernel import KERNEL\nfor f in KERNEL.frontends.connected: KERNEL.frontends.disconnect(f)"
+    )
     lines = rewind(frontend)
     assert "not restored: cells `load`: no JupyterLab page shows the notebook now" in lines
     assert "variables given their objects back: `prices`" in lines

@@ -4,7 +4,8 @@ prompt, branches indented only where the conversation parts, hostile text made v
 from __future__ import annotations
 
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message
-from pi_notebook.notebook._tree_view import prompt_tree, tree_items, tree_text
+from pi_notebook.notebook._tree_view import prompt_tree, tree_text
+from pi_notebook.notebook.widget._tree_panel import tree_items
 from pi_notebook.session import AgentSession, Settings
 
 

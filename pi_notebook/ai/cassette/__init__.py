@@ -8,6 +8,20 @@
 - ``_transport``: recording and replaying at the HTTP transport, below the providers.
 """
 
-from ._cassette import DEFAULT_IGNORED_FIELDS, MODE_VARIABLE, Cassette, CassetteError, CassetteMode, CassetteTiming
+from ._cassette import (
+    CASSETTE_MODE_VARIABLE,
+    DEFAULT_IGNORED_FIELDS,
+    Cassette,
+    CassetteError,
+    CassetteMode,
+    CassetteTiming,
+)
 
-__all__ = ["DEFAULT_IGNORED_FIELDS", "MODE_VARIABLE", "Cassette", "CassetteError", "CassetteMode", "CassetteTiming"]
+__all__ = [
+    "CASSETTE_MODE_VARIABLE",
+    "DEFAULT_IGNORED_FIELDS",
+    "Cassette",
+    "CassetteError",
+    "CassetteMode",
+    "CassetteTiming",
+]

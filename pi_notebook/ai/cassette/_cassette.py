@@ -62,9 +62,9 @@ from ._route import CassetteError, activate, deactivate
 from ._transport import Timing, record, replay, tape_request
 
 __all__ = [
+    "CASSETTE_MODE_VARIABLE",
     "DEFAULT_IGNORED_FIELDS",
     "MISSES_VARIABLE",
-    "MODE_VARIABLE",
     "Cassette",
     "CassetteError",
     "CassetteMode",
@@ -73,7 +73,7 @@ __all__ = [
 
 CassetteMode: TypeAlias = Literal["once", "none", "all", "new"]
 CassetteTiming: TypeAlias = Timing
-MODE_VARIABLE = "PI_NOTEBOOK_CASSETTE_MODE"
+CASSETTE_MODE_VARIABLE = "PI_NOTEBOOK_CASSETTE_MODE"
 MISSES_VARIABLE = "PI_NOTEBOOK_CASSETTE_MISSES"
 """Names a file to which every unmatched request's message is appended (a JSON line), for the pytest plugin."""
 DEFAULT_IGNORED_FIELDS = ("metadata", "user", "prompt_cache_key", "safety_identifier")
@@ -224,9 +224,9 @@ class Cassette:
 
     # -- internals --------------------------------------------------------------------------------------
     def _load(self) -> None:
-        override = os.environ.get(MODE_VARIABLE, "").strip()
+        override = os.environ.get(CASSETTE_MODE_VARIABLE, "").strip()
         if override and override not in _MODES:
-            raise CassetteError(f"{MODE_VARIABLE}={override!r} is not a cassette mode ({', '.join(_MODES)})")
+            raise CassetteError(f"{CASSETTE_MODE_VARIABLE}={override!r} is not a cassette mode ({', '.join(_MODES)})")
         self._from_environment = bool(override)
         self._effective = override or self.mode  # type: ignore[assignment]  # checked just above
         if self.path.exists() and not self.path.is_file():
@@ -272,7 +272,7 @@ class Cassette:
             self.recorded += 1
 
     def _mode_text(self) -> str:
-        return f"mode {self._effective}" + (f" from {MODE_VARIABLE}" if self._from_environment else "")
+        return f"mode {self._effective}" + (f" from {CASSETTE_MODE_VARIABLE}" if self._from_environment else "")
 
     def _unmatched(self, tape: TapeRequest, key: str) -> str:
         return (

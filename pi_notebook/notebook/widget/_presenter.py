@@ -54,10 +54,10 @@ from ...session import (
 )
 from .._describe import result_text, usage_line
 from .._retried import RetriedReplies
-from .._tree_view import tree_items
 from .._visible import shown_json
 from ._live import LiveOutput
 from ._protocol import ToolOp
+from ._tree_panel import tree_items
 from ._view import RunView
 
 __all__ = ["RunPresenter", "drawn_as_message", "tool_preview"]

@@ -11,7 +11,7 @@ These share its names:
   its run number (:data:`STOP_CLASS`, :data:`VIEW_CLASS`, :func:`run_class`);
 * the notebook's cells (the cell tools, ``pi_notebook.kernel``): ``{"type": "cells", ...}`` requests kernel ->
   browser and ``{"action": "cells", ...}`` answers on the control comm, defined in
-  ``pi_notebook.kernel._cell_protocol`` (the floor below, where the tools that send them live) and
+  ``pi_notebook/kernel/cells/_cell_protocol.py`` (the floor below, where the tools that send them live) and
   re-exported here.
 
 The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict, get_args
 
-from ...kernel._cell_protocol import (
+from ...kernel import (
     AGENT_TAG,
     CELL_MESSAGES,
     METADATA_KEY,
@@ -142,7 +142,7 @@ ControlAction: TypeAlias = Literal["abort", "status", "cells"]
 """``cells``: the page's answer to a cells request."""
 ControlMessageType: TypeAlias = Literal["state", "error", "cells", "views", "activity"]
 """Kernel -> frontend on the control comm: a run's ``state``, an ``error``, a request about the notebook's cells
-(``cells``: ``pi_notebook.kernel._cell_protocol``), the live widgets of active runs (``views``, once the comm
+(``cells``: ``pi_notebook/kernel/cells/_cell_protocol.py``), the live widgets of active runs (``views``, once the comm
 opens) and the ``activity`` signal for idle cullers (on the beacon, which no frontend opens)."""
 
 

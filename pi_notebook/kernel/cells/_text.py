@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from html.parser import HTMLParser
 from typing import Any, NamedTuple
 
-from ..tools._output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
+from ...tools import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_tail
 from ._cell_protocol import CellInfo
 
 __all__ = [

@@ -25,15 +25,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal
-from ..tools import FileToolError
-from ..tools._diff import generate_diff_string, generate_unified_patch
-from ..tools._edits import apply_edits, normalize_to_lf
-from ..tools.edit import parse_edits, prepare_edit_arguments
-from ._cell_common import (
+from ...agent import AgentTool, AgentToolResult, ToolPrompt
+from ...ai import AbortSignal
+from ...tools import FileToolError, apply_edits, generate_diff_string, generate_unified_patch, normalize_to_lf
+from ...tools.edit import parse_edits, prepare_edit_arguments
+from .._frontend import current_notebook
+from ._cell_protocol import CellInfo
+from ._shared import (
     CellToolError,
     ask,
+    ask_changing,
     cell_call_text,
     cell_id_argument,
     cell_summary,
@@ -41,10 +42,7 @@ from ._cell_common import (
     record,
     source_preview,
 )
-from ._cell_protocol import CellInfo
-from ._cell_text import cell_details, read_text
-from ._checkpoint import ask_changing
-from ._frontend import current_notebook
+from ._text import cell_details, read_text
 
 __all__ = ["cell_delete_tool", "cell_edit_tool", "cell_insert_tool", "edit_preview", "notebook_read_tool"]
 
@@ -119,7 +117,7 @@ async def _read(tool_call_id: str, args: Any, signal: AbortSignal | None, on_upd
 
 
 def notebook_read_tool() -> AgentTool:
-    """``notebook_read {start?, end?, outputs?}``: the notebook's cells as text (see ``_cell_text``)."""
+    """``notebook_read {start?, end?, outputs?}``: the notebook's cells as text (see ``_text``)."""
     return AgentTool(
         name="notebook_read",
         label="notebook_read",

@@ -1,28 +1,32 @@
-"""What the five cell tools share: their error, how a page's refusal reads, asking the run's notebook page."""
+"""What the five cell tools share: their error, how a page's refusal reads, asking the run's notebook page (and noting
+a change in the run's checkpoint)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..ai import AbortSignal, ToolError
-from ..session import AbortRun
-from ._cell_protocol import PROTECTED_TAG, CellAction, CellInfo
-from ._frontend import (
-    FRONTENDS,
+from ...ai import AbortSignal, ToolError
+from ...session import AbortRun
+from .._checkpoint import current_checkpoint
+from .._checkpoint_cells import complete
+from .._frontend import (
     CellChangeKind,
     FrontendRefused,
-    Frontends,
     NotebookUnavailable,
     current_notebook,
 )
+from .._kernel import KERNEL
+from ._cell_protocol import PROTECTED_TAG, CellAction, CellInfo
 
 __all__ = [
     "CellKernelInterrupt",
     "CellToolError",
     "ask",
+    "ask_changing",
     "cell_call_text",
     "cell_id_argument",
+    "note_ran",
     "page_refusal",
     "record",
     "refused_text",
@@ -76,15 +80,13 @@ def cell_id_argument(args: Any, tool: str, name: str = "cell_id") -> str:
     return value
 
 
-async def ask(
-    message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "", frontends: Frontends = FRONTENDS
-) -> dict[str, Any]:
+async def ask(message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "") -> dict[str, Any]:
     """Send ``message`` to the run's notebook page and return its result; a refusal, a missing page or an abort
     raise :class:`CellToolError` with the text the model reads."""
     if signal is not None and signal.aborted:
         raise CellToolError("Operation aborted", "aborted")
     try:
-        return await frontends.request(current_notebook.get(), {"type": "cells", **message}, signal)
+        return await KERNEL.frontends.request(current_notebook.get(), {"type": "cells", **message}, signal)
     except FrontendRefused as refusal:
         raise CellToolError(refused_text(refusal, cell_id, str(refusal)), "refused") from None
     except NotebookUnavailable as missing:
@@ -131,3 +133,27 @@ def cell_call_text(verb: str) -> Callable[[Mapping[str, Any]], str]:
     """A tool panel's line for a call on one cell (``run cell 3f1a``): its source is in the approval question,
     read from the live notebook, and in the cell itself."""
     return lambda args: f"{verb} cell {args.get('cell_id', '')}"
+
+
+async def ask_changing(message: dict[str, Any], signal: AbortSignal | None, cell_id: str = "") -> dict[str, Any]:
+    """``ask`` for a request that changes a cell (``insert``, ``edit``, ``delete``, ``run_begin``), noted in the run's
+    checkpoint before it is sent and completed from the page's answer (``_checkpoint_cells``)."""
+    checkpoint = current_checkpoint.get()
+    if checkpoint is None or (signal is not None and signal.aborted):
+        return await ask(message, signal, cell_id)
+    record = checkpoint.cells.begin(message["op"], cell_id)
+    try:
+        result = await ask(message, signal, cell_id)
+    except CellToolError as exc:
+        if exc.reason in ("refused", "invalid"):
+            checkpoint.cells.refused(record)
+        raise
+    complete(record, message, result)
+    return result
+
+
+def note_ran(cell_id: str, count: int | None) -> None:
+    """``cell_run``'s cell ended with execution count ``count``."""
+    checkpoint = current_checkpoint.get()
+    if checkpoint is not None:
+        checkpoint.cells.ran(cell_id, count)

@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from ..session import StreamRedactor, redact_value
-from ._exec import PythonEvent
-from ._kernel import add_python_listener
+from ...session import StreamRedactor, redact_value
+from .._exec import PythonEvent
+from .._kernel import add_python_listener
 
 __all__ = ["FLUSH_INTERVAL_S", "MAX_STREAM_CHARS", "CellOutputs"]
 

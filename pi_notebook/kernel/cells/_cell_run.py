@@ -2,7 +2,7 @@
 
 ``cell_run {"cell_id", "timeout"?}`` runs the cell's code, shows its outputs and execution count in the cell (in
 the notebook, live, while it runs), waits for it, and returns its outputs bounded as ``notebook_read`` shows them
-(``_cell_text``; 2000 lines / 50 KB of tail, as ``bash``).
+(``_text``; 2000 lines / 50 KB of tail, as ``bash``).
 
 How the cell's code runs, and why
 ---------------------------------
@@ -15,7 +15,7 @@ How the cell's code runs, and why
 2. The kernel takes the next execution count and records the source in IPython's history (``In``, ``_i``), as a
    cell does, then runs it as a cell would (magics, the last expression's value, ``display()``, the figures
    matplotlib's inline backend would show), in the user's namespace. Prints and displays go to the page every
-   50 ms as ``run_output`` notifications from a flusher thread (``_cell_outputs``), since the code blocks the
+   50 ms as ``run_output`` notifications from a flusher thread (``_live_outputs``), since the code blocks the
    event loop; they also show in the run widget's panel for the call, as the python tool's do.
 3. ``run_end`` gives the page the cell's complete outputs (the value as ``execute_result`` with its count, or the
    error with its traceback, ``KeyboardInterrupt`` after a stop) and its count; the value is also ``Out[n]``.
@@ -65,27 +65,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..agent import AgentTool, AgentToolResult, ToolPrompt
-from ..ai import AbortSignal, Deadline, known_secrets
-from ..tools._output import OutputAccumulator
-from ..tools.bash import resolve_timeout
-from ._cell_common import (
+from ...agent import AgentTool, AgentToolResult, ToolPrompt
+from ...ai import AbortSignal, Deadline, known_secrets
+from ...tools import OutputAccumulator
+from ...tools.bash import resolve_timeout
+from .._exec import AWAIT_HINT, current_shell
+from .._frontend import current_notebook
+from .._kernel import KERNEL
+from ..python_tool import CodeRun, run_stoppable
+from ._live_outputs import CellOutputs
+from ._shared import (
     CellKernelInterrupt,
     CellToolError,
+    ask_changing,
     cell_call_text,
     cell_id_argument,
+    note_ran,
     page_refusal,
     record,
     source_preview,
 )
-from ._cell_outputs import CellOutputs
-from ._cell_text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
-from ._checkpoint import ask_changing, note_ran
-from ._exec import AWAIT_HINT, current_shell
-from ._frontend import FRONTENDS, current_notebook
-from .python_tool import CodeRun, run_stoppable
+from ._text import RUN_OUTPUT_BYTES, RUN_OUTPUT_LINES, outputs_text
 
 __all__ = ["CELL_AWAIT_HINT", "PROMPT", "cell_run_tool"]
 
@@ -176,12 +179,10 @@ class _CellRun:
         source, index = await self._begin(cell_id, signal)
         ran, count, outputs, written = await self._run(tool_call_id, cell_id, source, own, signal)
         note_ran(cell_id, count)  # the run's checkpoint: what the cell holds now
-        stopped = ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted)
-        reason = ran.stop_line(own).removeprefix("Interrupted: ") if stopped else ""
-        failed = "error" if ran.result.error is not None and not stopped else ""
-        record(tool_call_id, "interrupted" if stopped else "ran", cell_id, reason or failed)
+        ending = _Ending.of(ran, own)
+        record(tool_call_id, "interrupted" if ending.stopped else "ran", cell_id, ending.reason)
         await ran.let_abort_land(own, signal)
-        return _result(ran, own, cell_id, index, count, outputs, written)
+        return _result(ran, ending, cell_id, index, count, outputs, written)
 
     async def _begin(self, cell_id: str, signal: AbortSignal | None) -> tuple[str, int]:
         """The page shows the cell running and gives its source and index. A stop meanwhile: it never runs."""
@@ -193,7 +194,7 @@ class _CellRun:
                 raise CellToolError(f"Cell {cell_id} was not run: the run was stopped", "aborted")
         except CellToolError as exc:
             if exc.reason == "aborted":  # the page may have shown it running: it puts the cell back
-                FRONTENDS.notify(target, _end(cell_id, None, [], ran=False))
+                KERNEL.frontends.notify(target, _end(cell_id, None, [], ran=False))
             raise
         return str(begun.get("source", "")), int(begun.get("index") or 0)
 
@@ -212,7 +213,7 @@ class _CellRun:
         count = _take_count(shell, source)
         known = known_secrets()
         text = OutputAccumulator(RUN_OUTPUT_LINES, RUN_OUTPUT_BYTES, prefix="pi-cell", secrets=known.values)
-        live = CellOutputs(call_id, cell_id, lambda message: FRONTENDS.notify(target, message), known.values)
+        live = CellOutputs(call_id, cell_id, lambda message: KERNEL.frontends.notify(target, message), known.values)
         try:
             with live:
                 ran = await run_stoppable(
@@ -230,7 +231,7 @@ class _CellRun:
         outputs = live.outputs
         _final_outputs(ran, count, outputs, shell)
         outputs = live.redacted(outputs)
-        written = FRONTENDS.notify(target, _end(cell_id, count, outputs))
+        written = KERNEL.frontends.notify(target, _end(cell_id, count, outputs))
         return ran, count, outputs, written
 
 
@@ -243,9 +244,37 @@ def _invalid(text: str) -> CellToolError:
     return CellToolError(text, "invalid")
 
 
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """How the cell's code ended, for the tool's result and the run's ledger: ``status`` ``ok``, ``error`` (it
+    raised), ``interrupted`` (a stop ended it) or ``timeout`` (the call's own ``timeout`` did); ``stop_line`` what the
+    result says about the stop (``""`` when it was not stopped)."""
+
+    status: Literal["ok", "error", "interrupted", "timeout"]
+    stop_line: str = ""
+
+    @classmethod
+    def of(cls, ran: CodeRun, own: Deadline | None) -> _Ending:
+        """A stop that came as the code returned (no error, not the kernel's interrupt) did not stop it."""
+        if ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted):
+            return cls("timeout" if ran.own_timeout(own) else "interrupted", ran.stop_line(own))
+        return cls("ok" if ran.result.error is None else "error")
+
+    @property
+    def stopped(self) -> bool:
+        return self.status in ("interrupted", "timeout")
+
+    @property
+    def reason(self) -> str:
+        """Why, for the run's ledger (``CellChange.reason``): the stop (``"Stopped by the user"``), or ``error``."""
+        if self.stopped:
+            return self.stop_line.removeprefix("Interrupted: ")
+        return "error" if self.status == "error" else ""
+
+
 def _result(
     ran: CodeRun,
-    own: Deadline | None,
+    ending: _Ending,
     cell_id: str,
     index: int,
     count: int | None,
@@ -257,17 +286,15 @@ def _result(
     lines = [head, text or "(no output)"]
     if not written:
         lines.append("(The notebook's page was not connected when the cell ended: its outputs are not in the cell.)")
-    status = "ok" if ran.result.error is None else "error"
-    if ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted):
-        status = "timeout" if ran.own_timeout(own) else "interrupted"
-        lines.append(ran.stop_line(own))
-    details = {"cell_id": cell_id, "index": index, "execution_count": count, "status": status}
+    if ending.stopped:
+        lines.append(ending.stop_line)
+    details = {"cell_id": cell_id, "index": index, "execution_count": count, "status": ending.status}
     content = "\n\n".join(lines)
-    if status == "ok":
+    if ending.status == "ok":
         return AgentToolResult(content=content, details=details)
     if ran.kernel_interrupted:
         raise CellKernelInterrupt(content, "interrupted", details)
-    raise CellToolError(content, status, details)
+    raise CellToolError(content, ending.status, details)
 
 
 def cell_run_tool() -> AgentTool:
