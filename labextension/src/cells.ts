@@ -20,6 +20,7 @@
  */
 import type { ICodeCellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { Kernel } from '@jupyterlab/services';
 import type { ISharedCell } from '@jupyter/ydoc';
 
 import { MarkedEdits } from './cellEdit';
@@ -38,10 +39,30 @@ import { CellRuns } from './cellRun';
 import { AGENT_TAG, METADATA_KEY, PROTECTED_TAG } from './protocol';
 import { applyRewind, beforeOf, cellState, confirm } from './rewind';
 
+function sendReply(comm: Kernel.IComm, reply: ICellsReply | null): void {
+  if (reply !== null && !comm.isDisposed) {
+    try {
+      comm.send(reply as unknown as Parameters<Kernel.IComm['send']>[0]);
+    } catch (error) {
+      console.warn('pi-notebook: could not answer the kernel', error);
+    }
+  }
+}
+
 export class NotebookCells {
   /** `notebook()` gives the panel that shows the notebook now (null once it closed). */
   constructor(notebook: () => NotebookPanel | null) {
     this._notebook = notebook;
+  }
+
+  /** Act on a request and send the answer on `comm` (none for a notification). */
+  answer(request: CellsRequest, comm: Kernel.IComm): void {
+    const answer = this.handle(request);
+    if (answer instanceof Promise) {
+      void answer.then(reply => sendReply(comm, reply)); // a question the user answers (./rewind.ts)
+    } else {
+      sendReply(comm, answer);
+    }
   }
 
   /** The answer to a request, or null for a notification (`request` 0); a promise for a question the user answers

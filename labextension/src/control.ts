@@ -15,7 +15,7 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import type { NotebookCells } from './cells';
-import type { CellsRequest, ICellsReply } from './cellProtocol';
+import type { CellsRequest } from './cellProtocol';
 import { Discovery } from './discovery';
 import { ACTIVE_STATES, ControlAction, IControlError, IRunState, IRunView, IViews } from './protocol';
 import { retryAtOf, statusText } from './status';
@@ -126,7 +126,7 @@ export class ControlConnection implements IDisposable {
       if (data.type === 'state') {
         this._setState(data);
       } else if (data.type === 'cells') {
-        this._answerCells(comm, data);
+        this._cells?.answer(data, comm);
       } else if (data.type === 'views') {
         this._process = data.process;
         this._views.emit(data.views);
@@ -143,26 +143,6 @@ export class ControlConnection implements IDisposable {
     // `cells` and `path`: this page can act on this notebook's cells.
     comm.open(this._cells === null ? {} : { cells: 1, path: this._sessionContext.path });
     this._comm = comm;
-  }
-
-  /** Act on a cells request and send the answer (none for a notification). */
-  private _answerCells(comm: Kernel.IComm, request: CellsRequest): void {
-    const answer = this._cells?.handle(request) ?? null;
-    if (answer instanceof Promise) {
-      void answer.then(reply => this._reply(comm, reply)); // a question the user answers (./rewind.ts)
-    } else {
-      this._reply(comm, answer);
-    }
-  }
-
-  private _reply(comm: Kernel.IComm, reply: ICellsReply | null): void {
-    if (reply !== null && !comm.isDisposed) {
-      try {
-        comm.send(reply as unknown as Parameters<Kernel.IComm['send']>[0]);
-      } catch (error) {
-        console.warn('pi-notebook: could not answer the kernel', error);
-      }
-    }
   }
 
   /** The kernel changed, is restarting or died: its comm is gone (`close`: tell the kernel), and so is the state. */
