@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,3 +121,37 @@ def test_the_wheel_installs_the_bundle_where_jupyterlab_looks(tmp_path: Path) ->
         assert f"pi_notebook/labextension/{name}" in names  # for `jupyter labextension develop`
     assert f"{data}/install.json" in names
     assert not any("node_modules" in name or name.startswith("labextension/") for name in names)
+
+
+RUN_VIEW = ROOT / "js" / "run-view"
+REPO_PATH = re.compile(r"(?<![\w./-])((?:pi_notebook|tests|docs|labextension|js)/[\w./-]*\w\.(?:py|ts|md|json|css|js))")
+HERE_PATH = re.compile(r"(?<![\w./-])(\./[\w./-]*\w\.(?:ts|css|json))")
+PACKAGE_PATH = re.compile(r"(?<![\w./-])((?:src|test)/[\w./-]*\w\.(?:ts|css|json))")
+
+
+def named_paths(text: str, folder: Path, package: Path) -> list[Path]:
+    """The files a source or README in ``folder`` of ``package`` (``labextension``, ``js/run-view``) names: repository
+    paths from the root, ``./x.ts`` from ``folder``, ``src/...`` and ``test/...`` from ``package``."""
+    return (
+        [ROOT / path for path in REPO_PATH.findall(text)]
+        + [folder / path for path in HERE_PATH.findall(text)]
+        + [package / path for path in PACKAGE_PATH.findall(text)]
+    )
+
+
+def test_every_file_the_frontend_sources_and_readmes_name_exists() -> None:
+    """Comments and READMEs of the TypeScript say where the other side of each message is: a file that moved
+    leaves them pointing nowhere."""
+    missing = []
+    for package in (SOURCE, RUN_VIEW):
+        for path in sorted([package / "README.md", *(package / "src").rglob("*.ts"), *package.glob("test/*.ts")]):
+            for named in named_paths(path.read_text(), path.parent, package):
+                if not named.exists():
+                    missing.append(f"{path.relative_to(ROOT)} names {named.relative_to(ROOT)}")
+    assert missing == []
+
+
+def test_the_path_check_sees_a_moved_file() -> None:
+    text = "see `pi_notebook/notebook/_view.py` and ./cells.ts, then `src/gone.ts`"
+    named = [str(path.relative_to(ROOT)) for path in named_paths(text, SOURCE / "src", SOURCE)]
+    assert named == ["pi_notebook/notebook/_view.py", "labextension/src/cells.ts", "labextension/src/gone.ts"]

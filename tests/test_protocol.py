@@ -1,7 +1,9 @@
-"""One protocol source: the run states, widget operations and control-comm messages are defined once in Python
-(``pi_notebook/notebook/widget/_protocol.py``); the TypeScript of the run widget (``js/run-view/src/protocol.ts``)
-and of the JupyterLab extension (``labextension/src/control.ts``) declares the same unions and operations. This test
-reads the TypeScript and fails when a name or a field is on one side only."""
+"""One protocol source: the run states, widget operations, control-comm messages and the names both sides use (CSS
+classes, cell tags) are defined once in Python (``pi_notebook/notebook/widget/_protocol.py``); the TypeScript of the
+run widget (``js/run-view/src/protocol.ts``) and of the JupyterLab extension (``labextension/src/protocol.ts``,
+``labextension/src/cellProtocol.ts``) declares the same unions, operations and constants, and no other TypeScript
+file spells those names. This test reads the TypeScript and fails when a name, a field or a value is on one side
+only, or spelled outside the protocol files."""
 
 from __future__ import annotations
 
@@ -11,14 +13,16 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
+from pi_notebook.notebook._control_comm import TARGET
 from pi_notebook.notebook._run import Run
 from pi_notebook.notebook.widget import _protocol as protocol
+from pi_notebook.notebook.widget._display import STATIC_MARKER
 from pi_notebook.notebook.widget._view import TranscriptWidget
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_VIEW = ROOT / "js" / "run-view" / "src" / "protocol.ts"
-CONTROL = ROOT / "labextension" / "src" / "control.ts"
-LAB_INDEX = ROOT / "labextension" / "src" / "index.ts"
+CONTROL = ROOT / "labextension" / "src" / "protocol.ts"
+CELLS = ROOT / "labextension" / "src" / "cellProtocol.ts"
 
 
 def ts_union(source: str, name: str) -> set[str]:
@@ -62,12 +66,6 @@ def test_each_typescript_union_is_the_python_one(path: Path, name: str, alias: A
     assert ts_union(path.read_text(), name) == literals(alias), f"{path.name}: {name} differs from _protocol.py"
 
 
-def test_the_toolbar_active_states_are_the_protocols() -> None:
-    match = re.search(r"ACTIVE_STATES = new Set<string>\(\[(.*?)\]", CONTROL.read_text(), re.S)
-    assert match is not None
-    assert set(re.findall(r"'([^']+)'", match[1])) == protocol.ACTIVE_STATUSES
-
-
 def test_each_operation_has_the_same_fields_on_both_sides() -> None:
     interfaces = ts_interfaces(RUN_VIEW.read_text())
     python_ops: dict[str, set[str]] = {}
@@ -88,9 +86,7 @@ def test_each_operation_has_the_same_fields_on_both_sides() -> None:
 
 
 def test_the_tool_panels_tail_is_the_same_number_on_both_sides() -> None:
-    match = re.search(r"export const TOOL_TAIL_CHARS = ([\d_]+);", RUN_VIEW.read_text())
-    assert match is not None
-    assert int(match[1].replace("_", "")) == protocol.TOOL_TAIL_CHARS
+    assert ts_constants(RUN_VIEW.read_text())["TOOL_TAIL_CHARS"] == protocol.TOOL_TAIL_CHARS
 
 
 def test_the_widget_traits_are_the_pythons() -> None:
@@ -114,28 +110,6 @@ def test_the_checker_sees_a_state_added_on_one_side_only() -> None:
     assert ts_union(source, "RunStatus") != literals(protocol.RunStatus)
 
 
-def ts_constant(source: str, name: str) -> str:
-    """The value of ``const <name> = '...';`` or ``const <name> = /.../;`` (a regular expression's source)."""
-    match = re.search(rf"""const {name} = (?:(['"])(.*?)\1|/(.*?)/);""", source)
-    assert match is not None, f"no 'const {name}'"
-    return match[2] if match[2] is not None else match[3]
-
-
-def test_the_lab_extension_finds_the_run_widgets_stop_button_and_run_number_by_our_classes() -> None:
-    """The CSS-class handshake: the labextension catches clicks on the Stop button of a run view and reads the run
-    number from its class; the classes the kernel gives are defined once (``_protocol``)."""
-    source = LAB_INDEX.read_text()
-    assert ts_constant(source, "RUN_STOP_CLASS") == protocol.STOP_CLASS
-    assert ts_constant(source, "RUN_VIEW_CLASS") == protocol.VIEW_CLASS
-    number = re.compile(ts_constant(source, "RUN_NUMBER"))
-    match = number.match(protocol.run_class(42))
-    assert match is not None and match[1] == "42"
-    assert number.match(protocol.VIEW_CLASS) is None and number.match(protocol.STOP_CLASS) is None
-
-
-CELLS = ROOT / "labextension" / "src" / "cells.ts"
-
-
 @pytest.mark.parametrize(
     ("name", "alias"),
     [
@@ -146,7 +120,9 @@ CELLS = ROOT / "labextension" / "src" / "cells.ts"
     ],
 )
 def test_the_cell_unions_are_the_pythons(name: str, alias: Any) -> None:
-    assert ts_union(CELLS.read_text(), name) == literals(alias), f"cells.ts: {name} differs from _cell_protocol.py"
+    assert ts_union(CELLS.read_text(), name) == literals(alias), (
+        f"cellProtocol.ts: {name} differs from _cell_protocol.py"
+    )
 
 
 def test_each_cells_message_has_the_same_fields_on_both_sides() -> None:
@@ -168,14 +144,102 @@ def test_each_cells_request_is_in_the_typescript_union_with_its_op() -> None:
     assert ops == literals(protocol.CellOp)
 
 
-@pytest.mark.parametrize("name", ["AGENT_TAG", "PROTECTED_TAG", "METADATA_KEY"])
-def test_the_tags_are_the_same_on_both_sides(name: str) -> None:
-    match = re.search(rf"export const {name} = '([^']+)';", CELLS.read_text())
-    assert match is not None and match[1] == getattr(protocol, name)
+def ts_constants(source: str) -> dict[str, int | str | set[str]]:
+    """Every ``export const NAME = 123;``, ``= '...';`` or ``= ... [ '...', ... ] ...;`` (the set of strings in the
+    brackets) of a TypeScript file; any other exported constant is an error here."""
+    found: dict[str, int | str | set[str]] = {}
+    for name, value in re.findall(r"^export const (\w+)\s*=\s*(.*?);$", source, re.M | re.S):
+        text = re.fullmatch(r"""(['"])([^\\]*?)\1""", value)
+        items = re.search(r"\[(.*?)\]", value, re.S)
+        if re.fullmatch(r"\d[\d_]*", value):
+            found[name] = int(value.replace("_", ""))
+        elif text is not None:
+            found[name] = text[2]
+        elif items is not None:
+            found[name] = {literal for _, literal in re.findall(r"""(['"])(.*?)\1""", items[1])}
+        else:
+            raise AssertionError(f"export const {name}: neither a string nor a list of strings: {value!r}")
+    return found
 
 
-def test_the_lab_extension_knows_a_run_outputs_static_copy_by_the_kernels_marker() -> None:
-    from pi_notebook.notebook.widget._display import STATIC_MARKER
+LAB_CONSTANTS: dict[str, int | str | set[str]] = {
+    "TARGET": TARGET,
+    "ACTIVE_STATES": set(protocol.ACTIVE_STATUSES),
+    "AGENT_TAG": protocol.AGENT_TAG,
+    "PROTECTED_TAG": protocol.PROTECTED_TAG,
+    "METADATA_KEY": protocol.METADATA_KEY,
+    "VIEW_CLASS": protocol.VIEW_CLASS,
+    "STOP_CLASS": protocol.STOP_CLASS,
+    "RUN_CLASS_PREFIX": protocol.RUN_CLASS_PREFIX,
+    "PROCESS_CLASS_PREFIX": protocol.PROCESS_CLASS_PREFIX,
+    "APPROVE_CLASSES": set(protocol.APPROVE_CLASSES.values()),
+    "STATE_CLASS": protocol.STATE_CLASS,
+    "STATIC_MARKER": STATIC_MARKER,
+}
+"""What the extension's ``protocol.ts`` exports, as Python defines it."""
 
-    source = (ROOT / "labextension" / "src" / "staticCopy.ts").read_text()
-    assert ts_constant(source, "STATIC_MARKER") == STATIC_MARKER
+
+def test_each_constant_of_the_lab_protocol_is_the_pythons() -> None:
+    assert ts_constants(CONTROL.read_text()) == LAB_CONSTANTS
+
+
+def test_the_run_widget_draws_its_state_with_the_class_the_extension_rewrites() -> None:
+    assert ts_constants(RUN_VIEW.read_text())["STATE_CLASS"] == protocol.STATE_CLASS
+
+
+def test_a_run_number_class_is_the_prefix_and_digits_and_no_other_class_looks_like_one() -> None:
+    assert protocol.run_class(42) == protocol.RUN_CLASS_PREFIX + "42"
+    assert protocol.process_class("k-1") == protocol.PROCESS_CLASS_PREFIX + "k-1"
+    number = re.compile(rf"^{re.escape(protocol.RUN_CLASS_PREFIX)}(\d+)$")  # as protocol.ts reads it
+    others = [protocol.VIEW_CLASS, protocol.STOP_CLASS, protocol.STATE_CLASS, protocol.UNDO_CLASS]
+    assert [name for name in others if number.match(name)] == []
+
+
+SHARED_NAMES = [
+    str(value) for value in LAB_CONSTANTS.values() if isinstance(value, str) and value.startswith("pi-")
+] + sorted(protocol.APPROVE_CLASSES.values())
+"""The CSS classes and cell tags both sides use (whole names and the run/process prefixes)."""
+PROTOCOL_FILES = {CONTROL, CELLS, RUN_VIEW}
+
+
+def string_literals(source: str) -> list[str]:
+    """The quoted and template strings and the regular expressions of TypeScript source, comments left out (a
+    regular expression is taken as any text between two slashes on a line: more than it is, never less)."""
+    code = re.sub(r"/\*.*?\*/", "", source, flags=re.S)
+    code = re.sub(r"(?m)^\s*//.*$", "", code)
+    strings = [body for _, body in re.findall(r"""(['"`])((?:\\.|(?!\1)[^\\])*)\1""", code, re.S)]
+    return strings + re.findall(r"/((?:\\.|[^/\n\\])+)/", code)
+
+
+def spelled_names(source: str) -> set[str]:
+    """The shared names a source spells in its strings (a prefix only where a number or process would follow)."""
+    found = set()
+    for literal in string_literals(source):
+        for name in SHARED_NAMES:
+            follows = r"(?:\d|\$\{|\(|\[)" if name.endswith("-") else r"(?![\w-])"
+            if re.search(rf"(?<![\w-]){re.escape(name)}{follows}", literal):
+                found.add(name)
+    return found
+
+
+def frontend_sources() -> list[Path]:
+    sources = [*(ROOT / "labextension" / "src").glob("*.ts"), *(ROOT / "js" / "run-view" / "src").rglob("*.ts")]
+    return sorted(path for path in sources if path not in PROTOCOL_FILES)
+
+
+def test_no_other_typescript_file_spells_a_class_or_tag_the_protocol_defines() -> None:
+    """The names come from the protocol files, so a class renamed in Python and in ``protocol.ts`` is renamed
+    everywhere the page uses it."""
+    spelled = {str(path.relative_to(ROOT)): spelled_names(path.read_text()) for path in frontend_sources()}
+    assert {path: names for path, names in spelled.items() if names} == {}
+
+
+def test_the_spelling_check_sees_a_class_written_out() -> None:
+    source = """
+    // a comment naming pi-run-stop is fine
+    const button = target?.closest('.pi-run-stop');
+    const number = /^pi-run-(\\d+)$/;
+    const live = `.pi-proc-${process}:has(.x)`;
+    const header = el("div", "pi-run-header");
+    """
+    assert spelled_names(source) == {protocol.STOP_CLASS, protocol.RUN_CLASS_PREFIX, protocol.PROCESS_CLASS_PREFIX}

@@ -14,8 +14,10 @@
 import { ILabShell } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-/** The classes the kernel gives the approval box's buttons. */
-const APPROVAL_BUTTONS = '.pi-approve-run, .pi-approve-skip, .pi-approve-always';
+import { APPROVE_CLASSES } from './protocol';
+
+/** The approval box's buttons, by the classes the kernel gives them. */
+const APPROVAL_BUTTONS = APPROVE_CLASSES.map(name => `.${name}`).join(', ');
 
 /** The current notebook, if it is what the main area shows (always, without a JupyterLab shell). */
 export function notebookInFront(tracker: INotebookTracker, labShell: ILabShell | null): NotebookPanel | null {

@@ -13,6 +13,7 @@ import type { ISessionContext } from '@jupyterlab/apputils';
 import type { Kernel } from '@jupyterlab/services';
 
 import type { ControlConnection } from './control';
+import { PROCESS_CLASS_PREFIX, STATE_CLASS, STOP_CLASS } from './protocol';
 
 export const GONE_TEXT =
   'Kernel gone: the kernel stopped during this run (restarted, shut down or died), so the run ended with it. ' +
@@ -22,16 +23,16 @@ const gone = new Set<string>();
 
 /** The rule for one dead kernel process (exported for tests of the text). */
 export function goneRule(process: string): string {
-  const live = `.pi-proc-${process}:has(.pi-run-stop:not(:disabled))`;
+  const live = `.${PROCESS_CLASS_PREFIX}${process}:has(.${STOP_CLASS}:not(:disabled))`;
   const text = JSON.stringify(GONE_TEXT);
   return [
-    `${live} .pi-run-stop { pointer-events: none; opacity: 0.35; }`,
+    `${live} .${STOP_CLASS} { pointer-events: none; opacity: 0.35; }`,
     `${live}::before { content: ${text}; display: block; padding: 4px 8px; margin-bottom: 4px; ` +
       'border-left: 3px solid var(--jp-warn-color1, #f57c00); background: var(--jp-warn-color3, #fff3e0); ' +
       'color: var(--jp-ui-font-color1); font-family: var(--jp-ui-font-family); ' +
       'font-size: var(--jp-ui-font-size1); font-weight: normal; }',
-    `${live} .pi-run-state { font-size: 0; }`,
-    `${live} .pi-run-state::after { content: "kernel gone"; font-size: var(--jp-ui-font-size1); }`
+    `${live} .${STATE_CLASS} { font-size: 0; }`,
+    `${live} .${STATE_CLASS}::after { content: "kernel gone"; font-size: var(--jp-ui-font-size1); }`
   ].join('\n');
 }
 

@@ -7,7 +7,7 @@
 import type { ICellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
-import { AGENT_TAG, METADATA_KEY } from './cells';
+import { AGENT_TAG, METADATA_KEY } from './protocol';
 
 const MARK_CLASS = 'pi-AgentCell';
 

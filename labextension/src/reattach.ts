@@ -15,7 +15,7 @@
 import type { ICodeCellModel } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 
-import type { IRunView } from './control';
+import type { IRunView } from './protocol';
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 

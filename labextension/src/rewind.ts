@@ -19,7 +19,14 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import type { ISharedCell, ISharedNotebook } from '@jupyter/ydoc';
 import { Widget } from '@lumino/widgets';
 
-import type { ICellBefore, ICellsConfirmRequest, ICellsRewindRequest, ICellsStateRequest, IRewindStep } from './cells';
+import { stopCapturing } from './cellModel';
+import type {
+  ICellBefore,
+  ICellsConfirmRequest,
+  ICellsRewindRequest,
+  ICellsStateRequest,
+  IRewindStep
+} from './cellProtocol';
 
 /** The dialog's class, and its buttons' labels (the browser tests click them by these). */
 export const CONFIRM_CLASS = 'pi-rewind-confirm';
@@ -31,14 +38,6 @@ interface IStepResult {
   action: IRewindStep['action'];
   done: boolean;
   why: string;
-}
-
-interface IUndoManager {
-  stopCapturing(): void;
-}
-
-function stopCapturing(shared: ISharedNotebook): void {
-  (shared as unknown as { undoManager?: IUndoManager | null }).undoManager?.stopCapturing();
 }
 
 /** The cell the moment before a change: its JSON, index and the id of the cell above it. */

@@ -15,8 +15,8 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import type { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
-/** First line of a run output's static copy (`pi_notebook/notebook/widget/_display.py`, `STATIC_MARKER`). */
-export const STATIC_MARKER = "<!-- pi_notebook run view: the live widget's static copy -->";
+import { STATIC_MARKER } from './protocol';
+
 /** What ipywidgets writes in an output whose widget it cannot draw. */
 const WIDGET_ERROR = 'Error displaying widget';
 export const STATIC_NOTE =

@@ -7,7 +7,7 @@ import { el, FollowBottom } from "./dom";
 import { EventLog } from "./eventLog";
 import { MessageView, sanitize } from "./message";
 import { loadRemoteImage } from "./markdown/sanitize";
-import { isBatch, retryAt, type Model, type Op } from "./protocol";
+import { isBatch, retryAt, STATE_CLASS, type Model, type Op } from "./protocol";
 import { ToolPanel } from "./toolPanel";
 import { TreePanel } from "./tree";
 import { warmUp } from "./warmUp";
@@ -23,7 +23,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
   root.classList.add("pi-run");
   root.addEventListener("click", loadRemoteImage); // an image held back by the sanitiser loads on a click
   const title = el("span", "pi-run-title");
-  const state = el("span", "pi-run-state");
+  const state = el("span", STATE_CLASS);
   const usage = el("span", "pi-run-usage");
   const header = el("div", "pi-run-header");
   header.append(title, state, usage);
@@ -161,7 +161,7 @@ function render({ model, el: root }: { model: Model; el: HTMLElement }): () => v
     title.textContent = model.get("title");
     const value = model.get("state");
     state.textContent = note ? `${value} · ${note}` : value;
-    state.className = `pi-run-state pi-state-${value.replace(/\s+/g, "-")}`;
+    state.className = `${STATE_CLASS} pi-state-${value.replace(/\s+/g, "-")}`;
     usage.textContent = model.get("usage");
   }
 

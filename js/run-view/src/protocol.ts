@@ -124,6 +124,10 @@ export interface TreeItem {
   replies: number;
 }
 
+/** The run state in the widget's header: the JupyterLab extension's "kernel gone" rule rewrites it (STATE_CLASS in
+ * _protocol.py). */
+export const STATE_CLASS = "pi-run-state";
+
 /** A tool panel's live output keeps its last this many characters (TOOL_TAIL_CHARS in _protocol.py). */
 export const TOOL_TAIL_CHARS = 50_000;
 

@@ -286,4 +286,4 @@ CELL_MESSAGES: dict[str, type] = {
     "ICellsRewindRequest": RewindRequest,
     "ICellsReply": CellsReply,
 }
-"""Each message by the name of its TypeScript interface (``labextension/src/cells.ts``)."""
+"""Each message by the name of its TypeScript interface (``labextension/src/cellProtocol.ts``)."""

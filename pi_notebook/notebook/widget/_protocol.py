@@ -7,16 +7,19 @@ These share its names:
 * the JupyterLab control comm (``_control_comm``, ``labextension/src/control.ts``): :data:`ControlAction` browser ->
   kernel, :data:`ControlMessageType` kernel -> browser;
 * the run's state (``Run.state()``), which both show;
-* the CSS classes the kernel gives a run widget, by which the JupyterLab extension finds a view's Stop button and
-  its run number (:data:`STOP_CLASS`, :data:`VIEW_CLASS`, :func:`run_class`);
+* the CSS classes the kernel gives a run widget, by which the JupyterLab extension finds a view's Stop button, its
+  run number and kernel process, and the approval box's buttons (:data:`STOP_CLASS`, :data:`VIEW_CLASS`,
+  :func:`run_class`, :func:`process_class`, :data:`APPROVE_CLASSES`), and the class of the state the widget's script
+  draws, which the extension's "kernel gone" rule rewrites (:data:`STATE_CLASS`);
 * the notebook's cells (the cell tools, ``pi_notebook.kernel``): ``{"type": "cells", ...}`` requests kernel ->
   browser and ``{"action": "cells", ...}`` answers on the control comm, defined in
   ``pi_notebook/kernel/cells/_cell_protocol.py`` (the floor below, where the tools that send them live) and
   re-exported here.
 
 The TypeScript sides declare the same unions (``RunStatus``, ``ActiveStatus``, ``OpName``, ``BatchType``,
-``ControlAction``, ``ControlMessageType``) and one interface per operation; ``tests/test_protocol.py`` parses them
-and fails when a name or a field is on one side only.
+``ControlAction``, ``ControlMessageType``), one interface per operation, and the same constants (the extension's
+in ``labextension/src/protocol.ts``, the widget's in ``js/run-view/src/protocol.ts``); ``tests/test_protocol.py``
+parses them and fails when a name, a field or a value is on one side only.
 
 The retry countdown (one rule for the widget and the toolbar): the kernel sends ``retry_deadline`` (its epoch ms
 of the next attempt) with ``now`` (its epoch ms when the message was made); the browser counts down to
@@ -46,25 +49,37 @@ UNDO_CLASS = "pi-run-undo"
 """CSS class of a settled run widget's **Undo run** button."""
 VIEW_CLASS = "pi-run-view"
 """CSS class of every run widget's view."""
+STATE_CLASS = "pi-run-state"
+"""CSS class of the run state in the widget's header (drawn by ``js/run-view``): the JupyterLab extension's "kernel
+gone" rule rewrites it."""
+APPROVE_CLASSES = {"run": "pi-approve-run", "skip": "pi-approve-skip", "always": "pi-approve-always"}
+"""CSS class of each button of the approval box, by its answer: after a click on one the JupyterLab extension gives
+the focus back to the notebook, so Accel+. still reaches Stop."""
+RUN_CLASS_PREFIX = "pi-run-"
+PROCESS_CLASS_PREFIX = "pi-proc-"
 
 
 def run_class(number: int) -> str:
     """CSS class naming a run view's run number, which the extension's forwarded stop carries (``"run": N``)."""
-    return f"pi-run-{number}"
+    return f"{RUN_CLASS_PREFIX}{number}"
 
 
 def process_class(token: str) -> str:
     """CSS class naming the kernel process that made a run view (``Kernel.token``): when that kernel dies or
     restarts, the extension marks its views "kernel gone"."""
-    return f"pi-proc-{token}"
+    return f"{PROCESS_CLASS_PREFIX}{token}"
 
 
 __all__ = [
     "ACTIVE_STATUSES",
     "AGENT_TAG",
+    "APPROVE_CLASSES",
     "CELL_MESSAGES",
     "METADATA_KEY",
+    "PROCESS_CLASS_PREFIX",
     "PROTECTED_TAG",
+    "RUN_CLASS_PREFIX",
+    "STATE_CLASS",
     "STOP_CLASS",
     "TOOL_TAIL_CHARS",
     "UNDO_CLASS",

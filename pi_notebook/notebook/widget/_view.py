@@ -33,6 +33,7 @@ from ...ai import AbortSignal
 from ...kernel import KERNEL
 from .._visible import visible_html
 from ._protocol import (
+    APPROVE_CLASSES,
     STOP_CLASS,
     TOOL_TAIL_CHARS,
     UNDO_CLASS,
@@ -246,7 +247,7 @@ class ApprovalBox(widgets.VBox):  # type: ignore[misc]
         self.always_button.layout.width = "auto"
         self._on_answer: Callable[[str], None] | None = None
         for button, answer in ((self.run_button, "run"), (self.skip_button, "skip"), (self.always_button, "always")):
-            button.add_class(f"pi-approve-{answer}")
+            button.add_class(APPROVE_CLASSES[answer])
             button.on_click(lambda _, answer=answer: self._answer(answer))
         buttons = widgets.HBox([self.run_button, self.skip_button, self.always_button])
         super().__init__([self.title, self.preview, buttons], layout=widgets.Layout(display="none", width="100%"))

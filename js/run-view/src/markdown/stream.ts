@@ -5,7 +5,7 @@
 // page). A fenced code block that is still open is appended line by line (fence.ts). Reference definitions can
 // change how earlier text renders (`[x]` above `[x]: /url`), so every block is rendered with the definitions
 // known so far, and a block whose text mentions a definition that appears or changes is rendered again. The
-// result equals one render of the whole text (tests/markdown.test.ts checks this, cutting tricky texts at
+// result equals one render of the whole text (test/markdown.test.ts checks this, cutting tricky texts at
 // every position).
 import { Lexer, Parser, walkTokens, type Links, type Token } from "marked";
 
