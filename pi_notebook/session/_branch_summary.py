@@ -208,7 +208,8 @@ async def generate_branch_summary(
     else:
         prompt = BRANCH_SUMMARY_PROMPT
     reply = await request_summary(
-        f"<conversation>\n{serialize_conversation(kept)}\n</conversation>\n\n{prompt}",
+        serialize_conversation(kept),
+        prompt,
         model=model,
         stream_fn=stream_fn,
         policy=policy,

@@ -327,10 +327,14 @@ _TEMPLATE_TOKENS = 64
 """Chat-template tokens around the system prompt and the message (role markers, separators)."""
 
 
+def _summary_text(conversation: str, prompt: str) -> str:
+    """A summary request's user message, as Pi writes it: the serialized conversation in tags, then the prompt."""
+    return f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}"
+
+
 def _prompt_tokens(text: str) -> int:
-    return math.ceil((len(text) + len("<conversation>\n\n</conversation>\n\n")) / _CHARS_PER_TOKEN_AT_WORST) + (
-        _TEMPLATE_TOKENS
-    )
+    """What ``text`` (the system prompt and the summary prompt) costs at worst in a summary request, with the tags."""
+    return math.ceil(len(_summary_text("", text)) / _CHARS_PER_TOKEN_AT_WORST) + _TEMPLATE_TOKENS
 
 
 def fit_conversation(conversation: str, tokens: int) -> str:
@@ -356,7 +360,8 @@ class SummarizationFailed(PiNotebookError):
 
 
 async def request_summary(
-    text: str,
+    conversation: str,
+    prompt: str,
     *,
     model: Model,
     stream_fn: StreamFn,
@@ -368,9 +373,11 @@ async def request_summary(
     on_retry_attempt_start: OnRetryAttemptStart | None = None,
     on_retry_finished: OnRetryFinished | None = None,
 ) -> AssistantMessage | None:
-    """One summary request, as Pi makes a compaction's and a branch summary's: ``text`` as the user's message under
-    :data:`SYSTEM_PROMPT`, with ``signal``, ``max_tokens``, a fresh session id and no caching, retried per ``policy``
-    (layer 2, reported through the ``on_retry_*`` callbacks); ``None`` when ``signal`` aborted it."""
+    """One summary request, as Pi makes a compaction's and a branch summary's: the serialized ``conversation`` in
+    tags, then ``prompt``, as the user's message under :data:`SYSTEM_PROMPT`, with ``signal``, ``max_tokens``, a
+    fresh session id and no caching, retried per ``policy`` (layer 2, reported through the ``on_retry_*``
+    callbacks); ``None`` when ``signal`` aborted it."""
+    text = _summary_text(conversation, prompt)
     context = Context(system_prompt=SYSTEM_PROMPT, messages=[UserMessage(content=[TextContent(text=text)])])
     request = replace(
         options, signal=signal, max_tokens=max_tokens, session_id=str(uuid.uuid4()), cache_retention="none"
@@ -430,7 +437,8 @@ async def summarize(
                 )
             conversation = fit_conversation(conversation, room)
         reply = await request_summary(
-            f"<conversation>\n{conversation}\n</conversation>\n\n{prompt}",
+            conversation,
+            prompt,
             model=model,
             stream_fn=stream_fn,
             policy=policy,
