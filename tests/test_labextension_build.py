@@ -124,9 +124,11 @@ def test_the_wheel_installs_the_bundle_where_jupyterlab_looks(tmp_path: Path) ->
 
 
 RUN_VIEW = ROOT / "js" / "run-view"
-REPO_PATH = re.compile(r"(?<![\w./-])((?:pi_notebook|tests|docs|labextension|js)/[\w./-]*\w\.(?:py|ts|md|json|css|js))")
-HERE_PATH = re.compile(r"(?<![\w./-])(\./[\w./-]*\w\.(?:ts|css|json))")
-PACKAGE_PATH = re.compile(r"(?<![\w./-])((?:src|test)/[\w./-]*\w\.(?:ts|css|json))")
+REPO_PATH = re.compile(
+    r"(?<![\w./-])((?:pi_notebook|tests|docs|labextension|js)/[\w./-]*\w\.(?:py|ts|md|json|css|js))(?!\w)"
+)
+HERE_PATH = re.compile(r"(?<![\w./-])(\./[\w./-]*\w\.(?:ts|css|json))(?!\w)")
+PACKAGE_PATH = re.compile(r"(?<![\w./-])((?:src|test)/[\w./-]*\w\.(?:ts|css|json))(?!\w)")
 
 
 def named_paths(text: str, folder: Path, package: Path) -> list[Path]:
@@ -139,9 +141,10 @@ def named_paths(text: str, folder: Path, package: Path) -> list[Path]:
     )
 
 
-def test_every_file_the_frontend_sources_and_readmes_name_exists() -> None:
+def test_every_path_the_frontend_sources_and_readmes_spell_out_exists() -> None:
     """Comments and READMEs of the TypeScript say where the other side of each message is: a file that moved
-    leaves them pointing nowhere."""
+    leaves them pointing nowhere. Checked: the paths spelled with folders (see :func:`named_paths`); a bare file
+    name (``control.ts``) or a dotted module name is not read."""
     missing = []
     for package in (SOURCE, RUN_VIEW):
         for path in sorted([package / "README.md", *(package / "src").rglob("*.ts"), *package.glob("test/*.ts")]):
@@ -152,6 +155,6 @@ def test_every_file_the_frontend_sources_and_readmes_name_exists() -> None:
 
 
 def test_the_path_check_sees_a_moved_file() -> None:
-    text = "see `pi_notebook/notebook/_view.py` and ./cells.ts, then `src/gone.ts`"
+    text = "see `pi_notebook/notebook/_view.py` and ./cells.ts, then `src/gone.ts`; not src/x.tsx"
     named = [str(path.relative_to(ROOT)) for path in named_paths(text, SOURCE / "src", SOURCE)]
     assert named == ["pi_notebook/notebook/_view.py", "labextension/src/cells.ts", "labextension/src/gone.ts"]

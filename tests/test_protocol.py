@@ -13,6 +13,7 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 
+from pi_notebook.kernel import KERNEL
 from pi_notebook.notebook._control_comm import TARGET
 from pi_notebook.notebook._run import Run
 from pi_notebook.notebook.widget import _protocol as protocol
@@ -83,10 +84,6 @@ def test_each_operation_has_the_same_fields_on_both_sides() -> None:
     union = re.search(r"export type Op\s*=\s*([^;]+);", RUN_VIEW.read_text())
     assert union is not None
     assert {name.strip() for name in union[1].split("|") if name.strip()} == {t.__name__ for t in protocol.OP_TYPES}
-
-
-def test_the_tool_panels_tail_is_the_same_number_on_both_sides() -> None:
-    assert ts_constants(RUN_VIEW.read_text())["TOOL_TAIL_CHARS"] == protocol.TOOL_TAIL_CHARS
 
 
 def test_the_widget_traits_are_the_pythons() -> None:
@@ -183,14 +180,33 @@ def test_each_constant_of_the_lab_protocol_is_the_pythons() -> None:
     assert ts_constants(CONTROL.read_text()) == LAB_CONSTANTS
 
 
-def test_the_run_widget_draws_its_state_with_the_class_the_extension_rewrites() -> None:
-    assert ts_constants(RUN_VIEW.read_text())["STATE_CLASS"] == protocol.STATE_CLASS
+RUN_VIEW_CONSTANTS: dict[str, Any] = {
+    "STATE_CLASS": protocol.STATE_CLASS,  # the class the extension's "kernel gone" rule rewrites
+    "TOOL_TAIL_CHARS": protocol.TOOL_TAIL_CHARS,  # the tool panel's tail, the same number on both sides
+}
+"""What the widget's ``js/run-view/src/protocol.ts`` exports, as Python defines it."""
+
+
+def test_each_constant_of_the_widget_protocol_is_the_pythons() -> None:
+    assert ts_constants(RUN_VIEW.read_text()) == RUN_VIEW_CONSTANTS
+
+
+def ts_class_pattern(name: str) -> re.Pattern[str]:
+    """``protocol.ts``'s ``const NAME = new RegExp(`...${PREFIX}...`)``, as the page compiles it."""
+    found = re.search(rf"const {name} = new RegExp\(`(.*?)`\);", CONTROL.read_text())
+    assert found is not None, f"protocol.ts defines no {name}"
+    prefixes = {"RUN_CLASS_PREFIX": protocol.RUN_CLASS_PREFIX, "PROCESS_CLASS_PREFIX": protocol.PROCESS_CLASS_PREFIX}
+    template = re.sub(r"\$\{(\w+)\}", lambda part: re.escape(prefixes[part[1]]), found[1])
+    return re.compile(template.replace("\\\\", "\\"))
 
 
 def test_a_run_number_class_is_the_prefix_and_digits_and_no_other_class_looks_like_one() -> None:
     assert protocol.run_class(42) == protocol.RUN_CLASS_PREFIX + "42"
     assert protocol.process_class("k-1") == protocol.PROCESS_CLASS_PREFIX + "k-1"
-    number = re.compile(rf"^{re.escape(protocol.RUN_CLASS_PREFIX)}(\d+)$")  # as protocol.ts reads it
+    number, process = ts_class_pattern("RUN_CLASS"), ts_class_pattern("PROCESS_CLASS")  # as the page reads them
+    run_match, process_match = number.match(protocol.run_class(42)), process.match(protocol.process_class(KERNEL.token))
+    assert run_match is not None and run_match[1] == "42"
+    assert process_match is not None and process_match[1] == KERNEL.token
     others = [protocol.VIEW_CLASS, protocol.STOP_CLASS, protocol.STATE_CLASS, protocol.UNDO_CLASS]
     assert [name for name in others if number.match(name)] == []
 
@@ -202,13 +218,20 @@ SHARED_NAMES = [
 PROTOCOL_FILES = {CONTROL, CELLS, RUN_VIEW}
 
 
+TOKEN = re.compile(
+    r"""//[^\n]*|/\*.*?\*/"""  # a comment
+    r"""|(['"`])((?:\\.|(?!\1)[^\\])*)\1"""  # a quoted or template string
+    r"""|/(?![/*])((?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\n\\\[])+)/""",  # a regular expression (or a division)
+    re.S,
+)
+
+
 def string_literals(source: str) -> list[str]:
-    """The quoted and template strings and the regular expressions of TypeScript source, comments left out (a
-    regular expression is taken as any text between two slashes on a line: more than it is, never less)."""
-    code = re.sub(r"/\*.*?\*/", "", source, flags=re.S)
-    code = re.sub(r"(?m)^\s*//.*$", "", code)
-    strings = [body for _, body in re.findall(r"""(['"`])((?:\\.|(?!\1)[^\\])*)\1""", code, re.S)]
-    return strings + re.findall(r"/((?:\\.|[^/\n\\])+)/", code)
+    """The quoted and template strings and the regular expressions of TypeScript source, comments left out. One
+    pass from left to right takes each comment, string or regular expression whole, whichever starts first, so an
+    apostrophe in a comment or a quote in a regular expression does not pair with a later quote (text between two
+    slashes on a line counts as a regular expression: more than it is, never less)."""
+    return [match[2] if match[1] else match[3] for match in TOKEN.finditer(source) if match[1] or match[3]]
 
 
 def spelled_names(source: str) -> set[str]:
@@ -216,7 +239,7 @@ def spelled_names(source: str) -> set[str]:
     found = set()
     for literal in string_literals(source):
         for name in SHARED_NAMES:
-            follows = r"(?:\d|\$\{|\(|\[)" if name.endswith("-") else r"(?![\w-])"
+            follows = r"(?:\d|\$\{|\(|\[|$)" if name.endswith("-") else r"(?![\w-])"
             if re.search(rf"(?<![\w-]){re.escape(name)}{follows}", literal):
                 found.add(name)
     return found
@@ -242,4 +265,9 @@ def test_the_spelling_check_sees_a_class_written_out() -> None:
     const live = `.pi-proc-${process}:has(.x)`;
     const header = el("div", "pi-run-header");
     """
+    after_an_apostrophe = "a(); // the kernel's\nb('.pi-run-stop');"  # the quote in the comment pairs with nothing
+    after_a_quote_in_a_regex = "const q = /'[^']*'/;\nc('.pi-run-stop');"
+    bare_prefix = "if (name.startsWith('pi-proc-')) {}"
+    assert spelled_names(after_an_apostrophe) == spelled_names(after_a_quote_in_a_regex) == {protocol.STOP_CLASS}
+    assert spelled_names(bare_prefix) == {protocol.PROCESS_CLASS_PREFIX}
     assert spelled_names(source) == {protocol.STOP_CLASS, protocol.RUN_CLASS_PREFIX, protocol.PROCESS_CLASS_PREFIX}

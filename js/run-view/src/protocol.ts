@@ -160,7 +160,7 @@ export interface Model {
 
 /**
  * When (browser clock, ms) a retry due at `deadline` (kernel clock) fires: the kernel's remaining time, counted
- * from when its message arrived (`kernelNow` is the kernel clock then). The toolbar (labextension control.ts) uses
+ * from when its message arrived (`kernelNow` is the kernel clock then). The toolbar (labextension status.ts, `retryAtOf`) uses
  * the same rule.
  */
 export function retryAt(deadline: number, kernelNow: number, browserNow: number): number {

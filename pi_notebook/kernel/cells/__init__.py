@@ -5,7 +5,7 @@ through its page in JupyterLab.
   ``notebook_read``, ``cell_insert``, ``cell_edit``, ``cell_delete`` (``_cell_tools``) and ``cell_run``
   (``_cell_run``, whose docstring says how a cell's code runs and why; its live outputs: ``_live_outputs``);
 - what they share (``_shared``: their error, asking the run's page) and how cells read as text (``_text``);
-- the protocol with the page (``_cell_protocol``; ``labextension/src/cells.ts`` declares the same messages).
+- the protocol with the page (``_cell_protocol``; ``labextension/src/cellProtocol.ts`` declares the same messages).
 
 They reach the page through the kernel's pages (``kernel/_frontend.py``, ``KERNEL.frontends``), the page of the
 notebook the run came from (``current_notebook``). The rest of the package uses the room through

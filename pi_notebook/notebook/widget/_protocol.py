@@ -4,8 +4,9 @@ These share its names:
 
 * the run widget (``_view``, drawn by ``js/run-view``): operation batches kernel -> browser, a ``hello`` browser ->
   kernel, and the widget's traits (its ``state`` is a :data:`RunStatus`);
-* the JupyterLab control comm (``_control_comm``, ``labextension/src/control.ts``): :data:`ControlAction` browser ->
-  kernel, :data:`ControlMessageType` kernel -> browser;
+* the JupyterLab control comm (``_control_comm``; the page's side ``labextension/src/control.ts``, its messages
+  declared in ``labextension/src/protocol.ts``): :data:`ControlAction` browser -> kernel, :data:`ControlMessageType`
+  kernel -> browser;
 * the run's state (``Run.state()``), which both show;
 * the CSS classes the kernel gives a run widget, by which the JupyterLab extension finds a view's Stop button, its
   run number and kernel process, and the approval box's buttons (:data:`STOP_CLASS`, :data:`VIEW_CLASS`,
