@@ -98,13 +98,18 @@ def _module_parts(path: Path) -> list[str]:
 
 
 def _private_rooms(sources: dict[Path, ast.Module]) -> set[tuple[str, ...]]:
-    """The folders of a floor whose modules are all private (``kernel/cells/``), as dotted parts."""
-    modules: dict[tuple[str, ...], list[str]] = {}
-    for path in sources:
-        parts = tuple(_module_parts(path))
-        if path.name != "__init__.py" and len(parts) > 3 and parts[1] in FLOORS:
-            modules.setdefault(parts[:-1], []).append(parts[-1])
-    return {room for room, names in modules.items() if all(name.startswith("_") for name in names)}
+    """The folders inside a floor whose modules, at any depth below, are all private (``kernel/cells/``), as dotted
+    parts: the rule of ``tests/test_import_graph.py``'s ``private_room``."""
+    modules = [tuple(_module_parts(path)) for path in sources if path.name != "__init__.py"]
+    folders = {tuple(_module_parts(path)) for path in sources if path.name == "__init__.py"}
+    return {
+        folder
+        for folder in folders
+        if len(folder) > 2
+        and folder[1] in FLOORS
+        and all(module[-1].startswith("_") for module in modules if module[: len(folder)] == folder)
+        and any(module[: len(folder)] == folder for module in modules)
+    }
 
 
 def _reaches(floor: str, target: list[str], rooms: set[tuple[str, ...]]) -> bool:
@@ -164,30 +169,23 @@ def long_modules_and_classes(sources: dict[Path, ast.Module]) -> tuple[list[str]
 def main(verbose: bool) -> None:
     sources = _sources()
     per_api = files_per_api(sources)
-    reaches = private_reaches(sources)
-    long = long_functions(sources)
-    branches = api_branches(sources)
     long_modules, long_classes = long_modules_and_classes(sources)
+    counts = [
+        ("branches on a wire API's name", api_branches(sources)),
+        ("private reaches", private_reaches(sources)),
+        (f"functions over {LONG} lines", long_functions(sources)),
+        (f"modules over {LONG_MODULE} lines", long_modules),
+        (f"classes over {LONG_CLASS} lines", long_classes),
+    ]
     out = sys.stdout
     out.write(f"files naming a wire API: max {max(len(files) for files in per_api.values())}")
     out.write(f" ({', '.join(f'{api} {len(files)}' for api, files in per_api.items())})\n")
     if verbose:
         out.writelines(f"  {api}: {' '.join(sorted(files))}\n" for api, files in per_api.items())
-    out.write(f"branches on a wire API's name: {len(branches)}\n")
-    if verbose:
-        out.writelines(f"  {branch}\n" for branch in branches)
-    out.write(f"private reaches: {len(reaches)}\n")
-    if verbose:
-        out.writelines(f"  {reach}\n" for reach in reaches)
-    out.write(f"functions over {LONG} lines: {len(long)}\n")
-    if verbose:
-        out.writelines(f"  {function}\n" for function in long)
-    out.write(f"modules over {LONG_MODULE} lines: {len(long_modules)}\n")
-    if verbose:
-        out.writelines(f"  {module}\n" for module in long_modules)
-    out.write(f"classes over {LONG_CLASS} lines: {len(long_classes)}\n")
-    if verbose:
-        out.writelines(f"  {cls}\n" for cls in long_classes)
+    for label, items in counts:
+        out.write(f"{label}: {len(items)}\n")
+        if verbose:
+            out.writelines(f"  {item}\n" for item in items)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ imports only the layers before it (DESIGN §1): an AST scan of every module buil
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -52,9 +53,11 @@ def packages_entered(name: str, target: str) -> list[str]:
     return [parent for parent in parents if not (name == parent or name.startswith(f"{parent}."))]
 
 
-def graph() -> dict[str, set[str]]:
+@functools.cache
+def graph() -> Mapping[str, frozenset[str]]:
+    """Each module and the modules it imports (read once per test session: every test here reads the same tree)."""
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: frozenset(imports_of(name, path, known)) for name, path in known.items()}
 
 
 def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
