@@ -78,6 +78,17 @@ class RetriedReplies:
         error = message.error_message
         return f"{error or 'error'} ({note})" if note else error
 
+    def shown(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        """``messages`` as a report shows them: a failed reply a retry replaced is left out, the last one says how
+        often it was retried (:meth:`error_of`)."""
+        return [
+            message.model_copy(update={"error_message": self.error_of(message)})
+            if isinstance(message, AssistantMessage) and message_key(message) in self.notes
+            else message
+            for message in messages
+            if message_key(message) not in self.replaced
+        ]
+
     def _release(self) -> AssistantMessage | None:
         held, self._held = self._held, None
         return held

@@ -28,7 +28,6 @@ from typing import Any
 
 from ..agent import AgentMessage
 from ..ai import AssistantMessage
-from ..ai.messages import message_key
 from ..kernel import NotebookTarget, PythonEvent, add_python_listener, signals_wake_the_loop
 from ..session import (
     AgentSession,
@@ -109,7 +108,7 @@ class RunReport:
             status += f" — {run.error}"
         tools = {tool.name: tool for tool in run.session.tools}
         markdown, html, text = render_all(
-            _shown_messages(run.messages, run._retried),
+            run._retried.shown(run.messages),
             run.log,
             title=f"Run {run.number}",
             status=status,
@@ -117,18 +116,6 @@ class RunReport:
             call_text=lambda name, args: tool_preview(tools.get(name), args),
         )
         return cls(markdown, aborted=run.aborted, error=run.error, html=html, text=text, receipt=run.receipt)
-
-
-def _shown_messages(messages: list[AgentMessage], retried: RetriedReplies) -> list[AgentMessage]:
-    """The messages a report shows: a failed reply a retry replaced is left out, the last one says how often it was
-    retried (``_retried``)."""
-    return [
-        message.model_copy(update={"error_message": retried.error_of(message)})
-        if isinstance(message, AssistantMessage) and message_key(message) in retried.notes
-        else message
-        for message in messages
-        if message_key(message) not in retried.replaced
-    ]
 
 
 class Run:
