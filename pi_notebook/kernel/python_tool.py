@@ -94,7 +94,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from ..agent import AgentTool, AgentToolResult, ToolPrompt
 from ..ai import AbortSignal, Deadline, ToolError, abortable_sleep, known_secrets
@@ -262,15 +262,15 @@ class _Python:
             killed = ", ".join(ran.killed)
             text = f"{text}\n\nStopped with the code: {killed}" if text else f"Stopped: {killed}"
         await ran.let_abort_land(own, signal)
-        if ran.result.error is None and not ran.kernel_interrupted:
+        ending = ran.ending(own)
+        if ending.status == "ok":
             return AgentToolResult(content=text or "(no output)", details=details)
-        if ran.interruption is None:
+        if not ending.stopped:
             raise PythonError(text, "error", details)
-        line = ran.stop_line(own)
-        text = f"{text}\n\n{line}" if text else line
+        text = f"{text}\n\n{ending.stop_line}" if text else ending.stop_line
         if ran.kernel_interrupted:
             raise PythonKernelInterrupt(text, "interrupted", details)
-        raise PythonError(text, "timeout" if ran.own_timeout(own) else "interrupted", details)
+        raise PythonError(text, ending.status, details)
 
     def _report(self, capture: Capture, result: CodeResult) -> tuple[str, dict[str, Any]]:
         if result.has_value:
@@ -290,6 +290,20 @@ class _Python:
         if truncated is not None:
             details.update(truncated)
         return text, details
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEnding:
+    """How the agent's code ended, as its tool reports it: ``status`` ``ok``, ``error`` (it raised), ``interrupted``
+    (a stop ended it) or ``timeout`` (the call's own ``timeout`` did); ``stop_line`` what the result says about the
+    stop (``""`` when it was not stopped)."""
+
+    status: Literal["ok", "error", "interrupted", "timeout"]
+    stop_line: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        return self.status in ("interrupted", "timeout")
 
 
 @dataclass(slots=True)
@@ -318,6 +332,13 @@ class CodeRun:
         ends_itself = self.kernel_interrupted or self.own_timeout(own)
         if self.interruption is not None and signal is not None and not ends_itself:
             await abortable_sleep(ABORT_WAIT_S, signal)
+
+    def ending(self, own: Deadline | None) -> CodeEnding:
+        """How the code ended. A stop that came as the code returned (no error, not the kernel's interrupt) did not
+        stop it."""
+        if self.interruption is not None and (self.result.error is not None or self.kernel_interrupted):
+            return CodeEnding("timeout" if self.own_timeout(own) else "interrupted", self.stop_line(own))
+        return CodeEnding("ok" if self.result.error is None else "error")
 
     def stop_line(self, own: Deadline | None) -> str:
         """What the result says about the stop: the kernel's interrupt, the call's timeout or ``Interrupted: ...``."""

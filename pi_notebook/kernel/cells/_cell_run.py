@@ -65,8 +65,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ...agent import AgentTool, AgentToolResult, ToolPrompt
 from ...ai import AbortSignal, Deadline, known_secrets
@@ -75,7 +74,7 @@ from ...tools.bash import resolve_timeout
 from .._exec import AWAIT_HINT, current_shell
 from .._frontend import current_notebook
 from .._kernel import KERNEL
-from ..python_tool import CodeRun, run_stoppable
+from ..python_tool import CodeEnding, CodeRun, run_stoppable
 from ._live_outputs import CellOutputs
 from ._shared import (
     CellKernelInterrupt,
@@ -179,8 +178,8 @@ class _CellRun:
         source, index = await self._begin(cell_id, signal)
         ran, count, outputs, written = await self._run(tool_call_id, cell_id, source, own, signal)
         note_ran(cell_id, count)  # the run's checkpoint: what the cell holds now
-        ending = _Ending.of(ran, own)
-        record(tool_call_id, "interrupted" if ending.stopped else "ran", cell_id, ending.reason)
+        ending = ran.ending(own)
+        record(tool_call_id, "interrupted" if ending.stopped else "ran", cell_id, _ledger_reason(ending))
         await ran.let_abort_land(own, signal)
         return _result(ran, ending, cell_id, index, count, outputs, written)
 
@@ -244,37 +243,16 @@ def _invalid(text: str) -> CellToolError:
     return CellToolError(text, "invalid")
 
 
-@dataclass(frozen=True, slots=True)
-class _Ending:
-    """How the cell's code ended, for the tool's result and the run's ledger: ``status`` ``ok``, ``error`` (it
-    raised), ``interrupted`` (a stop ended it) or ``timeout`` (the call's own ``timeout`` did); ``stop_line`` what the
-    result says about the stop (``""`` when it was not stopped)."""
-
-    status: Literal["ok", "error", "interrupted", "timeout"]
-    stop_line: str = ""
-
-    @classmethod
-    def of(cls, ran: CodeRun, own: Deadline | None) -> _Ending:
-        """A stop that came as the code returned (no error, not the kernel's interrupt) did not stop it."""
-        if ran.interruption is not None and (ran.result.error is not None or ran.kernel_interrupted):
-            return cls("timeout" if ran.own_timeout(own) else "interrupted", ran.stop_line(own))
-        return cls("ok" if ran.result.error is None else "error")
-
-    @property
-    def stopped(self) -> bool:
-        return self.status in ("interrupted", "timeout")
-
-    @property
-    def reason(self) -> str:
-        """Why, for the run's ledger (``CellChange.reason``): the stop (``"Stopped by the user"``), or ``error``."""
-        if self.stopped:
-            return self.stop_line.removeprefix("Interrupted: ")
-        return "error" if self.status == "error" else ""
+def _ledger_reason(ending: CodeEnding) -> str:
+    """Why, for the run's ledger (``CellChange.reason``): the stop (``"Stopped by the user"``), or ``error``."""
+    if ending.stopped:
+        return ending.stop_line.removeprefix("Interrupted: ")
+    return "error" if ending.status == "error" else ""
 
 
 def _result(
     ran: CodeRun,
-    ending: _Ending,
+    ending: CodeEnding,
     cell_id: str,
     index: int,
     count: int | None,
