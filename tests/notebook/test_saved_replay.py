@@ -68,9 +68,15 @@ def test_pick_session_by_number_id_latest_and_path(tmp_path: Path) -> None:
             pick_session(infos, bad, {})
 
 
-def test_latest_is_this_notebook_s_then_one_that_names_none_then_the_newest(tmp_path: Path) -> None:
+def test_latest_is_this_notebook_s_then_one_that_names_none_then_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 37 item 17: what the greeting offers and ``%pi resume`` loads agree (the kernel test is
     tests/notebook/test_saved_sessions_kernel.py)."""
+    ticks = iter(range(1000))  # a clock a millisecond apart per entry: three files made in one millisecond tie
+    clock = lambda: f"2026-01-01T00:00:00.{next(ticks):03d}Z"  # noqa: E731
+    monkeypatch.setattr("pi_notebook.session._journal.now_iso", clock)
+    monkeypatch.setattr("pi_notebook.session._store.now_iso", clock)
     for notebook in ("a.ipynb", "", "b.ipynb"):  # oldest first
         header = {"notebook": notebook} if notebook else {}
         with SessionStore.new(tmp_path, header=header) as store:
