@@ -302,6 +302,7 @@ class Execution:
                 if self.interruption is None:
                     self.interruption = Interruption("kernel", "Interrupted by the kernel's interrupt")
                     self._interrupted_at = time.monotonic()
+                    self._cond.notify_all()  # the watchdog escalates from here, as after our own interrupt
             self._chain(signum, frame)
         if self._defer > 0:
             self._pending = True

@@ -66,6 +66,18 @@ def test_stop_ends_code_that_swallows_the_interrupt(frontend: Frontend, kind: st
     assert mask == "[]"  # a mask the code blocked is undone
 
 
+def test_the_kernels_interrupt_ends_code_that_swallows_it(kernel: Kernel, frontend: Frontend) -> None:
+    """The kernel's interrupt button, not only our Stop, is escalated past a bare ``except:`` (found by a hostile
+    trial: the watchdog was not woken by an interrupt that came from the kernel, so the code never ended)."""
+    start(frontend, SWALLOWING["bare except in a retry loop"], ready="working")
+    kernel.interrupt()
+    report = finish(frontend)
+    text = tool_text(report)
+    assert "KeyboardInterrupt" in text
+    assert text.endswith("Interrupted by the kernel's interrupt; the run is aborted")
+    assert report["aborted"] is True
+
+
 def test_code_no_interrupt_ends_is_reported_with_restart_the_kernel_until_it_returns(frontend: Frontend) -> None:
     code = (
         "import ctypes, signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())\n"
