@@ -205,7 +205,10 @@ class Capture:
         the threads running before (but this one) write meanwhile is not the code's: it goes where it would go."""
         saved = sys.stdout, sys.stderr, getattr(shell, "display_pub", None)
         others = _Elsewhere.now()
-        sys.stdout, sys.stderr = _Stream(self, "stdout", saved[0], others), _Stream(self, "stderr", saved[1], others)
+        streams = _STREAMS.take()
+        streams[0].serve(self, saved[0], others)
+        streams[1].serve(self, saved[1], others)
+        sys.stdout, sys.stderr = streams
         if shell is not None:
             shell.display_pub = _publisher_class()(shell=shell, capture=self, original=saved[2], others=others)
             shell.ask_exit = _refuse_exit  # exit()/quit() would shut down the user's kernel
@@ -216,6 +219,7 @@ class Capture:
             if shell is not None:
                 shell.display_pub = saved[2]
                 vars(shell).pop("ask_exit", None)
+            _STREAMS.give_back(streams)
 
 
 def _refuse_exit() -> None:
@@ -245,15 +249,25 @@ class _Elsewhere:
 
 
 class _Stream(io.TextIOBase):
-    """``sys.stdout``/``sys.stderr`` while the code runs."""
+    """``sys.stdout``/``sys.stderr`` while the code runs (attached to its capture), and afterwards a plain
+    forwarder to the stream it replaced: see :class:`_Streams` for why it outlives the code."""
 
-    def __init__(
-        self, capture: Capture, kind: Literal["stdout", "stderr"], original: Any, elsewhere: _Elsewhere
-    ) -> None:
-        self._capture = capture
+    def __init__(self, kind: Literal["stdout", "stderr"]) -> None:
         self._kind: Literal["stdout", "stderr"] = kind
+        self._capture: Capture | None = None
+        self._original: Any = None
+        self._elsewhere: Callable[[], bool] = _always
+
+    def serve(self, capture: Capture, original: Any, elsewhere: _Elsewhere) -> None:
         self._original = original
         self._elsewhere = elsewhere
+        self._capture = capture
+
+    def retire(self) -> None:
+        """The code has returned: forward every write (a print still under way on another thread finishes where
+        it began); the capture is let go."""
+        self._capture = None
+        self._elsewhere = _always
 
     @property
     def name(self) -> str:
@@ -272,13 +286,14 @@ class _Stream(io.TextIOBase):
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        if self._elsewhere():  # a subshell console's output is its own, a kernel thread's log is the kernel's
-            return int(self._original.write(text))
-        self._capture.text(self._kind, text)
+        capture = self._capture
+        if capture is None or self._elsewhere():  # a subshell console's output is its own, a kernel thread's log
+            return int(self._original.write(text))  # is the kernel's
+        capture.text(self._kind, text)
         return len(text)
 
     def flush(self) -> None:
-        if self._elsewhere():
+        if self._capture is None or self._elsewhere():
             self._original.flush()
 
     def __getattr__(self, name: str) -> Any:
@@ -287,6 +302,44 @@ class _Stream(io.TextIOBase):
         if name.startswith("__") or name in ("_capture", "_kind", "_original", "_elsewhere"):
             raise AttributeError(name)
         return getattr(self._original, name)
+
+
+def _always() -> bool:
+    return True
+
+
+class _Streams:
+    """Our ``sys.stdout``/``sys.stderr`` pairs, kept for the life of the process and reused, never freed.
+
+    CPython before 3.12.10 / 3.13.3 (gh-130163) has ``print()`` hold ``sys.stdout`` as a *borrowed* reference
+    between its writes (the text, the separator, the end). A thread printing while the code returns — a subshell
+    console's ``%pi abort`` printing "pi: stopping" as the code it stopped ends — would then write to our stream
+    after the restore had freed it: a crash, or the kernel's own objects misread (CI, stop 42: "AttributeError:
+    _elsewhere", then ipykernel's "'collections.deque' object has no attribute '_io_loop'"). A pair given back is
+    retired (it forwards, holding no capture) and waits for the next code; as many pairs exist as codes ever ran
+    at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[tuple[_Stream, _Stream]] = []
+        self._all: list[tuple[_Stream, _Stream]] = []  # every pair made: none is ever freed
+
+    def take(self) -> tuple[_Stream, _Stream]:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            pair = _Stream("stdout"), _Stream("stderr")
+            self._all.append(pair)
+            return pair
+
+    def give_back(self, pair: tuple[_Stream, _Stream]) -> None:
+        for stream in pair:
+            stream.retire()
+        with self._lock:
+            self._idle.append(pair)
+
+
+_STREAMS = _Streams()
 
 
 def _on_subshell() -> bool:

@@ -8,6 +8,8 @@ import asyncio
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -444,3 +446,52 @@ def test_a_sigint_another_thread_takes_still_ends_a_blocking_call_on_the_main_th
     assert time.monotonic() - started < 10
     assert execution.kernel_interrupted
     assert execution.interruption == Interruption("kernel", "Interrupted by the kernel's interrupt")
+
+
+PRINT_ACROSS_THE_RESTORE = """
+import sys, threading
+from pi_notebook.kernel._exec import Capture, PythonListeners
+from pi_notebook.kernel._interrupt import Execution, Interrupts
+from pi_notebook.tools import OutputAccumulator
+
+class Original:  # the kernel's stream; its first write waits (the GIL released) until the code has returned
+    def __init__(self):
+        self.parts, self.first, self.go = [], threading.Event(), threading.Event()
+    def write(self, text):
+        self.parts.append(text)
+        if len(self.parts) == 1:
+            self.first.set()
+            self.go.wait()
+        return len(text)
+    def flush(self):
+        pass
+
+original, start, errors = Original(), threading.Event(), []
+def console():  # a thread from before the code (a subshell console's): its print goes to the kernel's stream
+    start.wait()
+    try:
+        print("pi:", "stopping")
+    except BaseException as error:
+        errors.append(repr(error))
+thread = threading.Thread(target=console)
+thread.start()
+real, sys.stdout = sys.stdout, original
+execution = Execution(Interrupts())
+capture = Capture("call", execution, OutputAccumulator(), PythonListeners())
+with execution, capture.installed(None):
+    start.set()
+    original.first.wait()  # the console's print() has written "pi:" and holds sys.stdout for the rest
+del capture, execution
+original.go.set()
+thread.join()
+sys.stdout = real
+print(original.parts, errors)
+"""
+
+
+def test_a_print_under_way_on_another_thread_when_the_code_returns_finishes_where_it_began() -> None:
+    """CPython 3.11 (and 3.12 before 3.12.10, 3.13 before 3.13.3) has print() hold sys.stdout as a borrowed
+    reference between its writes: the stream the code's return swapped out must outlive that print (it crashed the
+    kernel or misread its objects: CI, stop 42). In a subprocess, so that a crash is this test's failure."""
+    done = subprocess.run([sys.executable, "-c", PRINT_ACROSS_THE_RESTORE], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "['pi:', ' ', 'stopping', '\\n'] []\n", "")
