@@ -311,13 +311,13 @@ def _always() -> bool:
 class _Streams:
     """Our ``sys.stdout``/``sys.stderr`` pairs, kept for the life of the process and reused, never freed.
 
-    CPython before 3.12.10 / 3.13.3 (gh-130163) has ``print()`` hold ``sys.stdout`` as a *borrowed* reference
-    between its writes (the text, the separator, the end). A thread printing while the code returns — a subshell
-    console's ``%pi abort`` printing "pi: stopping" as the code it stopped ends — would then write to our stream
-    after the restore had freed it: a crash, or the kernel's own objects misread (CI, stop 42: "AttributeError:
-    _elsewhere", then ipykernel's "'collections.deque' object has no attribute '_io_loop'"). A pair given back is
-    retired (it forwards, holding no capture) and waits for the next code; as many pairs exist as codes ever ran
-    at once."""
+    CPython's ``print()`` holds ``sys.stdout`` as a *borrowed* reference between its writes (the text, the
+    separator, the end; python/cpython#130163: 3.11.7, 3.12.1 and 3.13.0 crash on it). A thread printing while the
+    code returns — a subshell console's ``%pi abort`` printing "pi: stopping" as the code it stopped ends — would
+    then write to our stream after the restore had freed it: a crash, or the kernel's own objects misread (CI, stop
+    42: "AttributeError: _elsewhere", then ipykernel's "'collections.deque' object has no attribute '_io_loop'"). A
+    pair given back is retired (it forwards, holding no capture) and waits for the next code; as many pairs exist as
+    codes ever ran at once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

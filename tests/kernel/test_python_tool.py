@@ -490,8 +490,8 @@ print(original.parts, errors)
 
 
 def test_a_print_under_way_on_another_thread_when_the_code_returns_finishes_where_it_began() -> None:
-    """CPython 3.11 (and 3.12 before 3.12.10, 3.13 before 3.13.3) has print() hold sys.stdout as a borrowed
-    reference between its writes: the stream the code's return swapped out must outlive that print (it crashed the
-    kernel or misread its objects: CI, stop 42). In a subprocess, so that a crash is this test's failure."""
+    """CPython's print() holds sys.stdout as a borrowed reference between its writes (python/cpython#130163;
+    3.11.7, 3.12.1 and 3.13.0 crash on it): the stream the code's return swapped out must outlive that print (it
+    crashed the kernel or misread its objects: CI, stop 42). In a subprocess, so that a crash is this test's failure."""
     done = subprocess.run([sys.executable, "-c", PRINT_ACROSS_THE_RESTORE], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "['pi:', ' ', 'stopping', '\\n'] []\n", "")
