@@ -321,16 +321,11 @@ class _Streams:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: list[tuple[_Stream, _Stream]] = []
-        self._all: list[tuple[_Stream, _Stream]] = []  # every pair made: none is ever freed
+        self._idle: list[tuple[_Stream, _Stream]] = []  # a pair in use is referenced by its code's installed()
 
     def take(self) -> tuple[_Stream, _Stream]:
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
-            pair = _Stream("stdout"), _Stream("stderr")
-            self._all.append(pair)
-            return pair
+            return self._idle.pop() if self._idle else (_Stream("stdout"), _Stream("stderr"))
 
     def give_back(self, pair: tuple[_Stream, _Stream]) -> None:
         for stream in pair:

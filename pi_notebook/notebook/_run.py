@@ -101,18 +101,19 @@ class RunReport:
         return self.markdown, self.html
 
     @classmethod
-    def of(cls, run: Run) -> RunReport:
-        """``run``'s report as it is now (``running`` until it settles)."""
+    def of(cls, run: Run, messages: list[AgentMessage], usage: str) -> RunReport:
+        """``run``'s report as it is now (``running`` until it settles): ``messages`` as the report shows them (a
+        retried reply's fate: ``RetriedReplies.shown``) and the ``usage`` line."""
         status: str = run.status.status if run.done else "running"  # settled, aborted or error
         if run.error:
             status += f" — {run.error}"
         tools = {tool.name: tool for tool in run.session.tools}
         markdown, html, text = render_all(
-            run._retried.shown(run.messages),
+            messages,
             run.log,
             title=f"Run {run.number}",
             status=status,
-            usage=run._cache_usage,
+            usage=usage,
             call_text=lambda name, args: tool_preview(tools.get(name), args),
         )
         return cls(markdown, aborted=run.aborted, error=run.error, html=html, text=text, receipt=run.receipt)
@@ -263,7 +264,7 @@ class Run:
 
     def report(self) -> RunReport:
         """The run as it is now: its transcript and event log (:meth:`RunReport.of`)."""
-        return RunReport.of(self)
+        return RunReport.of(self, self._retried.shown(self.messages), self._cache_usage)
 
     def __await__(self) -> Generator[Any, None, RunReport]:
         return self._wait().__await__()
