@@ -28,22 +28,26 @@ _WHAT = {
 
 
 def find_prompt(session: AgentSession, text: str) -> TreeEntry:
-    """The user prompt ``text`` names: its number (``2`` or ``#2``: the session's second prompt, as ``%pi tree``
-    numbers them), its entry id, or the start of its id. Raises :class:`TreeError` (one line) when there is none,
-    when several ids start so, or when the entry is not a prompt."""
+    """The user prompt ``text`` names: its entry id, ``#2`` (the session's second prompt, as ``%pi tree`` numbers
+    them), or the start of its id; a bare number (``2``) is a prompt's number when the session has that prompt, else
+    the start of an id (ids are hex, so one may start with digits: ``75659``). Raises :class:`TreeError` (one line)
+    when there is none, when several ids start so, or when the entry is not a prompt."""
     wanted = text.strip()
     if not wanted:
         raise TreeError("fork needs the number or id of a prompt (%pi tree lists them)")
     entries = [node.entry for _, node in session.tree().walk()]
+    found = [entry for entry in entries if entry.id == wanted]
     number = wanted.removeprefix("#")
-    if number.isdigit() and len(number) < 8:  # an entry id is 8 hex digits
+    if not found and number.isdigit():
         prompt = next((entry for entry in entries if entry.prompt_number == int(number)), None)
-        if prompt is None:
+        if prompt is not None:
+            return prompt
+        if number != wanted:
             raise TreeError(f"no prompt #{number} in this session (%pi tree lists them)")
-        return prompt
-    found = [entry for entry in entries if entry.id == wanted] or [e for e in entries if e.id.startswith(wanted)]
+    found = found or [entry for entry in entries if entry.id.startswith(wanted)]
     if not found:
-        raise TreeError(f"no entry {wanted!r} in this session (%pi tree lists the prompts)")
+        nothing = f"no prompt #{wanted} and no entry id starting with" if wanted.isdigit() else "no entry"
+        raise TreeError(f"{nothing} {wanted!r} in this session (%pi tree lists the prompts)")
     if len(found) > 1:
         raise TreeError(f"{len(found)} entries' ids start with {wanted!r}: give more of the id (%pi tree)")
     entry = found[0]

@@ -33,11 +33,13 @@ def first_view_title(page: Page) -> Locator:
 def test_a_click_on_a_prompt_of_the_tree_forks_there(lab: JupyterLab) -> None:
     path = notebook([SETUP, "%pi first question", "%pi second question"], lab.root / "tree.ipynb")
     page = lab.open(path, workspace=path.stem)
-    for index in range(3):
+    for index in range(3):  # each %pi returns at once: the next prompt is sent once the run before it settled
         lab.run_cell(page, index)
         lab.wait_idle(page, index)
+        if index:
+            run = page.locator(f".pi-run-view.pi-run-{index}")
+            expect(run.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=false", timeout=WAIT)
     second = page.locator(".pi-run-view.pi-run-2")
-    expect(second.locator(".pi-log-agent_settled .pi-log-detail")).to_have_text("aborted=false", timeout=WAIT)
     tree = second.locator(".pi-run-tree").first
     title = tree.locator(".pi-tree-title")
     expect(title).to_have_text("Session tree: 2 prompts (open it to see them and fork)", timeout=WAIT)

@@ -100,7 +100,8 @@ def test_stop_during_the_summary_moves_nothing(kernel: Kernel) -> None:
         ("%pi fork zzzz", "pi: no entry 'zzzz' in this session (%pi tree lists the prompts)"),
         ("%pi fork --sideways x", "pi: fork: unknown option '--sideways'"),
         ("%pi fork", "pi: fork needs the number or id of a prompt (%pi tree lists them)"),
-        ("%pi fork 7", "pi: no prompt #7 in this session (%pi tree lists them)"),
+        ("%pi fork #7", "pi: no prompt #7 in this session (%pi tree lists them)"),
+        ("%pi fork 7", "pi: no prompt #7 and no entry id starting with '7' in this session"),
     ],
 )
 def test_bad_input_is_one_line(kernel: Kernel, line: str, said: str) -> None:
