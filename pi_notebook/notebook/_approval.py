@@ -12,8 +12,10 @@ displayed (``run = %pi ...`` without showing ``run``). So:
   the run's abort signal's, so Stop, the toolbar Stop, the kernel's interrupt on an awaiting cell, the
   turn timeout and the wall-time budget all end it);
 - not rendered yet: wait for a view until :data:`FRONTEND_WAIT_S` after the run started (a frontend renders
-  within a fraction of that), then end the call with an error result that says how to allow it
-  (:data:`NO_FRONTEND`). Later calls of the same run end at once.
+  within a fraction of that), or :data:`PAGE_WAIT_S` while a JupyterLab page with the pi-notebook extension is
+  connected to the kernel (a page loading the widget's code for the first time on a busy machine can take
+  seconds), then end the call with an error result that says how to allow it (:data:`NO_FRONTEND`). Later calls
+  of the same run end at once.
 
 While the question waits the run's state is ``awaiting approval`` (the status bar shows ``pi: awaiting
 approval``) and the event log records the question and the answer.
@@ -48,6 +50,7 @@ __all__ = [
     "FRONTEND_WAIT_S",
     "MAX_PREVIEW",
     "NO_FRONTEND",
+    "PAGE_WAIT_S",
     "Asking",
     "NotebookApprover",
     "describe_tools",
@@ -56,6 +59,8 @@ __all__ = [
 
 FRONTEND_WAIT_S = 2.0
 """How long after a run starts a frontend has to render its widget before asking tools are refused."""
+PAGE_WAIT_S = 20.0
+"""The same, while a JupyterLab page with the pi-notebook extension is connected to the kernel (the control comm)."""
 MAX_PREVIEW = MAX_CHARS
 """The call shown in the question is cut to this many characters: its head and its tail (``_visible``)."""
 NO_FRONTEND = (
@@ -87,8 +92,9 @@ class _Entry(Protocol):
 class NotebookApprover:
     """The :data:`~pi_notebook.session.Approver` of one notebook session (see the module docstring)."""
 
-    def __init__(self, entry: _Entry) -> None:
+    def __init__(self, entry: _Entry, page_connected: Callable[[], bool] = lambda: False) -> None:
         self._entry = entry
+        self._page_connected = page_connected
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Approval:
         cassette = self._entry.cassette
@@ -109,7 +115,7 @@ class NotebookApprover:
         refused = Approval("unavailable", NO_FRONTEND.format(name=request.tool_name))
         if run is None or presenter is None:
             return refused, False
-        wait = run.started_at + FRONTEND_WAIT_S - time.monotonic()
+        wait = run.started_at + (PAGE_WAIT_S if self._page_connected() else FRONTEND_WAIT_S) - time.monotonic()
         if not await presenter.wait_rendered(wait, signal):
             return refused, False
         return await ask_in_widget(Asking.of(run, presenter, request.tool_name), request, signal), True

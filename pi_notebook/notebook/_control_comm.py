@@ -151,6 +151,11 @@ class ControlChannel:
             for comm in list(self._comms):
                 self._send(comm, message)
 
+    def page_connected(self) -> bool:
+        """A JupyterLab page with the pi-notebook extension has the control comm open (a frontend that renders run
+        widgets is there, though its widget code may still be loading). Any thread."""
+        return bool(self._comms)
+
     def ping(self) -> None:
         """Publish ``{"type": "activity"}`` on the beacon (any thread): activity for the idle cullers, dropped by
         frontends. No parent message: it answers no request. Nothing outside a kernel."""

@@ -486,7 +486,7 @@ class SessionRegistry:
             _state_listeners=self._state_listeners,
             _recent=self.recent,
         )
-        session.approver = NotebookApprover(entry)
+        session.approver = NotebookApprover(entry, self.control.page_connected)
         if len(self.mcp):
             sync_mcp_tools([entry], self.mcp)
         entry.refresh_prompt()

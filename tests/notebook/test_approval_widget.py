@@ -18,7 +18,7 @@ from pi_notebook.ai.messages import text_of
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_notebook.kernel import CELL_TOOL_NAMES
 from pi_notebook.notebook import _approval, default_tools
-from pi_notebook.notebook._approval import NO_FRONTEND, describe_tools, preview_call
+from pi_notebook.notebook._approval import NO_FRONTEND, NotebookApprover, describe_tools, preview_call
 from pi_notebook.notebook._defaults import MAX_VARIABLES, variables_summary
 from pi_notebook.notebook._registry import NotebookSession, SessionRegistry
 from pi_notebook.session import DECLINED, ApprovalRequest
@@ -227,3 +227,37 @@ async def test_a_run_without_a_widget_plain_ipython_refuses_at_once() -> None:
     await run
     assert time.monotonic() - started < 1.5  # no wait for a frontend that cannot exist
     assert tool_results(entry) == [(NO_FRONTEND.format(name="bash"), True)]
+
+
+@pytest.mark.parametrize("page", [True, False])
+async def test_while_a_lab_page_is_connected_the_question_waits_longer_for_the_widget_to_render(
+    monkeypatch: pytest.MonkeyPatch, page: bool
+) -> None:
+    """A page with the extension (the control comm open) may still be loading the widget's code: the call waits up
+    to PAGE_WAIT_S for its ``hello``, where without one it is refused after FRONTEND_WAIT_S (0 here: at once)."""
+    monkeypatch.setattr(_approval, "FRONTEND_WAIT_S", 0)
+    monkeypatch.setattr(_approval, "PAGE_WAIT_S", 60)
+    log = ToolLog()
+    entry = entry_calling_bash(log)
+    gate_reached = asyncio.Event()
+
+    def page_connected() -> bool:  # asked once, when the call needs its answer
+        gate_reached.set()
+        return page
+
+    entry.session.approver = NotebookApprover(entry, page_connected)
+    run = entry.start("go", lambda: entry.session.prompt("go"))
+    assert run.view is not None
+    questions = Questions(run)
+    await gate_reached.wait()  # past FRONTEND_WAIT_S, and no view rendered yet
+    run.view.transcript._on_frontend_message(None, {"type": "hello"}, [])  # the page's widget renders now
+    if page:
+        await asyncio.wait_for(questions.wait(1), 10)
+        run.view.approval.run_button.click()
+    report = await asyncio.wait_for(run, 5)
+    assert not report.aborted
+    if page:
+        assert log.started == ["c0"] and tool_results(entry)[0][1] is False
+    else:
+        assert questions.count == 0 and log.started == []
+        assert tool_results(entry) == [(NO_FRONTEND.format(name="bash"), True)]

@@ -233,7 +233,11 @@ def test_a_change_the_page_would_refuse_is_refused_before_the_user_is_asked(fron
         call("cell_delete", {"cell_id": "gone"}, id="gone"),
         call("cell_edit", {"cell_id": "show", "source": "print(max(prices))"}, id="asks"),
     ]
-    report = run_agent(frontend, calls, {"tools": {"approval": "ask"}})
+    frontend.run("from pi_notebook.notebook import _approval\nwaited, _approval.PAGE_WAIT_S = _approval.PAGE_WAIT_S, 1")
+    try:
+        report = run_agent(frontend, calls, {"tools": {"approval": "ask"}})
+    finally:
+        frontend.run("_approval.PAGE_WAIT_S = waited")  # (the fake page renders no widget: nobody answers)
     texts = [end["text"] for end in report["ends"]]
     protected = "Cell keep is tagged pi-protected: the agent may not edit, delete or run it."
     assert [text.startswith(protected) for text in texts[:3]] == [True, True, True]

@@ -58,6 +58,10 @@ def test_load_ext_registers_the_target_that_comm_info_reveals_and_status_creates
     assert frontend.state(comm_id, reply="status")["state"] == "idle"
     out = frontend.run("from pi_notebook.notebook._registry import REGISTRY\nprint(REGISTRY.find())")
     assert out.strip() == "None"  # asking for the state did not configure a session
+    # the open comm is how an approval question knows a page is there (it waits longer for the widget to render)
+    assert frontend.run("print(REGISTRY.control.page_connected())").strip() == "True"
+    frontend.shell("comm_close", {"comm_id": comm_id, "data": {}})
+    assert frontend.run("print(REGISTRY.control.page_connected())").strip() == "False"
 
 
 def test_status_replies_with_the_active_runs_state(frontend: Frontend) -> None:
