@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from control_frontend import Frontend
@@ -43,10 +44,11 @@ print("REPORT " + json.dumps({"ends": ends, "marks": marks, "aborted": run.abort
 """
 
 
-def silent_run(seconds: float) -> str:
-    """A cell that loads pi_notebook and starts a run whose python tool says nothing for ``seconds`` (for idle
-    cullers: the run works, the kernel publishes nothing of its own)."""
-    return SILENT_RUN.format(silent=seconds)
+def silent_run(until: Path) -> str:
+    """A cell that loads pi_notebook and starts a run whose python tool says nothing until the file ``until``
+    exists (for idle cullers: the run works, the kernel publishes nothing of its own, for as long as the test needs;
+    the kernel and the test share the machine's files)."""
+    return SILENT_RUN.format(flag=str(until))
 
 
 SILENT_RUN = """
@@ -55,7 +57,8 @@ from pi_notebook.notebook import configure
 from pi_notebook.kernel import python_tool
 from pi_notebook.ai.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 faux = FauxProvider(token_size=(1, 1))
-call = faux_tool_call("python", {{"code": "import time\\ntime.sleep({silent})\\nprint('slept')"}})
+code = "import os, time\\nwhile not os.path.exists({flag!r}):\\n    time.sleep(0.1)\\nprint('slept')"
+call = faux_tool_call("python", {{"code": code}})
 faux.set_responses([faux_assistant_message([call], "toolUse"), faux_assistant_message("done")])
 configure(model=faux.model, stream_fn=faux.stream, tools=[python_tool()], settings={{"tools": {{"approval": "auto"}}}})
 run = %pi sleep on it
