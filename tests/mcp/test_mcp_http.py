@@ -71,7 +71,7 @@ async def test_stop_ends_a_hanging_http_call_at_once(servers: McpServers, http_u
     stopped = time.monotonic()
     await session.abort()
     await run
-    assert time.monotonic() - stopped < 1.0
+    assert time.monotonic() - stopped < 1.5  # not the abort grace (2 s)
     assert recorder.labels[-1] == "agent_settled:aborted=true"
 
 

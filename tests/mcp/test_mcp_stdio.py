@@ -86,7 +86,7 @@ async def test_stop_during_a_hanging_call_ends_it_at_once_and_the_server_is_told
     settled_after = time.monotonic() - stopped
     await run
     assert recorder.labels[-1] == "agent_settled:aborted=true"
-    assert settled_after < 1.0  # not the abort grace (2 s): the call does not wait for the server
+    assert settled_after < 1.5  # not the abort grace (2 s): the call does not wait for the server
     text, is_error = results(session)[0]
     assert is_error and text.startswith("Operation aborted: the call of hang was stopped")
     deadline = time.monotonic() + 10
@@ -103,7 +103,7 @@ async def test_a_server_that_ignores_the_cancellation_cannot_hold_the_run(server
     stopped = time.monotonic()
     await session.abort()
     await run
-    assert time.monotonic() - stopped < 1.0
+    assert time.monotonic() - stopped < 1.5  # not the abort grace (2 s)
     assert recorder.labels[-1] == "agent_settled:aborted=true"
     assert connection.alive  # the connection stays usable for the next run
 

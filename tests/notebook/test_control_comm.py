@@ -156,7 +156,7 @@ def test_abort_while_a_cell_awaits_the_run_settles_it_on_the_kernel_thread(front
     replied = time.monotonic()
     assert reply["state"] == "aborted"
     frontend.finished(awaiting)
-    assert replied - sent < 2.0  # served while the main shell was busy, not after the (endless) run
+    assert replied - sent < 10  # served while the main shell was busy, not after the (endless) run
     out = "".join(
         m["content"]["text"]
         for m in frontend.seen

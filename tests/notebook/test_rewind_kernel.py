@@ -139,8 +139,9 @@ def test_a_second_rewind_takes_the_run_before_and_a_third_says_there_is_nothing(
 
 
 def test_while_a_run_is_active_rewind_says_stop_first(kernel: Kernel, tmp_path: Path) -> None:
-    setup(kernel, tmp_path, turns=[], tps=5)  # "done", five characters a second
-    kernel.run("run = %pi talk slowly")
+    setup(kernel, tmp_path, turns=[], tps=5)
+    kernel.run("faux.set_responses([faux_assistant_message('word ' * 2000)])")  # half an hour at five a second
+    kernel.run("run = %pi talk slowly\nawait run.wait_for('message_update')")
     out = kernel.run("%pi rewind").text
     assert out == "pi: a run is active: stop it first (its Stop button, or %pi abort), then rewind\n"
     kernel.run("run.abort()\nawait run")
@@ -150,9 +151,9 @@ def test_while_another_sessions_run_is_active_rewind_says_stop_first_too(kernel:
     setup(kernel, tmp_path, turns=[[("write", {"path": "one.txt", "content": "1"})]])
     kernel.run("run = %pi first\nawait run")
     slow = "from pi_notebook.notebook._registry import REGISTRY\nslow = FauxProvider(tokens_per_second=5)\n"
-    slow += "slow.set_responses([faux_assistant_message('a slow reply')])\n"
+    slow += "slow.set_responses([faux_assistant_message('a slow reply ' * 2000)])\n"
     kernel.run(slow + "REGISTRY.configure(slow.model, slow.stream, name='other')")
-    kernel.run("other = %pi -s other talk slowly")
+    kernel.run("other = %pi -s other talk slowly\nawait other.wait_for('message_update')")
     out = kernel.run("%pi rewind").text  # the sessions share the namespace and the files
     assert out == "pi: a run is active: stop it first (its Stop button, or %pi abort), then rewind\n"
     kernel.run("other.abort()\nawait other")

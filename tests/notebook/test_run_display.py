@@ -115,8 +115,8 @@ def test_a_saved_notebook_read_as_html_shows_each_runs_transcript_and_event_log(
     cells = [
         "%load_ext pi_notebook" + SETUP,
         "first = %pi What is a widget?",
-        "second = %pi And a static copy?",
-        "_ = await first\n_ = await second",
+        "_ = await first\nsecond = %pi And a static copy?",  # (a prompt sent while a run is active would be queued)
+        "_ = await second",
     ]
     notebook = executed(cells)
     path = tmp_path / "saved.ipynb"

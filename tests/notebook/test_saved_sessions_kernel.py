@@ -47,7 +47,7 @@ def test_a_killed_kernel_s_session_resumes_replayed_and_continues(sessions_dir: 
         faux(first, ["first answer", "second answer", "word " * 200_000], tps=2000)
         first.run("run = %pi one\nawait run")
         first.run("run = %pi two\nawait run")
-        first.run("run = %pi three, a long one")
+        first.run("streaming.clear()\nrun = %pi three, a long one")  # (set by the first two replies)
         first.run("await streaming.wait()")  # the third reply is streaming: not on disk yet
         os.kill(first.manager.provisioner.pid, signal.SIGKILL)  # type: ignore[union-attr]
     finally:

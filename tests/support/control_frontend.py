@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_client.session import Session
-from kernel_harness import Kernel
+from kernel_harness import Kernel, deadline
 
 TARGET = "pi_notebook.control"
 
@@ -141,10 +141,10 @@ class Frontend:
         )
         return time.monotonic()
 
-    def run(self, code: str, timeout: float = 30) -> str:
-        """Run a cell to the end; returns its stdout."""
+    def run(self, code: str, timeout: float | None = None) -> str:
+        """Run a cell to the end (``kernel_harness.deadline``); returns its stdout."""
         msg_id = self.execute(code)
-        self.finished(msg_id, timeout)
+        self.finished(msg_id, deadline(code, timeout))
         return "".join(
             m["content"]["text"]
             for m in self.seen

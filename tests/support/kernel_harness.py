@@ -59,6 +59,22 @@ class Outcome:
         return "".join(parts)
 
 
+LOAD_TIMEOUT_S = 120
+"""Deadline for a cell that loads the extension (``%load_ext pi_notebook``) in a new kernel: its first import of the
+package takes seconds of CPU, over a minute on a loaded 2-core machine (a deadline, not a wait: a quick load returns
+at once)."""
+CELL_TIMEOUT_S = 60
+"""Deadline for any other cell."""
+
+
+def deadline(code: str, timeout: float | None) -> float:
+    """The deadline of a cell: ``timeout`` if given, else :data:`LOAD_TIMEOUT_S` for a cell that loads the extension
+    and :data:`CELL_TIMEOUT_S` for any other."""
+    if timeout is not None:
+        return timeout
+    return LOAD_TIMEOUT_S if "load_ext pi_notebook" in code else CELL_TIMEOUT_S
+
+
 class Kernel:
     """Starts a kernel with this interpreter; ``run(code)`` executes a cell and collects its outputs. ``env`` is the
     kernel's whole environment (default: this process's); ``kernel_name`` a kernelspec on ``JUPYTER_PATH``."""
@@ -69,10 +85,10 @@ class Kernel:
         options = {} if env is None else {"env": env}
         self.manager, self.client = start_new_kernel(kernel_name=kernel_name, startup_timeout=60, **options)
 
-    def run(self, code: str, timeout: float = 60, *, allow_error: bool = False) -> Outcome:
+    def run(self, code: str, timeout: float | None = None, *, allow_error: bool = False) -> Outcome:
         started = time.monotonic()
         msg_id = self.client.execute(code)
-        outcome = self.collect(msg_id, timeout)
+        outcome = self.collect(msg_id, deadline(code, timeout))
         outcome.elapsed = time.monotonic() - started
         if outcome.error is not None and not allow_error:
             raise AssertionError(f"cell failed: {outcome.error['ename']}: {outcome.error['evalue']}\n{code}")

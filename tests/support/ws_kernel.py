@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import websocket
+from kernel_harness import deadline as cell_deadline
 
 
 @dataclass
@@ -59,8 +60,10 @@ class RemoteKernel:
         self._ws.send(json.dumps(message))
         return msg_id
 
-    def run(self, code: str, timeout: float = 60) -> Result:
-        """Execute ``code`` as a cell and collect what it printed until the kernel is idle again."""
+    def run(self, code: str, timeout: float | None = None) -> Result:
+        """Execute ``code`` as a cell and collect what it printed until the kernel is idle again (within
+        ``kernel_harness.deadline``)."""
+        timeout = cell_deadline(code, timeout)
         msg_id = self.send("execute_request", {"code": code, "silent": False, "store_history": True})
         result = Result()
         assert self._ws is not None
