@@ -38,23 +38,30 @@ def find_prompt(session: AgentSession, text: str) -> TreeEntry:
     entries = [node.entry for _, node in session.tree().walk()]
     found = [entry for entry in entries if entry.id == wanted]
     number = wanted.removeprefix("#")
-    if not found and number.isdigit():
+    if not found and _is_number(number):
         prompt = next((entry for entry in entries if entry.prompt_number == int(number)), None)
         if prompt is not None:
             return prompt
         if number != wanted:
             raise TreeError(f"no prompt #{number} in this session (%pi tree lists them)")
     found = found or [entry for entry in entries if entry.id.startswith(wanted)]
+    shown = wanted if len(wanted) <= 40 else wanted[:40] + "…"
     if not found:
-        nothing = f"no prompt #{wanted} and no entry id starting with" if wanted.isdigit() else "no entry"
-        raise TreeError(f"{nothing} {wanted!r} in this session (%pi tree lists the prompts)")
+        nothing = f"no prompt #{wanted} and no entry id starting with" if _is_number(wanted) else "no entry"
+        raise TreeError(f"{nothing} {shown!r} in this session (%pi tree lists the prompts)")
     if len(found) > 1:
-        raise TreeError(f"{len(found)} entries' ids start with {wanted!r}: give more of the id (%pi tree)")
+        raise TreeError(f"{len(found)} entries' ids start with {shown!r}: give more of the id (%pi tree)")
     entry = found[0]
     if not entry.is_user:
         what = _WHAT.get(entry.role or entry.type, f"a {entry.type} entry")
         raise TreeError(f"entry {entry.id} is {what}, not a prompt: %pi fork continues from before a prompt (%pi tree)")
     return entry
+
+
+def _is_number(text: str) -> bool:
+    """Reads as a prompt's number: ASCII digits (``"²".isdigit()`` too, which ``int`` refuses), and not so many that
+    ``int`` refuses them (Python's 4300-digit limit) or no session could have that many prompts."""
+    return text.isascii() and text.isdigit() and len(text) <= 9
 
 
 def fork_label(entry: TreeEntry) -> str:

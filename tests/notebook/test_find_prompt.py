@@ -50,6 +50,9 @@ async def test_a_number_the_session_has_is_the_prompt_of_that_number_before_an_i
         ("3", "no prompt #3 and no entry id starting with '3' in this session (%pi tree lists the prompts)"),
         ("e5", "entry e5e5e5e5 is a reply, not a prompt: %pi fork continues from before a prompt (%pi tree)"),
         ("", "fork needs the number or id of a prompt (%pi tree lists them)"),
+        ("²", "no entry '²' in this session (%pi tree lists the prompts)"),  # a digit to isdigit(), not to int()
+        ("#٣", "no entry '#٣' in this session (%pi tree lists the prompts)"),
+        ("9" * 5000, f"no entry '{'9' * 40}…' in this session (%pi tree lists the prompts)"),  # past int()'s limit
     ],
 )
 async def test_what_names_no_prompt_is_said_in_one_line(agent: AgentSession, given: str, said: str) -> None:
