@@ -39,7 +39,7 @@ def find_prompt(session: AgentSession, text: str) -> TreeEntry:
     found = [entry for entry in entries if entry.id == wanted]
     number = wanted.removeprefix("#")
     if not found and _is_number(number):
-        prompt = next((entry for entry in entries if entry.prompt_number == int(number)), None)
+        prompt = next((entry for entry in entries if entry.is_user and entry.prompt_number == int(number)), None)
         if prompt is not None:
             return prompt
         if number != wanted:

@@ -44,6 +44,7 @@ async def test_a_number_the_session_has_is_the_prompt_of_that_number_before_an_i
     ("given", "said"),
     [
         ("#7", "no prompt #7 in this session (%pi tree lists them)"),
+        ("#0", "no prompt #0 in this session (%pi tree lists them)"),  # (entries that are not prompts have no number)
         ("#75659", "no prompt #75659 in this session (%pi tree lists them)"),
         ("9", "no prompt #9 and no entry id starting with '9' in this session (%pi tree lists the prompts)"),
         ("zz", "no entry 'zz' in this session (%pi tree lists the prompts)"),
