@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from lab_harness import JupyterLab, notebook
+from lab_harness import JupyterLab, notebook, wait_for_log
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -44,8 +44,7 @@ def test_stop_in_the_browser_settles_the_run_aborted(lab: JupyterLab) -> None:
     settled = view.locator(".pi-log-agent_settled .pi-log-detail")
     settled.wait_for(timeout=30_000)
     assert settled.inner_text() == "aborted=true"
-    labels = view.locator(".pi-log-label").all_inner_texts()
-    assert labels.index("agent_end") < labels.index("agent_settled")
+    wait_for_log(page, 0, ["agent_end", "agent_settled"])
     assert view.locator(".pi-run-state").inner_text() == "aborted"
     assert view.get_by_role("button", name="Stopped").is_disabled()
     lab.screenshot(page, "widget-stopped.png")
@@ -97,8 +96,7 @@ def test_percent_pi_compact_shows_the_summary_in_the_widget(lab: JupyterLab) -> 
     body.locator("h2").first.wait_for(timeout=30_000)  # the summary is rendered as markdown
     assert "Answer four questions about gardening." in body.inner_text()
     view.locator(".pi-run-state.pi-state-settled").wait_for(timeout=30_000)
-    labels = view.locator(".pi-log-label").all_inner_texts()
-    assert labels[:2] == ["compaction_start", "compaction_end"]
+    wait_for_log(page, 0, ["compaction_start", "compaction_end"], at_start=True)
     lab.screenshot(page, "widget-compaction.png")
 
 

@@ -59,6 +59,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+LOG_IN_ORDER = """([index, labels, atStart]) => {
+  const view = document.querySelectorAll('.pi-run-view')[index];
+  if (!view) return false;
+  const seen = [...view.querySelectorAll('.pi-log-label')].map((label) => label.textContent);
+  if (atStart) return labels.every((label, at) => seen[at] === label);
+  let at = -1;
+  return labels.every((label) => (at = seen.indexOf(label, at + 1)) >= 0);
+}"""
+
+
+def wait_for_log(page: Page, view: int, labels: list[str], *, at_start: bool = False, timeout: float = 30_000) -> None:
+    """Wait until the event log of the page's ``view``-th run view shows ``labels`` in this order (``at_start``: as
+    its first rows). The log is read whole in one evaluation in the page: a view that is redrawn meanwhile (a
+    snapshot empties its log until the next frame draws it again) is never read half-drawn. Times out (the test
+    fails) if the order never shows."""
+    page.wait_for_function(LOG_IN_ORDER, arg=[view, labels, at_start], timeout=timeout)
+
+
 def notebook(cells: list[str], path: Path) -> Path:
     """Write a notebook with one code cell per source and a kernelspec, so Lab does not ask for a kernel. Cells
     have ids (``cell-0``, ...), as nbformat 4.5 files do, so a reloaded page knows them by the same ids."""
