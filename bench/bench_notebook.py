@@ -48,7 +48,7 @@ def stop_latency(runs: int = 30) -> dict[str, float]:
     try:
         kernel.run("%load_ext pi_notebook")
         kernel.run(SETUP)
-        samples = sorted(float(kernel.run(textwrap.dedent(ONE_STOP)).text.strip()) for _ in range(runs))
+        samples = sorted(float(kernel.run(textwrap.dedent(ONE_STOP)).stdout.strip()) for _ in range(runs))
     finally:
         kernel.shutdown()
     return {"p50": statistics.median(samples), "p99": samples[-1], "n": len(samples)}
