@@ -59,8 +59,8 @@ def find_prompt(session: AgentSession, text: str) -> TreeEntry:
 
 
 def _is_number(text: str) -> bool:
-    """Reads as a prompt's number: ASCII digits (``"²".isdigit()`` too, which ``int`` refuses), and not so many that
-    ``int`` refuses them (Python's 4300-digit limit) or no session could have that many prompts."""
+    """Reads as a prompt's number: ASCII digits only (``"²".isdigit()`` is true, but ``int`` refuses it), at most
+    nine (``int`` refuses more than 4,300, and no session has a billion prompts)."""
     return text.isascii() and text.isdigit() and len(text) <= 9
 
 
