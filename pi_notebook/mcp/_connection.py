@@ -56,6 +56,9 @@ ServerState: TypeAlias = Literal["starting", "ready", "failed", "stopped", "repl
 
 KILL_GRACE_S = 0.5
 """Between SIGTERM and SIGKILL when a server is stopped or the kernel dies."""
+LEADER_WAIT_S = 2.0
+"""How long a new stdio server's process is looked for by its marker (``_leader``): a server whose program drops
+the environment it was given (``env -i ...``) is never found, and its process is not tracked then."""
 CLIENT_INFO = types.Implementation(name="pi-notebook", version="0.1.0")
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own defaults for its transports
 
@@ -220,7 +223,7 @@ class Connection:
         LIFELINE.track(self._token, mark, KILL_GRACE_S)
         async with stdio_client(params, errlog=self._stderr.writer()) as streams:
             self._stderr.started()
-            self.pid = _leader(self._token)
+            self.pid = await _leader(self._token)
             if self.pid is not None:
                 self._tree = ProcessTree(self.pid, self._token, mark)
                 LIFELINE.group(self._token, self.pid)
@@ -346,8 +349,17 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
             return tools
 
 
-def _leader(token: str) -> int | None:
-    """The pid of the child process that carries ``token`` (the server just spawned)."""
+async def _leader(token: str) -> int | None:
+    """The pid of the child process that carries ``token`` (the server just spawned), looked for until
+    :data:`LEADER_WAIT_S` has passed: the spawn returns once the child has begun its ``exec``, and Linux shows the
+    new program's environment (``/proc/PID/environ``) only a moment later, so a busy machine can read it empty."""
+    deadline = time.monotonic() + LEADER_WAIT_S
+    while (pid := _carrying(token)) is None and time.monotonic() < deadline:  # noqa: ASYNC110 - /proc has no event
+        await anyio.sleep(0.01)
+    return pid
+
+
+def _carrying(token: str) -> int | None:
     needle = f"{MARKER_ENV}={token}"
     for child in psutil.Process().children():
         with contextlib.suppress(psutil.Error, OSError):

@@ -321,3 +321,24 @@ async def test_the_site_policy_makes_read_only_mcp_tools_ask_and_switches_others
     (a, _), (b, _), (note, note_error) = results(session)
     assert (a, b) == ("a", "b")
     assert note_error and "Tool mcp__test__note not found" in note
+
+
+async def test_a_server_is_found_by_its_marker_even_when_its_environment_shows_late() -> None:
+    """Linux shows a new program's environment a moment after the spawn returns; a busy machine read it empty and
+    the server's process went untracked (CI, under load). Here the child carries the marker only once its shell
+    ``exec``s into ``sleep`` with it, 0.3 s after it started: the server's process is found all the same."""
+    import sys
+
+    from pi_notebook.mcp import _connection
+    from pi_notebook.tools import MARKER_ENV
+
+    token = "late-marker-token"
+    later = f"{{**os.environ, {MARKER_ENV!r}: {token!r}}}"
+    script = f"import os, time; time.sleep(0.3); os.execvpe('sleep', ['sleep', '30'], {later})"
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", script)
+    try:
+        assert await _connection._leader(token) == child.pid
+        assert await _connection._leader("no-such-token") is None  # looked for LEADER_WAIT_S, then given up
+    finally:
+        child.kill()
+        await child.wait()
