@@ -148,7 +148,8 @@ def test_code_that_never_stops_ends_its_run_for_the_status_bar_and_the_idle_cull
     subshell = frontend.create_subshell()
     comm_id = frontend.open(subshell)
     frontend.state(comm_id)
-    start(frontend, NESTED_SWALLOW, settings={"budget": {"wall_time_ms": 300}}, ready="working")
+    # the budget must leave the code time to reach its loops (a busy machine took over 300 ms to print 'working')
+    start(frontend, NESTED_SWALLOW, settings={"budget": {"wall_time_ms": 3000}}, ready="working")
     assert on_subshell(frontend, subshell, SIGNAL) == "True"  # the run works: the signal runs
     frontend.state(comm_id, timeout=60, state="aborted", aborted=True, note=UNSTOPPABLE_TEXT)
     assert on_subshell(frontend, subshell, SIGNAL, until="False") == "False"  # the signal stopped
